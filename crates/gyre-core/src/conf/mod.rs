@@ -1,0 +1,1 @@
+//! nginx-syntax configuration (being written).

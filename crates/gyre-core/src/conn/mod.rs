@@ -1,0 +1,6 @@
+//! Connections: the pool, listening sockets, accept, and I/O.
+
+pub mod accept;
+pub mod io;
+pub mod listener;
+pub mod pool;

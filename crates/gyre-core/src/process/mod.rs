@@ -1,0 +1,1 @@
+//! The master/worker process model and the shared-memory zone (being written).
