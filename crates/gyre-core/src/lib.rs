@@ -19,6 +19,7 @@
 
 pub mod conf;
 pub mod conn;
+pub mod errlog;
 pub mod event;
 pub mod process;
 pub mod sys;

@@ -1,1 +1,167 @@
-//! (being written)
+//! Connection I/O (nginx's `ngx_unix_recv`, `ngx_writev`, `ngx_linux_sendfile`
+//! and `ngx_handle_read_event` / `ngx_handle_write_event`).
+//!
+//! Every call keeps the event's `ready` flag true to the socket: it is cleared
+//! on EAGAIN, so handlers know when to stop and wait. With a module that
+//! reports peer shutdown (EPOLLRDHUP), a read shorter than the buffer means the
+//! socket was drained, so `ready` is cleared without the extra read(2) that
+//! would only return EAGAIN.
+//!
+//! Interest is registered lazily: read interest when a handler first waits
+//! for data, write interest only once a send would block.
+
+use std::io::{self, IoSlice};
+use std::os::fd::BorrowedFd;
+
+use crate::event::actions::Interest;
+use crate::event::core::Core;
+use crate::sys::socket;
+
+use super::pool::{ConnId, Connection};
+
+fn stale() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "connection closed")
+}
+
+fn fd_of(x: &Connection) -> io::Result<BorrowedFd<'_>> {
+    x.fd().ok_or_else(stale)
+}
+
+impl Core {
+    /// Reads into `buf`. `Ok(0)` is end of stream (`read.eof` is set); an
+    /// `ErrorKind::WouldBlock` error means wait for the next read event.
+    pub fn recv(&mut self, c: ConnId, buf: &mut [u8]) -> io::Result<usize> {
+        let rdhup = self.actions.reports_rdhup();
+        let x = self.pool.get_mut(c).ok_or_else(stale)?;
+        let r = socket::read(fd_of(x)?, buf);
+        let rev = &mut x.read;
+        match r {
+            Ok(0) => {
+                rev.ready = false;
+                rev.eof = true;
+                Ok(0)
+            }
+            Ok(n) => {
+                if n < buf.len() && rdhup && !rev.pending_eof {
+                    rev.ready = false;
+                }
+                Ok(n)
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                rev.ready = false;
+                Err(e)
+            }
+            Err(e) => {
+                rev.ready = false;
+                rev.error = true;
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes from `buf`; a short write clears `write.ready`.
+    pub fn send(&mut self, c: ConnId, buf: &[u8]) -> io::Result<usize> {
+        let x = self.pool.get_mut(c).ok_or_else(stale)?;
+        let r = socket::write(fd_of(x)?, buf);
+        Self::after_write(x, r, buf.len())
+    }
+
+    /// Gathers `bufs` into one writev(2); a short write clears `write.ready`.
+    pub fn writev(&mut self, c: ConnId, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let x = self.pool.get_mut(c).ok_or_else(stale)?;
+        let want = bufs.iter().map(|b| b.len()).sum();
+        let r = socket::writev(fd_of(x)?, bufs);
+        Self::after_write(x, r, want)
+    }
+
+    /// Sends up to `count` bytes of `file` from `*offset` (advanced by the
+    /// amount sent) with sendfile(2).
+    pub fn sendfile(
+        &mut self,
+        c: ConnId,
+        file: BorrowedFd<'_>,
+        offset: &mut u64,
+        count: usize,
+    ) -> io::Result<usize> {
+        let x = self.pool.get_mut(c).ok_or_else(stale)?;
+        let r = socket::sendfile(fd_of(x)?, file, offset, count);
+        Self::after_write(x, r, count)
+    }
+
+    fn after_write(x: &mut Connection, r: io::Result<usize>, want: usize) -> io::Result<usize> {
+        let wev = &mut x.write;
+        match r {
+            Ok(n) => {
+                if n < want {
+                    wev.ready = false;
+                }
+                Ok(n)
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                wev.ready = false;
+                Err(e)
+            }
+            Err(e) => {
+                wev.ready = false;
+                wev.error = true;
+                Err(e)
+            }
+        }
+    }
+
+    /// Call after handling a read event: makes sure the next read readiness
+    /// is reported (nginx's `ngx_handle_read_event`). Edge-triggered: read
+    /// interest is added once, when the handler first has to wait. Level-
+    /// triggered: interest is dropped while the event is ready but unread
+    /// (the handler chose to stop), so the loop does not spin.
+    pub fn handle_read_event(&mut self, c: ConnId) -> io::Result<()> {
+        let edge = self.actions.edge_triggered();
+        let Some(x) = self.pool.get(c) else {
+            return Ok(());
+        };
+        let (active, ready, cur) = (x.read.active, x.read.ready, x.registered);
+        if !active && !ready {
+            self.set_interest(c, cur.with(Interest::READ))
+        } else if !edge && active && ready {
+            self.set_interest(c, cur.without(Interest::READ))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Call after a write: registers write interest once a send would block
+    /// (nginx's `ngx_handle_write_event`); level-triggered modules drop it
+    /// again once the socket is writable and nothing is pending.
+    pub fn handle_write_event(&mut self, c: ConnId) -> io::Result<()> {
+        let edge = self.actions.edge_triggered();
+        let Some(x) = self.pool.get(c) else {
+            return Ok(());
+        };
+        let (active, ready, cur) = (x.write.active, x.write.ready, x.registered);
+        if !active && !ready {
+            self.set_interest(c, cur.with(Interest::WRITE))
+        } else if !edge && active && ready {
+            self.set_interest(c, cur.without(Interest::WRITE))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Stops watching `c` for reads (a level-triggered module would otherwise
+    /// keep reporting data the handler does not want yet).
+    pub fn disable_read(&mut self, c: ConnId) -> io::Result<()> {
+        let Some(x) = self.pool.get(c) else {
+            return Ok(());
+        };
+        if !x.read.active || self.actions.edge_triggered() {
+            return Ok(());
+        }
+        let cur = x.registered;
+        self.set_interest(c, cur.without(Interest::READ))
+    }
+
+    /// The connection's socket (for options, or I/O the core does not wrap).
+    pub fn fd(&self, c: ConnId) -> Option<BorrowedFd<'_>> {
+        self.pool.get(c)?.fd()
+    }
+}

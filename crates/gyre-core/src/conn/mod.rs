@@ -4,3 +4,6 @@ pub mod accept;
 pub mod io;
 pub mod listener;
 pub mod pool;
+
+pub use self::listener::{ListenOptions, Listener, ListenerId, Protocol};
+pub use self::pool::{ConnId, Connection, Event};

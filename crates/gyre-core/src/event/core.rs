@@ -1,1 +1,1005 @@
-//! (being written)
+//! The event loop: one worker's cycle (nginx's `ngx_cycle_t` event state plus
+//! `ngx_process_events_and_timers`).
+//!
+//! [`Core`] owns the multiplexing module, the connection pool, the timers, the
+//! time events, the posted queues and the cached clock. Handlers get
+//! `&mut Core` and drive everything through it. [`Core::process_events_and_timers`]
+//! is the loop body and reads top to bottom as the algorithm in nginx's source.
+//!
+//! Handler dispatch: a connection's [`Handler`] is taken out of its slot while
+//! it runs and put back afterwards unless the handler closed the connection
+//! (the slot's generation changed) or installed a replacement. A handler is
+//! never re-entered.
+
+use std::io;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+
+use super::actions::{Actions, Backend, Interest, Readiness, Trigger};
+use super::clock::{monotonic_ms, msec_diff, Clock, Msec};
+use super::posted::{Posted, Queue};
+use super::time_event::{Next, TimeEventId, TimeEvents, UnknownTimeEvent};
+use super::timer::TimerWheel;
+use crate::conn::listener::{Listener, ListenerId, Protocol};
+use crate::conn::pool::{ConnId, Connection, Event, Kind, Pool};
+use crate::sys::notify::{EventFd, TimerFd};
+
+/// Tokens above every possible connection token (slots are < 2^32 - 1).
+const NOTIFY_TOKEN: u64 = u64::MAX;
+const TICK_TOKEN: u64 = u64::MAX - 1;
+
+/// nginx's NGX_TIMER_LAZY_DELAY: re-adding a timer this close to its current
+/// deadline keeps the old one (keep-alive connections re-arm on every read).
+pub const TIMER_LAZY_DELAY: u64 = 300;
+
+/// Which direction of a connection an event is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvKind {
+    Read = 0,
+    Write = 1,
+}
+
+/// An event delivered to a handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ev {
+    pub conn: ConnId,
+    pub kind: EvKind,
+    /// The event's timer fired (nginx's `ev->timedout`); otherwise the event
+    /// is ready, or was posted.
+    pub timedout: bool,
+}
+
+impl Ev {
+    pub fn read(conn: ConnId) -> Ev {
+        Ev {
+            conn,
+            kind: EvKind::Read,
+            timedout: false,
+        }
+    }
+    pub fn write(conn: ConnId) -> Ev {
+        Ev {
+            conn,
+            kind: EvKind::Write,
+            timedout: false,
+        }
+    }
+    #[inline]
+    fn index(conn: ConnId, kind: EvKind) -> u32 {
+        conn.slot * 2 + kind as u32
+    }
+}
+
+/// A connection's event handler: its protocol state machine.
+pub trait Handler {
+    /// Called when `ev` is ready, its timer fired (`ev.timedout`) or it was
+    /// posted. With edge-triggered modules, read (or write) until EAGAIN or
+    /// the event is not reported again.
+    fn handle(&mut self, core: &mut Core, ev: Ev);
+}
+
+/// What runs in the loop when a [`Notifier`] fires.
+pub type NotifyHandler = Box<dyn FnMut(&mut Core)>;
+
+/// A time event's handler; its return value makes it one-shot or periodic.
+pub type TimeEventHandler = Box<dyn FnMut(&mut Core, TimeEventId) -> Next>;
+
+/// The process-wide accept mutex as the loop sees it (filled in by the
+/// process model with the shared-memory lock).
+pub trait AcceptMutex {
+    /// Non-blocking; true when this process now holds the lock.
+    fn try_lock(&mut self) -> bool;
+    fn unlock(&mut self);
+}
+
+/// Counters the core keeps about itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CoreStats {
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Accepted connections that got a slot and were handed to a protocol.
+    pub handled: u64,
+    /// Events dropped because their connection was closed (and maybe its slot
+    /// reused) earlier in the same batch.
+    pub stale_events: u64,
+    /// Loop iterations.
+    pub iterations: u64,
+    /// Reusable connections closed to free slots.
+    pub drained: u64,
+}
+
+/// Settings for a [`Core`] (the `events {}` block and friends).
+#[derive(Clone, Debug)]
+pub struct CoreOptions {
+    /// `worker_connections`: slots in the pool, listeners included.
+    pub connections: usize,
+    /// `use`.
+    pub backend: Backend,
+    /// `epoll_events`: readiness reports taken per wait.
+    pub events: usize,
+    /// `multi_accept`.
+    pub multi_accept: bool,
+    /// `accept_mutex_delay` in ms; also the back-off after EMFILE.
+    pub accept_mutex_delay: u64,
+    /// `timer_resolution` in ms (0: off): wait without a timeout and update
+    /// the clock on a periodic tick instead of after every wake-up.
+    pub timer_resolution: u64,
+    /// Register listeners with EPOLLEXCLUSIVE (several workers, no mutex).
+    pub exclusive_accept: bool,
+    /// Added to the monotonic clock (tests of wraparound).
+    pub clock_offset: Msec,
+}
+
+impl Default for CoreOptions {
+    fn default() -> Self {
+        CoreOptions {
+            connections: 512,
+            backend: Backend::DEFAULT,
+            events: 512,
+            multi_accept: false,
+            accept_mutex_delay: 500,
+            timer_resolution: 0,
+            exclusive_accept: false,
+            clock_offset: 0,
+        }
+    }
+}
+
+/// Wakes a [`Core`] from another thread or a signal handler (nginx's
+/// `ngx_notify`). Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Notifier(Arc<EventFd>);
+
+impl Notifier {
+    pub fn notify(&self) -> io::Result<()> {
+        self.0.signal()
+    }
+
+    /// The eventfd, for a signal handler that writes to it directly.
+    pub fn raw_fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.0.as_raw_fd()
+    }
+}
+
+pub(crate) struct ListenerSlot {
+    pub(crate) ls: Option<Listener>,
+    pub(crate) conn: ConnId,
+    pub(crate) protocol: Option<Box<dyn Protocol>>,
+}
+
+/// One event loop.
+pub struct Core {
+    pub(crate) opts: CoreOptions,
+    pub(crate) clock: Clock,
+    pub(crate) actions: Box<dyn Actions>,
+    pub(crate) pool: Pool,
+    timers: TimerWheel<u32>,
+    /// Timers that keep an exiting worker alive.
+    noncancelable_timers: usize,
+    in_expire: bool,
+    time_events: TimeEvents<TimeEventHandler>,
+    posted: Posted,
+    ready: Vec<Readiness>,
+    pub(crate) listeners: Vec<ListenerSlot>,
+    notify: Option<Arc<EventFd>>,
+    on_notify: Option<NotifyHandler>,
+    tick: Option<TimerFd>,
+    accept_mutex: Option<Box<dyn AcceptMutex>>,
+    pub(crate) accept_mutex_held: bool,
+    pub(crate) accept_events_enabled: bool,
+    /// nginx's `ngx_accept_disabled`: > 0 while this worker is short of free
+    /// connections; it then skips the accept mutex that many iterations.
+    pub(crate) accept_disabled: i64,
+    pub(crate) stats: CoreStats,
+    pub(crate) last_pool_warning: Msec,
+    stop: bool,
+    exiting: bool,
+}
+
+impl Core {
+    /// Creates the loop and its multiplexing module (nginx's
+    /// `ngx_event_process_init`; call it in the process that will run it).
+    pub fn new(opts: CoreOptions) -> io::Result<Core> {
+        let actions = opts.backend.create(opts.events)?;
+        Core::with_actions(opts, actions)
+    }
+
+    /// Creates the loop on a multiplexing module of the caller's own.
+    pub fn with_actions(opts: CoreOptions, mut actions: Box<dyn Actions>) -> io::Result<Core> {
+        let clock = Clock::with_offset(opts.clock_offset);
+        let now = clock.now();
+        let pool = Pool::new(opts.connections);
+        let n = pool.capacity();
+        let tick = if opts.timer_resolution > 0 {
+            let t = TimerFd::periodic(opts.timer_resolution)?;
+            actions.add(t.as_fd(), TICK_TOKEN, Interest::READ, Trigger::Level)?;
+            Some(t)
+        } else {
+            None
+        };
+        Ok(Core {
+            clock,
+            actions,
+            pool,
+            timers: TimerWheel::with_capacity(now, n),
+            noncancelable_timers: 0,
+            in_expire: false,
+            time_events: TimeEvents::new(now),
+            posted: Posted::new(n * 2),
+            ready: Vec::with_capacity(opts.events.max(1)),
+            listeners: Vec::new(),
+            notify: None,
+            on_notify: None,
+            tick,
+            accept_mutex: None,
+            accept_mutex_held: false,
+            accept_events_enabled: false,
+            accept_disabled: 0,
+            stats: CoreStats::default(),
+            last_pool_warning: now.wrapping_sub(1_000_000),
+            stop: false,
+            exiting: false,
+            opts,
+        })
+    }
+
+    /// The options the loop was created with.
+    pub fn options(&self) -> &CoreOptions {
+        &self.opts
+    }
+
+    /// The name of the multiplexing module in use.
+    pub fn backend_name(&self) -> &'static str {
+        self.actions.name()
+    }
+
+    /// The cached time in ms (updated once per wake-up).
+    #[inline]
+    pub fn now(&self) -> Msec {
+        self.clock.now()
+    }
+
+    /// The cached clock (also the cached HTTP date).
+    #[inline]
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    pub fn stats(&self) -> CoreStats {
+        self.stats
+    }
+
+    // ---------------------------------------------------------------- the loop
+
+    /// One iteration of the loop (nginx's `ngx_process_events_and_timers`).
+    pub fn process_events_and_timers(&mut self) -> io::Result<()> {
+        self.stats.iterations += 1;
+        let mut timer = self.find_timer();
+        let mut post_events = false;
+
+        if self.accept_mutex.is_some() {
+            if self.accept_disabled > 0 {
+                self.accept_disabled -= 1;
+            } else {
+                self.trylock_accept_mutex()?;
+                if self.accept_mutex_held {
+                    post_events = true;
+                } else {
+                    let delay = self.opts.accept_mutex_delay;
+                    if timer.is_none_or(|t| t > delay) {
+                        timer = Some(delay);
+                    }
+                }
+            }
+        }
+
+        if !self.posted.is_empty(Queue::Events) || !self.posted.is_empty(Queue::Accept) {
+            timer = Some(0);
+        }
+
+        self.process_events(timer, post_events)?;
+
+        self.process_posted(Queue::Accept);
+
+        if self.accept_mutex_held {
+            if let Some(m) = self.accept_mutex.as_mut() {
+                m.unlock();
+            }
+            // The listeners stay registered until another process takes the
+            // lock; trylock disables them when this process fails to.
+        }
+
+        self.expire_timers();
+        self.process_time_events();
+
+        self.process_posted(Queue::Events);
+        Ok(())
+    }
+
+    /// Runs the loop until [`Core::stop`] is called, or, after
+    /// [`Core::shutdown`], until no connection and no non-cancelable timer is
+    /// left.
+    pub fn run(&mut self) -> io::Result<()> {
+        while !self.stop {
+            if self.exiting && self.exit_ready() {
+                break;
+            }
+            self.process_events_and_timers()?;
+        }
+        Ok(())
+    }
+
+    /// Makes [`Core::run`] return after the current iteration.
+    pub fn stop(&mut self) {
+        self.stop = true;
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.stop
+    }
+
+    /// Graceful shutdown (nginx's `ngx_exiting`): closes the listeners and
+    /// asks idle (reusable) connections to close; the loop then runs until
+    /// the remaining connections finish and only cancelable timers are left.
+    pub fn shutdown(&mut self) {
+        if self.exiting {
+            return;
+        }
+        self.exiting = true;
+        self.close_listeners();
+        while let Some(c) = self.pool.oldest_reusable() {
+            self.ask_to_close(c);
+        }
+    }
+
+    /// True once [`Core::shutdown`] was called.
+    pub fn is_exiting(&self) -> bool {
+        self.exiting
+    }
+
+    /// nginx's rule: an exiting worker leaves once only cancelable timers
+    /// remain; a connection busy with a request always has a timer armed.
+    fn exit_ready(&self) -> bool {
+        self.noncancelable_timers == 0
+    }
+
+    /// The timeout for the wait: the nearest timer or time event; None when
+    /// there is none (nginx's `ngx_event_find_timer`). In `timer_resolution`
+    /// mode the tick wakes the loop instead.
+    fn find_timer(&self) -> Option<u64> {
+        if self.tick.is_some() {
+            return None;
+        }
+        let now = self.clock.now();
+        match (
+            self.timers.next_timeout(now),
+            self.time_events.next_timeout(now),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Waits and dispatches (nginx's `ngx_epoll_process_events`): each report
+    /// goes to its connection's handler, or to a posted queue while this
+    /// process holds the accept mutex.
+    fn process_events(&mut self, timer: Option<u64>, post_events: bool) -> io::Result<()> {
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
+        let r = self.actions.process_events(timer, &mut ready);
+        if self.tick.is_none() {
+            self.clock.update();
+        }
+        if let Err(e) = r {
+            self.ready = ready;
+            log::error!("{}_wait() failed ({e})", self.actions.name());
+            return Err(e);
+        }
+        for r in &ready {
+            match r.token {
+                NOTIFY_TOKEN => {
+                    self.process_notify();
+                    continue;
+                }
+                TICK_TOKEN => {
+                    if let Some(t) = &self.tick {
+                        t.drain();
+                    }
+                    self.clock.update();
+                    continue;
+                }
+                _ => {}
+            }
+            let c = ConnId::from_token(r.token);
+            let Some(x) = self.pool.get_mut(c) else {
+                self.stats.stale_events += 1;
+                continue;
+            };
+            let accept = matches!(x.kind, Kind::Listener(_));
+            if r.readable && x.read.active {
+                x.read.ready = true;
+                if r.rdhup {
+                    x.read.pending_eof = true;
+                }
+                if post_events {
+                    let q = if accept { Queue::Accept } else { Queue::Events };
+                    self.posted.post(Ev::index(c, EvKind::Read), q);
+                } else {
+                    self.call(c, EvKind::Read, false);
+                }
+            }
+            if r.writable {
+                // The read handler may have closed the connection.
+                let Some(x) = self.pool.get_mut(c) else {
+                    continue;
+                };
+                if x.write.active {
+                    x.write.ready = true;
+                    if post_events {
+                        self.posted.post(Ev::index(c, EvKind::Write), Queue::Events);
+                    } else {
+                        self.call(c, EvKind::Write, false);
+                    }
+                }
+            }
+        }
+        self.ready = ready;
+        Ok(())
+    }
+
+    /// Runs a connection's handler for one event.
+    pub(crate) fn call(&mut self, c: ConnId, kind: EvKind, timedout: bool) {
+        let Some(x) = self.pool.get_mut(c) else {
+            return;
+        };
+        let Some(mut h) = x.handler.take() else {
+            return;
+        };
+        h.handle(
+            self,
+            Ev {
+                conn: c,
+                kind,
+                timedout,
+            },
+        );
+        if let Some(x) = self.pool.get_mut(c) {
+            if x.handler.is_none() {
+                x.handler = Some(h);
+            }
+        }
+    }
+
+    fn process_notify(&mut self) {
+        if let Some(n) = &self.notify {
+            n.drain();
+        }
+        if let Some(mut f) = self.on_notify.take() {
+            f(self);
+            if self.on_notify.is_none() {
+                self.on_notify = Some(f);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------- posted events
+
+    /// Queues `ev` to run later in this iteration (or the next); a no-op if
+    /// it is already queued.
+    pub fn post(&mut self, ev: Ev) {
+        if self.pool.get(ev.conn).is_some() {
+            self.posted.post(Ev::index(ev.conn, ev.kind), Queue::Events);
+        }
+    }
+
+    /// Removes `ev` from the posted queues.
+    pub fn delete_posted(&mut self, ev: Ev) {
+        if self.pool.get(ev.conn).is_some() {
+            self.posted.remove(Ev::index(ev.conn, ev.kind));
+        }
+    }
+
+    /// Whether `ev` is queued.
+    pub fn is_posted(&self, ev: Ev) -> bool {
+        self.pool.get(ev.conn).is_some() && self.posted.is_posted(Ev::index(ev.conn, ev.kind))
+    }
+
+    /// Runs a posted queue until empty (nginx's `ngx_event_process_posted`);
+    /// events posted meanwhile run too.
+    fn process_posted(&mut self, q: Queue) {
+        while let Some(i) = self.posted.pop(q) {
+            let slot = i / 2;
+            let kind = if i % 2 == 0 {
+                EvKind::Read
+            } else {
+                EvKind::Write
+            };
+            let gen = self.pool.conns[slot as usize].gen;
+            self.call(ConnId { slot, gen }, kind, false);
+        }
+    }
+
+    // ----------------------------------------------------------------- timers
+
+    fn event_mut(&mut self, c: ConnId, kind: EvKind) -> Option<&mut Event> {
+        let x = self.pool.get_mut(c)?;
+        Some(match kind {
+            EvKind::Read => &mut x.read,
+            EvKind::Write => &mut x.write,
+        })
+    }
+
+    /// Arms `ev`'s timer `ms` from now (nginx's `ngx_add_timer`). Re-arming
+    /// within [`TIMER_LAZY_DELAY`] of the current deadline does nothing.
+    pub fn add_timer(&mut self, ev: Ev, ms: u64) {
+        let mut key = self.clock.now().wrapping_add(ms);
+        if self.in_expire && ms == 0 {
+            // Added while timers are being expired: run it in the next
+            // iteration (whose wait will not block) rather than loop here.
+            key = key.wrapping_add(1);
+        }
+        let idx = Ev::index(ev.conn, ev.kind);
+        let Some(e) = self.event_mut(ev.conn, ev.kind) else {
+            return;
+        };
+        let old = e.timer.take();
+        let cancelable = e.cancelable;
+        if let Some(t) = old {
+            if let Some(d) = self.timers.deadline(t) {
+                if msec_diff(key, d).unsigned_abs() < TIMER_LAZY_DELAY {
+                    if let Some(e) = self.event_mut(ev.conn, ev.kind) {
+                        e.timer = Some(t);
+                    }
+                    return;
+                }
+            }
+            self.timers.remove(t);
+            if !cancelable {
+                self.noncancelable_timers -= 1;
+            }
+        }
+        let t = self.timers.insert(key, idx);
+        if !cancelable {
+            self.noncancelable_timers += 1;
+        }
+        if let Some(e) = self.event_mut(ev.conn, ev.kind) {
+            e.timer = Some(t);
+        }
+    }
+
+    /// Disarms `ev`'s timer (nginx's `ngx_del_timer`).
+    pub fn del_timer(&mut self, ev: Ev) {
+        let Some(e) = self.event_mut(ev.conn, ev.kind) else {
+            return;
+        };
+        let cancelable = e.cancelable;
+        if let Some(t) = e.timer.take() {
+            self.timers.remove(t);
+            if !cancelable {
+                self.noncancelable_timers -= 1;
+            }
+        }
+    }
+
+    /// Whether `ev`'s timer is armed.
+    pub fn timer_set(&self, ev: Ev) -> bool {
+        self.event(ev).is_some_and(Event::timer_set)
+    }
+
+    /// The absolute deadline of `ev`'s timer.
+    pub fn timer_deadline(&self, ev: Ev) -> Option<Msec> {
+        let t = self.event(ev)?.timer?;
+        self.timers.deadline(t)
+    }
+
+    /// Marks `ev`'s timers as cancelable: they do not keep an exiting worker
+    /// alive (nginx's `ev->cancelable`). Applies to an armed timer too.
+    pub fn set_cancelable(&mut self, ev: Ev, on: bool) {
+        let Some(e) = self.event_mut(ev.conn, ev.kind) else {
+            return;
+        };
+        if e.cancelable == on {
+            return;
+        }
+        e.cancelable = on;
+        if e.timer.is_some() {
+            if on {
+                self.noncancelable_timers -= 1;
+            } else {
+                self.noncancelable_timers += 1;
+            }
+        }
+    }
+
+    /// Number of armed connection timers.
+    pub fn timers_len(&self) -> usize {
+        self.timers.len()
+    }
+
+    /// Whether only cancelable timers are left (nginx's
+    /// `ngx_event_no_timers_left`).
+    pub fn no_timers_left(&self) -> bool {
+        self.noncancelable_timers == 0
+    }
+
+    /// Disarms every connection timer (on worker exit).
+    pub fn cancel_timers(&mut self) {
+        for (_, idx) in self.timers.drain() {
+            let slot = idx / 2;
+            let x = &mut self.pool.conns[slot as usize];
+            if idx % 2 == 0 {
+                x.read.timer = None;
+            } else {
+                x.write.timer = None;
+            }
+        }
+        self.noncancelable_timers = 0;
+    }
+
+    /// Pops every due timer, sets `timedout` and calls the handler that also
+    /// serves the event's I/O (nginx's `ngx_event_expire_timers`).
+    fn expire_timers(&mut self) {
+        let now = self.clock.now();
+        self.in_expire = true;
+        while let Some((_, idx)) = self.timers.pop_expired(now) {
+            let slot = idx / 2;
+            let kind = if idx % 2 == 0 {
+                EvKind::Read
+            } else {
+                EvKind::Write
+            };
+            let x = &mut self.pool.conns[slot as usize];
+            let gen = x.gen;
+            let e = if kind == EvKind::Read {
+                &mut x.read
+            } else {
+                &mut x.write
+            };
+            e.timer = None;
+            if !e.cancelable {
+                self.noncancelable_timers -= 1;
+            }
+            self.call(ConnId { slot, gen }, kind, true);
+        }
+        self.in_expire = false;
+    }
+
+    // ------------------------------------------------------------ time events
+
+    /// Creates a time event due `ms` from now (Redis's `aeCreateTimeEvent`).
+    /// The handler's return value decides: [`Next::NoMore`] deletes it,
+    /// [`Next::Again`]`(n)` runs it again `n` ms after it returned.
+    pub fn create_time_event(
+        &mut self,
+        ms: u64,
+        handler: impl FnMut(&mut Core, TimeEventId) -> Next + 'static,
+    ) -> TimeEventId {
+        let now = self.clock.now();
+        self.time_events.create(now, ms, Box::new(handler))
+    }
+
+    /// Deletes a time event (Redis's `aeDeleteTimeEvent`); safe from inside
+    /// any handler, the event's own included.
+    pub fn delete_time_event(&mut self, id: TimeEventId) -> Result<(), UnknownTimeEvent> {
+        self.time_events.delete(id)
+    }
+
+    /// The deadline of the nearest time event (Redis's `aeSearchNearestTimer`).
+    pub fn nearest_time_event(&self) -> Option<Msec> {
+        self.time_events.nearest()
+    }
+
+    /// Number of registered time events.
+    pub fn time_events_len(&self) -> usize {
+        self.time_events.len()
+    }
+
+    /// Runs every due time event once (Redis's `processTimeEvents`). Events
+    /// created meanwhile wait for the next pass.
+    fn process_time_events(&mut self) {
+        if self.time_events.is_empty() {
+            return;
+        }
+        let now = self.clock.now();
+        let pass = self.time_events.begin_pass();
+        while let Some((id, mut h)) = self.time_events.take_due(now, &pass) {
+            let next = h(self, id);
+            let after = monotonic_ms().wrapping_add(self.opts.clock_offset);
+            self.time_events.finish(id, h, next, after);
+        }
+        self.time_events.end_pass(pass);
+    }
+
+    // ----------------------------------------------------------------- notify
+
+    /// A handle that wakes this loop from another thread or a signal
+    /// handler. `on_notify` (if set) runs in the loop after each wake-up.
+    pub fn notifier(&mut self) -> io::Result<Notifier> {
+        if let Some(n) = &self.notify {
+            return Ok(Notifier(n.clone()));
+        }
+        let n = Arc::new(EventFd::new()?);
+        self.actions
+            .add(n.as_fd(), NOTIFY_TOKEN, Interest::READ, Trigger::Level)?;
+        self.notify = Some(n.clone());
+        Ok(Notifier(n))
+    }
+
+    /// Sets what runs in the loop when a [`Notifier`] fires.
+    pub fn on_notify(&mut self, f: impl FnMut(&mut Core) + 'static) {
+        self.on_notify = Some(Box::new(f));
+    }
+
+    // ------------------------------------------------------------ accept mutex
+
+    /// Makes this loop take `mutex` before accepting (`accept_mutex on`): the
+    /// listeners are registered only while it is held.
+    pub fn set_accept_mutex(&mut self, mutex: Box<dyn AcceptMutex>) -> io::Result<()> {
+        self.accept_mutex = Some(mutex);
+        self.accept_mutex_held = false;
+        self.disable_accept_events()
+    }
+
+    /// nginx's `ngx_trylock_accept_mutex`.
+    fn trylock_accept_mutex(&mut self) -> io::Result<()> {
+        let got = self.accept_mutex.as_mut().is_some_and(|m| m.try_lock());
+        if got {
+            if !self.accept_events_enabled {
+                if let Err(e) = self.enable_accept_events() {
+                    if let Some(m) = self.accept_mutex.as_mut() {
+                        m.unlock();
+                    }
+                    self.accept_mutex_held = false;
+                    return Err(e);
+                }
+            }
+            self.accept_mutex_held = true;
+        } else {
+            if self.accept_events_enabled {
+                self.disable_accept_events()?;
+            }
+            self.accept_mutex_held = false;
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ connections
+
+    /// The live connection `c`, or None if it was closed.
+    #[inline]
+    pub fn conn(&self, c: ConnId) -> Option<&Connection> {
+        self.pool.get(c)
+    }
+
+    #[inline]
+    pub fn conn_mut(&mut self, c: ConnId) -> Option<&mut Connection> {
+        self.pool.get_mut(c)
+    }
+
+    /// The event `ev` refers to, if its connection is live.
+    pub fn event(&self, ev: Ev) -> Option<&Event> {
+        let x = self.pool.get(ev.conn)?;
+        Some(match ev.kind {
+            EvKind::Read => &x.read,
+            EvKind::Write => &x.write,
+        })
+    }
+
+    /// Whether `c` refers to a live connection.
+    #[inline]
+    pub fn is_live(&self, c: ConnId) -> bool {
+        self.pool.get(c).is_some()
+    }
+
+    /// Slots in the pool.
+    pub fn connections(&self) -> usize {
+        self.pool.capacity()
+    }
+
+    /// Free slots.
+    pub fn free_connections(&self) -> usize {
+        self.pool.free_n
+    }
+
+    /// Slots in use (listeners included).
+    pub fn connections_in_use(&self) -> usize {
+        self.pool.capacity() - self.pool.free_n
+    }
+
+    /// Replaces a connection's handler (also from inside that handler).
+    pub fn set_handler(&mut self, c: ConnId, h: Box<dyn Handler>) {
+        if let Some(x) = self.pool.get_mut(c) {
+            x.handler = Some(h);
+        }
+    }
+
+    /// Adds an fd that was not accepted from a listener (an upstream socket,
+    /// a pipe) to the pool with a handler. The fd is made non-blocking; call
+    /// [`Core::handle_read_event`] to start watching it.
+    pub fn adopt(&mut self, fd: std::os::fd::OwnedFd, h: Box<dyn Handler>) -> io::Result<ConnId> {
+        crate::sys::socket::set_nonblocking(fd.as_fd())?;
+        let c = self.get_connection(fd)?;
+        self.set_handler(c, h);
+        Ok(c)
+    }
+
+    /// Takes a slot for `fd` (nginx's `ngx_get_connection`): drains reusable
+    /// connections when fewer than 1/16 of the slots are free, and logs (at
+    /// most once a second) when none is left.
+    pub(crate) fn get_connection(&mut self, fd: std::os::fd::OwnedFd) -> io::Result<ConnId> {
+        if self.pool.free_n < self.pool.capacity() / 16 || self.pool.free_n == 0 {
+            self.drain_connections();
+        }
+        match self.pool.alloc(fd, Kind::Conn) {
+            Ok(c) => Ok(c),
+            Err(_fd) => {
+                let now = self.clock.now();
+                if msec_diff(now, self.last_pool_warning) >= 1000 {
+                    self.last_pool_warning = now;
+                    log::warn!("{} worker_connections are not enough", self.pool.capacity());
+                }
+                Err(io::Error::other("worker_connections are not enough"))
+            }
+        }
+    }
+
+    /// Asks up to 32 of the oldest reusable connections to close (nginx's
+    /// `ngx_drain_connections`).
+    fn drain_connections(&mut self) {
+        let mut n = self.pool.reusable_n.min(32);
+        while n > 0 {
+            n -= 1;
+            let Some(c) = self.pool.oldest_reusable() else {
+                break;
+            };
+            self.stats.drained += 1;
+            self.ask_to_close(c);
+        }
+    }
+
+    /// Sets `close` and runs the read handler, which should close the
+    /// connection; closes it if the handler did not.
+    fn ask_to_close(&mut self, c: ConnId) {
+        if let Some(x) = self.pool.get_mut(c) {
+            x.close = true;
+        }
+        self.pool.set_reusable(c, false);
+        self.call(c, EvKind::Read, false);
+        self.close(c);
+    }
+
+    /// Marks `c` as reusable (an idle keep-alive connection that may be closed
+    /// when slots run short) or not (nginx's `ngx_reusable_connection`).
+    pub fn set_reusable(&mut self, c: ConnId, on: bool) {
+        if self.pool.get(c).is_some() {
+            self.pool.set_reusable(c, on);
+        }
+    }
+
+    /// Closes a connection (nginx's `ngx_close_connection`): disarms its
+    /// timers, unposts its events, stops watching it, frees the slot (the
+    /// generation changes) and closes the fd. A no-op for a stale id.
+    pub fn close(&mut self, c: ConnId) {
+        let Some(x) = self.pool.get(c) else {
+            return;
+        };
+        if let Kind::Listener(_) = x.kind {
+            log::error!("close() called on a listening connection");
+            return;
+        }
+        self.del_timer(Ev::read(c));
+        self.del_timer(Ev::write(c));
+        self.posted.remove(Ev::index(c, EvKind::Read));
+        self.posted.remove(Ev::index(c, EvKind::Write));
+        self.release_slot(c);
+    }
+
+    /// Stops watching, frees and closes a slot of any kind.
+    pub(crate) fn release_slot(&mut self, c: ConnId) {
+        let Some(x) = self.pool.get(c) else {
+            return;
+        };
+        if x.in_backend {
+            if let Some(fd) = x.fd() {
+                if let Err(e) = self.actions.del(fd, c.token(), true) {
+                    log::error!("{} del failed ({e})", self.actions.name());
+                }
+            }
+        }
+        // The fd closes here, after the handler (if not running) is dropped.
+        drop(self.pool.free(c));
+    }
+
+    // ------------------------------------------------------------- interest
+
+    /// Sets what the multiplexer watches for `c`: add, modify or delete.
+    pub(crate) fn set_interest(&mut self, c: ConnId, want: Interest) -> io::Result<()> {
+        let edge = self.actions.edge_triggered();
+        let exclusive = self.opts.exclusive_accept;
+        let Some(x) = self.pool.get_mut(c) else {
+            return Ok(());
+        };
+        if want == x.registered && (x.in_backend || want.is_empty()) {
+            return Ok(());
+        }
+        let trigger = match x.kind {
+            Kind::Listener(_) if exclusive => Trigger::Exclusive,
+            Kind::Listener(_) => Trigger::Level,
+            _ if edge => Trigger::Edge,
+            _ => Trigger::Level,
+        };
+        let Some(fd) = x.fd.as_ref() else {
+            return Ok(());
+        };
+        let token = c.token();
+        let r = if !x.in_backend {
+            self.actions.add(fd.as_fd(), token, want, trigger)
+        } else if want.is_empty() {
+            self.actions.del(fd.as_fd(), token, false)
+        } else {
+            self.actions.modify(fd.as_fd(), token, want, trigger)
+        };
+        r?;
+        x.in_backend = !want.is_empty();
+        x.registered = want;
+        x.read.active = want.readable();
+        x.write.active = want.writable();
+        Ok(())
+    }
+
+    // -------------------------------------------------------------- listeners
+
+    /// Registers a listener whose accepted connections go to `protocol`
+    /// (nginx's `ngx_event_process_init` step 6: the listener gets a slot and
+    /// its read handler is the accept handler). Without an accept mutex it is
+    /// watched at once.
+    pub fn add_listener(
+        &mut self,
+        ls: Listener,
+        protocol: Box<dyn Protocol>,
+    ) -> io::Result<ListenerId> {
+        let idx = self.listeners.len();
+        let fd = ls.try_clone()?.into_fd();
+        let c = self
+            .pool
+            .alloc(fd, Kind::Listener(idx as u32))
+            .map_err(|_| io::Error::other("worker_connections are not enough for the listeners"))?;
+        if let Some(x) = self.pool.get_mut(c) {
+            x.handler = Some(Box::new(crate::conn::accept::AcceptHandler {
+                ls: ListenerId(idx),
+            }));
+        }
+        self.listeners.push(ListenerSlot {
+            ls: Some(ls),
+            conn: c,
+            protocol: Some(protocol),
+        });
+        if self.accept_mutex.is_none() {
+            self.set_interest(c, Interest::READ)?;
+            self.accept_events_enabled = true;
+        }
+        Ok(ListenerId(idx))
+    }
+
+    /// The address a listener is bound to.
+    pub fn listener_addr(&self, id: ListenerId) -> Option<std::net::SocketAddr> {
+        self.listeners
+            .get(id.0)?
+            .ls
+            .as_ref()
+            .map(Listener::local_addr)
+    }
+
+    /// Stops accepting and closes every listening socket (graceful shutdown).
+    pub fn close_listeners(&mut self) {
+        for i in 0..self.listeners.len() {
+            let c = self.listeners[i].conn;
+            self.del_timer(Ev::read(c));
+            self.posted.remove(Ev::index(c, EvKind::Read));
+            self.release_slot(c);
+            self.listeners[i].ls = None;
+        }
+        self.accept_events_enabled = false;
+    }
+}

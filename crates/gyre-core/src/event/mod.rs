@@ -3,8 +3,15 @@
 pub mod actions;
 pub mod clock;
 pub mod core;
+pub mod epoll;
+pub mod poll;
 pub mod posted;
 pub mod time_event;
 pub mod timer;
 
+pub use self::actions::{Actions, Backend, Interest, Readiness, Trigger};
 pub use self::clock::{msec_before, msec_diff, Clock, Msec};
+pub use self::core::{
+    AcceptMutex, Core, CoreOptions, CoreStats, Ev, EvKind, Handler, Notifier, TimeEventHandler,
+};
+pub use self::time_event::{Next, TimeEventId, UnknownTimeEvent};

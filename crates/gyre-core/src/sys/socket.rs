@@ -1,1 +1,160 @@
-//! (being written)
+//! Socket system calls: listening sockets with nginx's options, accept4, and
+//! the non-blocking reads and writes connections use.
+
+use std::io::{self, IoSlice};
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+
+use rustix::net::{self as rnet, AddressFamily, SocketFlags, SocketType};
+
+/// Options applied to a listening socket before `listen(2)`.
+#[derive(Clone, Copy, Debug)]
+pub struct ListenSockOpts {
+    pub backlog: i32,
+    pub reuseport: bool,
+    /// TCP_DEFER_ACCEPT: the kernel completes accept only once data arrived.
+    pub deferred: bool,
+}
+
+/// socket + SO_REUSEADDR (+ SO_REUSEPORT, TCP_DEFER_ACCEPT) + bind + listen,
+/// non-blocking and close-on-exec.
+pub fn listen(addr: &SocketAddr, o: &ListenSockOpts) -> io::Result<OwnedFd> {
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::INET,
+        SocketAddr::V6(_) => AddressFamily::INET6,
+    };
+    let fd = rnet::socket_with(
+        family,
+        SocketType::STREAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?;
+    rnet::sockopt::set_socket_reuseaddr(&fd, true)?;
+    if o.reuseport {
+        rnet::sockopt::set_socket_reuseport(&fd, true)?;
+    }
+    if addr.is_ipv6() {
+        rnet::sockopt::set_ipv6_v6only(&fd, true)?;
+    }
+    rnet::bind(&fd, addr)?;
+    if o.deferred {
+        set_int_opt(fd.as_fd(), libc::IPPROTO_TCP, libc::TCP_DEFER_ACCEPT, 1)?;
+    }
+    rnet::listen(&fd, o.backlog)?;
+    Ok(fd)
+}
+
+/// The address a socket is bound to (resolves port 0).
+pub fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddr> {
+    let a = rnet::getsockname(fd)?;
+    SocketAddr::try_from(a).map_err(|_| io::Error::other("not an inet socket"))
+}
+
+/// `setsockopt` for an int option rustix has no wrapper for.
+fn set_int_opt(fd: BorrowedFd<'_>, level: i32, name: i32, value: i32) -> io::Result<()> {
+    // SAFETY: `value` lives across the call and its size is passed; the fd is
+    // a valid borrowed socket.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&value as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The result of one accept attempt.
+pub enum Accepted {
+    Conn(OwnedFd, Option<SocketAddr>),
+    WouldBlock,
+    Err(io::Error),
+}
+
+/// `accept4(SOCK_NONBLOCK|SOCK_CLOEXEC)`, retried on EINTR.
+pub fn accept(ls: BorrowedFd<'_>) -> Accepted {
+    loop {
+        match rnet::acceptfrom_with(ls, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC) {
+            Ok((fd, addr)) => {
+                return Accepted::Conn(fd, addr.and_then(|a| SocketAddr::try_from(a).ok()))
+            }
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::AGAIN) => return Accepted::WouldBlock,
+            Err(e) => return Accepted::Err(e.into()),
+        }
+    }
+}
+
+/// `read(2)`, retried on EINTR.
+#[inline]
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match rustix::io::read(fd, &mut *buf) {
+            Err(rustix::io::Errno::INTR) => continue,
+            r => return Ok(r?),
+        }
+    }
+}
+
+/// `write(2)`, retried on EINTR.
+#[inline]
+pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        match rustix::io::write(fd, buf) {
+            Err(rustix::io::Errno::INTR) => continue,
+            r => return Ok(r?),
+        }
+    }
+}
+
+/// `writev(2)`, retried on EINTR.
+#[inline]
+pub fn writev(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    loop {
+        match rustix::io::writev(fd, bufs) {
+            Err(rustix::io::Errno::INTR) => continue,
+            r => return Ok(r?),
+        }
+    }
+}
+
+/// `sendfile(2)` of up to `count` bytes from `file` at `*offset`, which the
+/// kernel advances. Retried on EINTR.
+#[inline]
+pub fn sendfile(
+    out: BorrowedFd<'_>,
+    file: BorrowedFd<'_>,
+    offset: &mut u64,
+    count: usize,
+) -> io::Result<usize> {
+    loop {
+        match rustix::fs::sendfile(out, file, Some(&mut *offset), count) {
+            Err(rustix::io::Errno::INTR) => continue,
+            r => return Ok(r?),
+        }
+    }
+}
+
+/// Makes an fd adopted from elsewhere non-blocking.
+pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    Ok(rustix::io::ioctl_fionbio(fd, true)?)
+}
+
+/// Sets SO_LINGER {on, 0} so close(2) sends RST (used for timed-out clients,
+/// nginx's `reset_timedout_connection`).
+pub fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {
+    Ok(rnet::sockopt::set_socket_linger(
+        fd,
+        Some(std::time::Duration::ZERO),
+    )?)
+}
+
+/// TCP_NODELAY.
+pub fn set_nodelay(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    Ok(rnet::sockopt::set_tcp_nodelay(fd, on)?)
+}

@@ -1,0 +1,147 @@
+//! The error log in nginx's format, behind the `log` facade:
+//! `2026/11/29 22:14:45 [error] 1234#0: message`.
+//!
+//! It writes to stderr until a file is opened (nginx does the same before its
+//! error log is open), and the file can be reopened in place for logrotate
+//! (`USR1`). Each record is one write(2) of one line, so lines from several
+//! processes appending to one file do not interleave.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use log::{Level, LevelFilter, Log, Metadata, Record};
+
+/// nginx's level names, for `error_log FILE LEVEL`.
+pub fn parse_level(s: &str) -> Option<LevelFilter> {
+    Some(match s {
+        "debug" => LevelFilter::Trace,
+        "info" | "notice" => LevelFilter::Info,
+        "warn" => LevelFilter::Warn,
+        "error" | "crit" | "alert" | "emerg" => LevelFilter::Error,
+        _ => return None,
+    })
+}
+
+fn level_name(l: Level) -> &'static str {
+    match l {
+        Level::Error => "error",
+        Level::Warn => "warn",
+        Level::Info => "notice",
+        Level::Debug => "info",
+        Level::Trace => "debug",
+    }
+}
+
+struct Sink {
+    path: Option<PathBuf>,
+    file: Option<File>,
+}
+
+struct ErrorLog {
+    sink: Mutex<Sink>,
+}
+
+static LOGGER: OnceLock<ErrorLog> = OnceLock::new();
+
+fn logger() -> &'static ErrorLog {
+    LOGGER.get_or_init(|| ErrorLog {
+        sink: Mutex::new(Sink {
+            path: None,
+            file: None,
+        }),
+    })
+}
+
+/// Installs the error log (writing to stderr) at `level`. Idempotent.
+pub fn init(level: LevelFilter) {
+    let _ = log::set_logger(logger());
+    log::set_max_level(level);
+}
+
+/// Directs the log to `path` (appending), or back to stderr with None.
+pub fn open(path: Option<&Path>) -> std::io::Result<()> {
+    let file = match path {
+        Some(p) => Some(OpenOptions::new().create(true).append(true).open(p)?),
+        None => None,
+    };
+    let mut s = logger().sink.lock().unwrap_or_else(|e| e.into_inner());
+    s.path = path.map(Path::to_path_buf);
+    s.file = file;
+    Ok(())
+}
+
+/// Reopens the log file (after logrotate moved it away).
+pub fn reopen() -> std::io::Result<()> {
+    let path = {
+        let s = logger().sink.lock().unwrap_or_else(|e| e.into_inner());
+        s.path.clone()
+    };
+    open(path.as_deref())
+}
+
+/// Formats the local-time-free UTC timestamp nginx-style: `YYYY/MM/DD HH:MM:SS`.
+fn timestamp(out: &mut String) {
+    let mut date = String::new();
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    crate::event::clock::format_http_date(secs, &mut date);
+    // "Sun, 06 Nov 1994 08:49:37 GMT" -> "1994/11/06 08:49:37"
+    let month = match date.get(8..11) {
+        Some("Jan") => "01",
+        Some("Feb") => "02",
+        Some("Mar") => "03",
+        Some("Apr") => "04",
+        Some("May") => "05",
+        Some("Jun") => "06",
+        Some("Jul") => "07",
+        Some("Aug") => "08",
+        Some("Sep") => "09",
+        Some("Oct") => "10",
+        Some("Nov") => "11",
+        _ => "12",
+    };
+    out.push_str(date.get(12..16).unwrap_or("1970"));
+    out.push('/');
+    out.push_str(month);
+    out.push('/');
+    out.push_str(date.get(5..7).unwrap_or("01"));
+    out.push(' ');
+    out.push_str(date.get(17..25).unwrap_or("00:00:00"));
+}
+
+impl Log for ErrorLog {
+    fn enabled(&self, m: &Metadata<'_>) -> bool {
+        m.level() <= log::max_level()
+    }
+
+    fn log(&self, r: &Record<'_>) {
+        if !self.enabled(r.metadata()) {
+            return;
+        }
+        let mut line = String::with_capacity(128);
+        timestamp(&mut line);
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            line,
+            " [{}] {}#0: {}",
+            level_name(r.level()),
+            std::process::id(),
+            r.args()
+        );
+        let mut s = self.sink.lock().unwrap_or_else(|e| e.into_inner());
+        match s.file.as_mut() {
+            Some(f) => {
+                let _ = f.write_all(line.as_bytes());
+            }
+            None => {
+                let _ = std::io::stderr().write_all(line.as_bytes());
+            }
+        }
+    }
+
+    fn flush(&self) {}
+}
