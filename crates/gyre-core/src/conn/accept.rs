@@ -36,12 +36,15 @@ impl Core {
             let Some(slot) = self.listeners.get(ls.0) else {
                 return;
             };
-            let Some(l) = slot.ls.as_ref() else {
+            if !slot.open {
+                return;
+            }
+            let deferred = slot.opts.deferred;
+            let lc = slot.conn;
+            let Some(fd) = self.pool.get(lc).and_then(|x| x.fd()) else {
                 return;
             };
-            let deferred = l.options().deferred;
-            let lc = slot.conn;
-            let res = socket::accept(std::os::fd::AsFd::as_fd(l));
+            let res = socket::accept(fd);
             match res {
                 Accepted::Conn(fd, peer) => {
                     self.stats.accepted += 1;
@@ -121,7 +124,7 @@ impl Core {
     /// Starts watching every listener.
     pub(crate) fn enable_accept_events(&mut self) -> std::io::Result<()> {
         for i in 0..self.listeners.len() {
-            if self.listeners[i].ls.is_none() {
+            if !self.listeners[i].open {
                 continue;
             }
             let c = self.listeners[i].conn;
@@ -134,7 +137,7 @@ impl Core {
     /// Stops watching every listener.
     pub(crate) fn disable_accept_events(&mut self) -> std::io::Result<()> {
         for i in 0..self.listeners.len() {
-            if self.listeners[i].ls.is_none() {
+            if !self.listeners[i].open {
                 continue;
             }
             let c = self.listeners[i].conn;

@@ -167,7 +167,10 @@ impl Notifier {
 }
 
 pub(crate) struct ListenerSlot {
-    pub(crate) ls: Option<Listener>,
+    /// The listener's options; its socket is owned by the pool slot `conn`.
+    pub(crate) opts: crate::conn::ListenOptions,
+    pub(crate) addr: std::net::SocketAddr,
+    pub(crate) open: bool,
     pub(crate) conn: ConnId,
     pub(crate) protocol: Option<Box<dyn Protocol>>,
 }
@@ -906,8 +909,12 @@ impl Core {
             return;
         };
         if x.in_backend {
+            // Only a socket this process accepted is surely gone from epoll
+            // when closed: a listening socket is also open in the master, an
+            // adopted fd may have duplicates, so those are deleted explicitly.
+            let closing = x.listener.is_some();
             if let Some(fd) = x.fd() {
-                if let Err(e) = self.actions.del(fd, c.token(), true) {
+                if let Err(e) = self.actions.del(fd, c.token(), closing) {
                     log::error!("{} del failed ({e})", self.actions.name());
                 }
             }
@@ -965,7 +972,8 @@ impl Core {
         protocol: Box<dyn Protocol>,
     ) -> io::Result<ListenerId> {
         let idx = self.listeners.len();
-        let fd = ls.try_clone()?.into_fd();
+        let (addr, opts) = (ls.local_addr(), *ls.options());
+        let fd = ls.into_fd();
         let c = self
             .pool
             .alloc(fd, Kind::Listener(idx as u32))
@@ -976,7 +984,9 @@ impl Core {
             }));
         }
         self.listeners.push(ListenerSlot {
-            ls: Some(ls),
+            opts,
+            addr,
+            open: true,
             conn: c,
             protocol: Some(protocol),
         });
@@ -989,11 +999,8 @@ impl Core {
 
     /// The address a listener is bound to.
     pub fn listener_addr(&self, id: ListenerId) -> Option<std::net::SocketAddr> {
-        self.listeners
-            .get(id.0)?
-            .ls
-            .as_ref()
-            .map(Listener::local_addr)
+        let l = self.listeners.get(id.0)?;
+        l.open.then_some(l.addr)
     }
 
     /// Stops accepting and closes every listening socket (graceful shutdown).
@@ -1003,7 +1010,7 @@ impl Core {
             self.del_timer(Ev::read(c));
             self.posted.remove(Ev::index(c, EvKind::Read));
             self.release_slot(c);
-            self.listeners[i].ls = None;
+            self.listeners[i].open = false;
         }
         self.accept_events_enabled = false;
     }
