@@ -115,6 +115,18 @@ pub fn wait_child(pid: Pid) -> io::Result<ExitStatus> {
     }
 }
 
+/// `waitpid(pid, WNOHANG)`: the child's status if it has ended, else `None`
+/// (for bounded waits, e.g. an old master during a binary upgrade).
+pub fn try_wait_child(pid: Pid) -> io::Result<Option<ExitStatus>> {
+    loop {
+        match rustix::process::waitpid(Some(pid), WaitOptions::NOHANG) {
+            Ok(r) => return Ok(r.map(|(_, st)| ExitStatus::from_raw(st.as_raw()))),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// The calling process's pid (a raw syscall; safe in a forked child).
 pub fn getpid() -> Pid {
     rustix::process::getpid()
