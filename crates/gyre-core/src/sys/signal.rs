@@ -150,10 +150,8 @@ impl fmt::Display for Signal {
     }
 }
 
-#[allow(clippy::declare_interior_mutable_const)]
-const UNSET: AtomicBool = AtomicBool::new(false);
 /// One flag per managed signal, set by the handler, cleared by [`take`].
-static PENDING: [AtomicBool; COUNT] = [UNSET; COUNT];
+static PENDING: [AtomicBool; COUNT] = [const { AtomicBool::new(false) }; COUNT];
 /// The fd the handler pokes, or -1.
 static NOTIFY_FD: AtomicI32 = AtomicI32::new(-1);
 
