@@ -48,6 +48,9 @@ impl Core {
             match res {
                 Accepted::Conn(fd, peer) => {
                     self.stats.accepted += 1;
+                    if let Some(z) = &self.shared {
+                        z.stats().accepted.inc();
+                    }
                     self.accept_disabled =
                         (self.pool.capacity() / 8) as i64 - self.pool.free_n as i64;
                     let Ok(c) = self.get_connection(fd) else {
@@ -57,6 +60,10 @@ impl Core {
                     self.accept_disabled =
                         (self.pool.capacity() / 8) as i64 - self.pool.free_n as i64;
                     self.stats.handled += 1;
+                    if let Some(z) = &self.shared {
+                        z.stats().handled.inc();
+                        z.stats().active.inc();
+                    }
                     if let Some(x) = self.pool.get_mut(c) {
                         x.peer = peer;
                         x.listener = Some(ls.0);

@@ -22,6 +22,7 @@ use super::time_event::{Next, TimeEventId, TimeEvents, UnknownTimeEvent};
 use super::timer::TimerWheel;
 use crate::conn::listener::{Listener, ListenerId, Protocol};
 use crate::conn::pool::{ConnId, Connection, Event, Kind, Pool};
+use crate::process::shm::SharedZone;
 use crate::sys::notify::{EventFd, TimerFd};
 
 /// Tokens above every possible connection token (slots are < 2^32 - 1).
@@ -199,6 +200,9 @@ pub struct Core {
     /// connections; it then skips the accept mutex that many iterations.
     pub(crate) accept_disabled: i64,
     pub(crate) stats: CoreStats,
+    /// The stub_status counters shared by all workers, when running under
+    /// the process model.
+    pub(crate) shared: Option<SharedZone>,
     pub(crate) last_pool_warning: Msec,
     stop: bool,
     exiting: bool,
@@ -244,6 +248,7 @@ impl Core {
             accept_events_enabled: false,
             accept_disabled: 0,
             stats: CoreStats::default(),
+            shared: None,
             last_pool_warning: now.wrapping_sub(1_000_000),
             stop: false,
             exiting: false,
@@ -275,6 +280,18 @@ impl Core {
 
     pub fn stats(&self) -> CoreStats {
         self.stats
+    }
+
+    /// Makes the loop count accepted, handled and active connections in the
+    /// shared zone (nginx's `ngx_stat_*`), where protocol modules count the
+    /// rest (requests, reading, writing, waiting) through [`Core::shared`].
+    pub fn set_shared(&mut self, zone: SharedZone) {
+        self.shared = Some(zone);
+    }
+
+    /// The shared zone, if any.
+    pub fn shared(&self) -> Option<&SharedZone> {
+        self.shared.as_ref()
     }
 
     // ---------------------------------------------------------------- the loop
@@ -908,13 +925,18 @@ impl Core {
         let Some(x) = self.pool.get(c) else {
             return;
         };
+        // Only a socket this process accepted is surely gone from epoll when
+        // closed: a listening socket is also open in the master, an adopted
+        // fd may have duplicates, so those are deleted explicitly.
+        let accepted = x.listener.is_some();
+        if accepted {
+            if let Some(z) = &self.shared {
+                z.stats().active.dec();
+            }
+        }
         if x.in_backend {
-            // Only a socket this process accepted is surely gone from epoll
-            // when closed: a listening socket is also open in the master, an
-            // adopted fd may have duplicates, so those are deleted explicitly.
-            let closing = x.listener.is_some();
             if let Some(fd) = x.fd() {
-                if let Err(e) = self.actions.del(fd, c.token(), closing) {
+                if let Err(e) = self.actions.del(fd, c.token(), accepted) {
                     log::error!("{} del failed ({e})", self.actions.name());
                 }
             }
