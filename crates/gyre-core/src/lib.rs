@@ -23,3 +23,16 @@ pub mod errlog;
 pub mod event;
 pub mod process;
 pub mod sys;
+
+/// An OS error as nginx prints it: `98: Address already in use`.
+pub fn sys_error_text(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(code) => {
+            let s = e.to_string();
+            // std formats "Address already in use (os error 98)".
+            let text = s.split(" (os error").next().unwrap_or(&s);
+            format!("{code}: {text}")
+        }
+        None => e.to_string(),
+    }
+}

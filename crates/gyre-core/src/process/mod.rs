@@ -1,8 +1,45 @@
-//! The master/worker process model and the shared-memory zone.
+//! The master/worker process model (nginx's `ngx_process_cycle.c`) and the
+//! shared-memory zone.
 //!
-//! Owns what is shared between processes: [`shm`] (the zone with the accept
-//! mutex and stub_status counters). The master/worker cycles and the
-//! master↔worker channel are added alongside as `master`, `worker` and
-//! `channel`.
+//! Owns: [`shm`] (the zone with the accept mutex and stub_status counters),
+//! [`listening`] (binding the listeners a configuration asks for, keeping
+//! them across reloads), [`worker`] (one worker's life: its own multiplexer
+//! after fork, signals turned into loop actions) and [`master`] (binding,
+//! forking, signals, respawn, reload).
+//!
+//! A server built on the core plugs in through [`App`]: the master asks it
+//! which sockets to bind, and each worker asks it to put a protocol on each
+//! listener. The core knows no protocol.
 
+pub mod listening;
+pub mod master;
 pub mod shm;
+pub mod worker;
+
+use std::io;
+
+use crate::conf::Conf;
+use crate::conn::{ListenOptions, Listener};
+use crate::event::Core;
+
+/// Exit code of a worker that cannot work (bad configuration in the
+/// worker, no multiplexer): the master does not respawn it (nginx's
+/// fatal code 2).
+pub const EXIT_FATAL: i32 = 2;
+
+/// What a server on the core tells the process model.
+pub trait App {
+    /// The sockets `conf` listens on, in a stable order.
+    fn listeners(&self, conf: &Conf) -> Vec<ListenOptions>;
+
+    /// Runs in each worker once its loop exists (nginx's `init_process`):
+    /// put a protocol on each listener — `listeners[i]` is bound for
+    /// `self.listeners(conf)[i]` — and create time events.
+    fn init_worker(
+        &self,
+        conf: &Conf,
+        core: &mut Core,
+        listeners: Vec<Listener>,
+        worker: usize,
+    ) -> io::Result<()>;
+}

@@ -1,0 +1,376 @@
+//! The master process (nginx's `ngx_master_process_cycle`).
+//!
+//! The master binds every listener, creates the shared zone, forks the
+//! workers, then waits in `sigsuspend` with the managed signals blocked
+//! everywhere else, so a signal can only arrive inside the wait and none is
+//! lost between checking the flags and waiting:
+//!
+//! - CHLD: reap; log how each worker ended; force-unlock the accept mutex a
+//!   dead worker held; respawn a worker that died unexpectedly (unless it
+//!   exited with [`EXIT_FATAL`]).
+//! - TERM / INT: fast shutdown; workers still alive after a grace period
+//!   get SIGKILL.
+//! - QUIT: graceful shutdown of every worker.
+//! - HUP: reload: re-read the configuration; on error log it and keep
+//!   serving; otherwise keep unchanged listeners, bind new ones, close removed
+//!   ones, start new workers, then gracefully stop the old ones.
+//! - USR1: reopen the error log, in the master and every worker.
+//!
+//! The master is single-threaded, which is what makes `fork` safe here.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::conf::{Conf, ConfError};
+use crate::process::listening::{self, ListenSet};
+use crate::process::shm::SharedZone;
+use crate::process::worker::{self, WorkerParams};
+use crate::sys::process::{self as sysproc, ExitStatus, Fork, Pid};
+use crate::sys::signal::{self, SigSet, Signal};
+
+use super::{App, EXIT_FATAL};
+
+/// How long workers get to exit after TERM before SIGKILL, in ms.
+const TERMINATE_GRACE_MS: u64 = 1000;
+const TERMINATE_TICK_MS: u64 = 100;
+
+/// Re-reads the configuration for a reload.
+pub type Loader<'a> = &'a dyn Fn() -> Result<Conf, ConfError>;
+
+struct Proc {
+    pid: Pid,
+    index: usize,
+    generation: u32,
+    /// Told to exit (QUIT or TERM); not respawned.
+    exiting: bool,
+}
+
+struct Master<'a> {
+    app: &'a dyn App,
+    load: Loader<'a>,
+    conf: Conf,
+    listening: Vec<ListenSet>,
+    zone: SharedZone,
+    procs: Vec<Proc>,
+    generation: u32,
+    terminating: bool,
+    quitting: bool,
+    terminate_ticks: u64,
+    pid_file: PathBuf,
+}
+
+/// Warns as nginx does when a worker may run out of file descriptors.
+pub fn check_nofile(conf: &Conf) {
+    let (soft, _) = sysproc::get_nofile_limit();
+    let limit = conf.core.worker_rlimit_nofile.unwrap_or(soft);
+    let wc = conf.events.worker_connections as u64;
+    if wc > limit {
+        log::warn!("{wc} worker_connections exceed open file resource limit: {limit}");
+    }
+}
+
+/// Writes the pid file (nginx's `ngx_create_pidfile`).
+pub fn write_pid_file(path: &Path) -> io::Result<()> {
+    std::fs::write(path, format!("{}\n", sysproc::getpid())).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "open() \"{}\" failed ({})",
+                path.display(),
+                crate::sys_error_text(&e)
+            ),
+        )
+    })
+}
+
+/// Reads the pid file and sends `sig` to the master (`-s`).
+pub fn signal_master(pid_file: &Path, sig: Signal) -> io::Result<()> {
+    let text = std::fs::read_to_string(pid_file).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "open() \"{}\" failed ({})",
+                pid_file.display(),
+                crate::sys_error_text(&e)
+            ),
+        )
+    })?;
+    let pid = text
+        .trim()
+        .parse::<i32>()
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| {
+            io::Error::other(format!(
+                "invalid PID number \"{}\" in \"{}\"",
+                text.trim(),
+                pid_file.display()
+            ))
+        })?;
+    signal::send(pid, sig).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "kill({}, {}) failed ({})",
+                pid.as_raw_nonzero(),
+                sig.as_raw(),
+                crate::sys_error_text(&e)
+            ),
+        )
+    })
+}
+
+/// Detaches from the terminal (nginx's `ngx_daemon`): the parent exits, the
+/// child starts a new session with stdin/stdout (and stderr unless the
+/// error log is stderr) on /dev/null.
+pub fn daemonize(keep_stderr: bool) -> io::Result<()> {
+    // SAFETY: called before any thread is started; the child continues as
+    // the single-threaded master.
+    match unsafe { sysproc::fork() }? {
+        Fork::Parent { .. } => sysproc::exit_now(0),
+        Fork::Child => {}
+    }
+    sysproc::setsid()?;
+    sysproc::redirect_stdio_to_devnull(!keep_stderr)
+}
+
+/// Runs the master until every worker has exited after TERM/INT or QUIT.
+/// `load` re-reads the configuration on HUP.
+pub fn run(conf: Conf, app: &dyn App, load: Loader<'_>) -> io::Result<()> {
+    signal::install()?;
+    signal::block(&SigSet::managed())?;
+    check_nofile(&conf);
+    let zone = SharedZone::new()?;
+    let workers = conf.core.worker_processes;
+    let listening = listening::bind_all(&app.listeners(&conf), workers, &[])?;
+    let pid_file = conf.core.pid.clone();
+    write_pid_file(&pid_file)?;
+    log::info!("using the \"{}\" event method", method_name(&conf));
+    let mut m = Master {
+        app,
+        load,
+        conf,
+        listening,
+        zone,
+        procs: Vec::new(),
+        generation: 0,
+        terminating: false,
+        quitting: false,
+        terminate_ticks: 0,
+        pid_file,
+    };
+    log::info!("start worker processes");
+    for i in 0..workers {
+        m.spawn(i)?;
+    }
+    m.cycle();
+    let _ = std::fs::remove_file(&m.pid_file);
+    log::info!("exit");
+    Ok(())
+}
+
+fn method_name(conf: &Conf) -> &'static str {
+    match conf.events.method {
+        crate::conf::EventMethod::Epoll => "epoll",
+        crate::conf::EventMethod::Poll => "poll",
+    }
+}
+
+impl Master<'_> {
+    fn cycle(&mut self) {
+        loop {
+            if (self.terminating || self.quitting) && self.procs.is_empty() {
+                return;
+            }
+            signal::suspend(&SigSet::empty());
+            if signal::take(Signal::Chld) {
+                self.reap();
+            }
+            if signal::take(Signal::Term) | signal::take(Signal::Int) {
+                self.terminate();
+            }
+            if signal::take(Signal::Alrm) && self.terminating {
+                self.terminate_tick();
+            }
+            if signal::take(Signal::Quit) {
+                self.quit();
+            }
+            if signal::take(Signal::Hup) {
+                self.reload();
+            }
+            if signal::take(Signal::Usr1) {
+                log::info!("reopening logs");
+                if let Err(e) = crate::errlog::reopen() {
+                    log::error!("reopen of the error log failed ({e})");
+                }
+                self.signal_workers(Signal::Usr1, false);
+            }
+            signal::take(Signal::Usr2);
+            signal::take(Signal::Winch);
+        }
+    }
+
+    /// Forks worker `index` of the current generation.
+    fn spawn(&mut self, index: usize) -> io::Result<()> {
+        let listeners = listening::for_worker(&self.listening, index)?;
+        // SAFETY: the master is single-threaded (it starts no threads), so
+        // the child may run arbitrary code.
+        match unsafe { sysproc::fork() }? {
+            Fork::Child => {
+                // Sockets of other listeners' reuseport clones stay open in
+                // this process but are never watched.
+                let code = worker::run(WorkerParams {
+                    conf: &self.conf,
+                    app: self.app,
+                    listeners,
+                    zone: self.zone.clone(),
+                    index,
+                    workers: self.conf.core.worker_processes,
+                });
+                sysproc::exit_now(code)
+            }
+            Fork::Parent { child } => {
+                log::info!("start worker process {}", child.as_raw_nonzero());
+                self.procs.push(Proc {
+                    pid: child,
+                    index,
+                    generation: self.generation,
+                    exiting: false,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn reap(&mut self) {
+        let reaped = match sysproc::reap_all() {
+            Ok(r) => r,
+            Err(e) => {
+                log::error!("waitpid() failed ({e})");
+                return;
+            }
+        };
+        for (pid, status) in reaped {
+            let raw = pid.as_raw_nonzero();
+            match status {
+                ExitStatus::Exited(0) => log::info!("worker process {raw} exited with code 0"),
+                ExitStatus::Exited(c) => log::error!("worker process {raw} exited with code {c}"),
+                ExitStatus::Signaled(s, core) => log::error!(
+                    "worker process {raw} exited on signal {s}{}",
+                    if core { " (core dumped)" } else { "" }
+                ),
+            }
+            if self.zone.accept_mutex().force_unlock(pid) {
+                log::error!("shared memory zone was locked by {raw}, unlocked");
+            }
+            let Some(i) = self.procs.iter().position(|p| p.pid == pid) else {
+                continue;
+            };
+            let p = self.procs.swap_remove(i);
+            if p.exiting || self.terminating || self.quitting || p.generation != self.generation {
+                continue;
+            }
+            if status == ExitStatus::Exited(EXIT_FATAL) {
+                log::error!(
+                    "worker process {raw} exited with fatal code {EXIT_FATAL} and cannot be respawned"
+                );
+                continue;
+            }
+            if let Err(e) = self.spawn(p.index) {
+                log::error!("could not respawn worker process ({e})");
+            }
+        }
+    }
+
+    fn signal_workers(&mut self, sig: Signal, exiting: bool) {
+        for p in &mut self.procs {
+            if exiting {
+                p.exiting = true;
+            }
+            if let Err(e) = signal::send(p.pid, sig) {
+                log::error!(
+                    "kill({}, {}) failed ({e})",
+                    p.pid.as_raw_nonzero(),
+                    sig.as_raw()
+                );
+            }
+        }
+    }
+
+    fn terminate(&mut self) {
+        if !self.terminating {
+            log::info!("terminating");
+        }
+        self.terminating = true;
+        self.signal_workers(Signal::Term, true);
+        self.listening.clear();
+        self.terminate_ticks = 0;
+        if let Err(e) = signal::set_interval_timer(TERMINATE_TICK_MS) {
+            log::error!("setitimer() failed ({e})");
+        }
+    }
+
+    fn terminate_tick(&mut self) {
+        self.terminate_ticks += 1;
+        if self.terminate_ticks * TERMINATE_TICK_MS >= TERMINATE_GRACE_MS {
+            for p in &self.procs {
+                log::error!(
+                    "worker process {} is not exiting, sending SIGKILL",
+                    p.pid.as_raw_nonzero()
+                );
+                let _ = signal::send_kill(p.pid);
+            }
+        }
+    }
+
+    fn quit(&mut self) {
+        if !self.quitting {
+            log::info!("gracefully shutting down");
+        }
+        self.quitting = true;
+        self.signal_workers(Signal::Quit, true);
+        self.listening.clear();
+    }
+
+    fn reload(&mut self) {
+        if self.terminating || self.quitting {
+            return;
+        }
+        log::info!("reconfiguring");
+        let conf = match (self.load)() {
+            Ok(c) => c,
+            Err(e) => {
+                log::error!("{e}");
+                return;
+            }
+        };
+        check_nofile(&conf);
+        let workers = conf.core.worker_processes;
+        let listening =
+            match listening::bind_all(&self.app.listeners(&conf), workers, &self.listening) {
+                Ok(l) => l,
+                Err(e) => {
+                    log::error!("{e}");
+                    return;
+                }
+            };
+        self.listening = listening;
+        self.conf = conf;
+        let old = self.generation;
+        self.generation += 1;
+        log::info!("start worker processes");
+        for i in 0..workers {
+            if let Err(e) = self.spawn(i) {
+                log::error!("could not start worker process ({e})");
+            }
+        }
+        for p in &mut self.procs {
+            if p.generation == old && !p.exiting {
+                p.exiting = true;
+                if let Err(e) = signal::send(p.pid, Signal::Quit) {
+                    log::error!("kill({}, QUIT) failed ({e})", p.pid.as_raw_nonzero());
+                }
+            }
+        }
+    }
+}

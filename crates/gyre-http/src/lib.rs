@@ -1,0 +1,2 @@
+//! gyre's HTTP/1.1 module (being written).
+#![forbid(unsafe_code)]
