@@ -71,8 +71,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cli, CliError> {
         if flags.is_empty() {
             return Err(CliError(format!("invalid option: \"{arg}\"")));
         }
-        let mut chars = flags.char_indices();
-        while let Some((i, ch)) = chars.next() {
+        for (i, ch) in flags.char_indices() {
             match ch {
                 '?' | 'h' => cli.help = true,
                 'v' => cli.version = true,
