@@ -145,3 +145,32 @@ impl Log for ErrorLog {
 
     fn flush(&self) {}
 }
+
+/// Applies the configuration's first `error_log`: its target and level.
+pub fn configure(logs: &[crate::conf::ErrorLog]) -> std::io::Result<()> {
+    use crate::conf::{LogLevel, LogTarget};
+    let Some(first) = logs.first() else {
+        return Ok(());
+    };
+    let level = match first.level {
+        LogLevel::Emerg | LogLevel::Alert | LogLevel::Crit | LogLevel::Error => LevelFilter::Error,
+        LogLevel::Warn => LevelFilter::Warn,
+        LogLevel::Notice | LogLevel::Info => LevelFilter::Info,
+        LogLevel::Debug => LevelFilter::Trace,
+    };
+    match &first.target {
+        LogTarget::Stderr => open(None)?,
+        LogTarget::File(p) => open(Some(p)).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "open() \"{}\" failed ({})",
+                    p.display(),
+                    crate::sys_error_text(&e)
+                ),
+            )
+        })?,
+    }
+    init(level);
+    Ok(())
+}

@@ -374,3 +374,31 @@ impl Master<'_> {
         }
     }
 }
+
+/// Runs without a master (`master_process off`): this process binds the
+/// listeners and is the only worker (nginx's `ngx_single_process_cycle`).
+/// TERM/INT stop it, QUIT stops it gracefully, USR1 reopens the log; a reload
+/// needs the master.
+pub fn run_single(conf: Conf, app: &dyn App) -> io::Result<()> {
+    signal::install()?;
+    check_nofile(&conf);
+    let zone = SharedZone::new()?;
+    let listening = listening::bind_all(&app.listeners(&conf), 1, &[])?;
+    let listeners = listening::for_worker(&listening, 0)?;
+    write_pid_file(&conf.core.pid)?;
+    log::info!("using the \"{}\" event method", method_name(&conf));
+    let code = worker::run(WorkerParams {
+        conf: &conf,
+        app,
+        listeners,
+        zone,
+        index: 0,
+        workers: 1,
+    });
+    let _ = std::fs::remove_file(&conf.core.pid);
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!("worker exited with code {code}")))
+    }
+}
