@@ -35,10 +35,12 @@
 //!   index plus a generation, so a stale id can never reach an entry that
 //!   reused the slot; a slot whose generation would wrap is retired instead of
 //!   reused, so "never" is literal.
-//! * Entries that are already due when inserted (deadline at or before the
-//!   wheel's current time) go to a small min-heap ordered by deadline, so
-//!   they pop before anything still in the wheel and in deadline order among
-//!   themselves. Cancelling one leaves a tombstone that the next pop discards
+//! * Entries whose deadline is already behind the wheel's current time
+//!   (inserted late, or in the middle of an expiry loop that has not caught
+//!   up with `now` yet) go to a small min-heap ordered by deadline, so they
+//!   pop before anything still in the wheel and in deadline order among
+//!   themselves. A deadline equal to the current time goes to the current
+//!   level-0 slot, which is served right after the heap. Cancelling one leaves a tombstone that the next pop discards
 //!   (the heap only ever holds due entries, so tombstones live for at most
 //!   one expiry loop).
 //!
@@ -101,6 +103,19 @@ struct Node<T> {
     value: Option<T>,
 }
 
+/// A slot vector element. Carrying the low bits of the deadline next to the
+/// index lets a cascade re-sort a slot by reading only the (sequential) slot
+/// vector: the node is written (new position) but never read, so cascading
+/// does not wait on a cache miss per entry.
+#[derive(Clone, Copy)]
+struct Entry {
+    index: u32,
+    /// Low 32 bits of the internal deadline. A level-`l` slot's start time
+    /// supplies the bits above `6 * l <= 30`, so these are enough to rebuild
+    /// the deadline; overflow entries re-read the node instead.
+    low: u32,
+}
+
 /// Hierarchical timing wheel keyed by absolute [`Msec`] deadlines; see the
 /// module documentation for the layout and the wraparound rules.
 pub struct TimerWheel<T> {
@@ -115,7 +130,7 @@ pub struct TimerWheel<T> {
     /// one most likely still in cache).
     free: Vec<u32>,
     /// `LEVELS * SLOTS` slot vectors followed by the overflow list.
-    lists: Box<[Vec<u32>]>,
+    lists: Box<[Vec<Entry>]>,
     /// Bit `s` of `occupied[l]` is set iff slot `s` of level `l` is
     /// non-empty.
     occupied: [u64; LEVELS],
@@ -312,26 +327,36 @@ impl<T> TimerWheel<T> {
         (node.gen == id.gen && node.list != FREE).then_some(node)
     }
 
-    /// Sorts a node into the due heap, a slot, or the overflow list,
-    /// relative to the wheel's current time.
+    /// Sorts a node into the due heap (deadline already passed), a slot, or
+    /// the overflow list, relative to the wheel's current time.
     #[inline]
     fn place(&mut self, index: u32) {
-        let now = self.now_abs();
         let node = &mut self.nodes[index as usize];
-        let diff = msec_diff(node.deadline, now);
-        if diff <= 0 {
+        let diff = msec_diff(node.deadline, self.origin.wrapping_add(self.elapsed));
+        if diff < 0 {
             node.list = DUE;
             let key = msec_diff(node.deadline, self.origin);
             self.due.push(Reverse((key, index, node.gen)));
             return;
         }
-        let when = self.elapsed.saturating_add(diff as u64);
+        self.link(index, self.elapsed.saturating_add(diff as u64));
+    }
+
+    /// Appends a node to the list for internal deadline `when >= elapsed`
+    /// (`when == elapsed` lands in the current level-0 slot, which the next
+    /// pop serves first).
+    #[inline]
+    fn link(&mut self, index: u32, when: u64) {
         let list = list_for(self.elapsed, when);
         let slot = &mut self.lists[list];
+        let node = &mut self.nodes[index as usize];
         // A slot never holds more entries than the slab, whose size fits u32.
         node.pos = slot.len() as u32;
         node.list = list as u16;
-        slot.push(index);
+        slot.push(Entry {
+            index,
+            low: when as u32,
+        });
         if list < OVERFLOW {
             self.occupied[list / SLOTS] |= 1 << (list % SLOTS);
         }
@@ -348,8 +373,8 @@ impl<T> TimerWheel<T> {
         let pos = node.pos as usize;
         let slot = &mut self.lists[list];
         slot.swap_remove(pos);
-        if let Some(&moved) = slot.get(pos) {
-            self.nodes[moved as usize].pos = pos as u32;
+        if let Some(moved) = slot.get(pos) {
+            self.nodes[moved.index as usize].pos = pos as u32;
         }
         if slot.is_empty() && list < OVERFLOW {
             self.occupied[list / SLOTS] &= !(1 << (list % SLOTS));
@@ -458,23 +483,27 @@ impl<T> TimerWheel<T> {
             if list < SLOTS {
                 // A level-0 slot holds exactly the entries due at `time`.
                 let slot = &mut self.lists[list];
-                let index = slot.pop()?;
+                let entry = slot.pop()?;
                 if slot.is_empty() {
                     self.occupied[0] &= !(1 << list);
                 }
-                return self.take(index);
+                return self.take(entry.index);
             }
-            self.cascade(list, limit);
+            self.cascade(list, time, limit);
         }
     }
 
-    /// Re-sorts the entries of a higher-level slot (or the overflow) now that
-    /// the wheel has reached it; each lands in a lower level, the due heap,
-    /// or (overflow only) back in the overflow.
-    fn cascade(&mut self, list: usize, limit: Option<u64>) {
+    /// Re-sorts the entries of a higher-level slot starting at internal time
+    /// `start` (or the overflow) now that the wheel has reached it; each lands
+    /// in a lower level or (overflow only) back in the overflow.
+    fn cascade(&mut self, list: usize, start: u64, limit: Option<u64>) {
         let mut entries = std::mem::take(&mut self.lists[list]);
         if list < OVERFLOW {
             self.occupied[list / SLOTS] &= !(1 << (list % SLOTS));
+            let level_mask = (1u64 << ((list / SLOTS) as u32 * LEVEL_BITS)) - 1;
+            for e in &entries {
+                self.link(e.index, start | (u64::from(e.low) & level_mask));
+            }
         } else {
             // The wheel is empty here. Jump straight to the rotation holding
             // the earliest overflow entry (bounded by the caller's `now`), so
@@ -482,7 +511,7 @@ impl<T> TimerWheel<T> {
             let now = self.now_abs();
             let earliest = entries
                 .iter()
-                .map(|&i| msec_diff(self.nodes[i as usize].deadline, now).max(0) as u64)
+                .map(|e| msec_diff(self.nodes[e.index as usize].deadline, now).max(0) as u64)
                 .min()
                 .unwrap_or(0);
             let mut target = self.elapsed.saturating_add(earliest) & !(WHEEL_RANGE_MS - 1);
@@ -490,9 +519,9 @@ impl<T> TimerWheel<T> {
                 target = target.min(limit & !(WHEEL_RANGE_MS - 1));
             }
             self.elapsed = self.elapsed.max(target);
-        }
-        for &index in &entries {
-            self.place(index);
+            for e in &entries {
+                self.place(e.index);
+            }
         }
         entries.clear();
         if self.lists[list].is_empty() {
