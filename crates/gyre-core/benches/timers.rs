@@ -239,9 +239,7 @@ fn row(name: &str, wheel: Duration, tree: Duration, ops: u64) {
 
 fn main() {
     let ds = deadlines(0x5eed);
-    println!(
-        "timers: {N} timers, deadlines uniform over {SPREAD} ms, median of {REPS} runs"
-    );
+    println!("timers: {N} timers, deadlines uniform over {SPREAD} ms, median of {REPS} runs");
     println!(
         "{:<34} {:>12} {:>12} {:>10}",
         "workload", "wheel ns/op", "btree ns/op", "btree/wheel"
