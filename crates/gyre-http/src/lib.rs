@@ -1,2 +1,10 @@
-//! gyre's HTTP/1.1 module (being written).
+//! gyre's HTTP/1.1 module.
+//!
+//! The protocol logic is a sans-I/O state machine (bytes and a time in;
+//! requests, bytes and deadlines out); `glue` connects it to gyre-core's
+//! connections and timers the way nginx's `ngx_http_init_connection` hooks a
+//! listener.
 #![forbid(unsafe_code)]
+
+pub mod conf;
+pub mod mime;

@@ -70,6 +70,7 @@ impl Core {
                         x.read.ready = deferred;
                     }
                     self.init_connection(ls, c);
+                    self.reorder_accept_events(ls);
                 }
                 Accepted::WouldBlock => return,
                 Accepted::Err(e) => {
@@ -125,6 +126,34 @@ impl Core {
                 }
             }
             None => self.close(c),
+        }
+    }
+
+    /// With EPOLLEXCLUSIVE the kernel tends to wake the process that added
+    /// the socket first, so one worker would take nearly every connection;
+    /// re-adding the socket every 16 accepts (or when short of connections)
+    /// moves this worker to the back of the queue (nginx's
+    /// `ngx_reorder_accept_events`).
+    fn reorder_accept_events(&mut self, ls: ListenerId) {
+        if !self.opts.exclusive_accept || self.accept_mutex_is_set() {
+            return;
+        }
+        let Some(slot) = self.listeners.get_mut(ls.0) else {
+            return;
+        };
+        if slot.opts.reuseport || !slot.open {
+            return;
+        }
+        slot.accepts += 1;
+        if slot.accepts % 16 != 0 && self.accept_disabled <= 0 {
+            return;
+        }
+        let c = slot.conn;
+        if let Err(e) = self
+            .set_interest(c, Interest::NONE)
+            .and_then(|_| self.set_interest(c, Interest::READ))
+        {
+            log::error!("re-adding a listening socket failed ({e})");
         }
     }
 

@@ -172,6 +172,8 @@ pub(crate) struct ListenerSlot {
     pub(crate) opts: crate::conn::ListenOptions,
     pub(crate) addr: std::net::SocketAddr,
     pub(crate) open: bool,
+    /// Connections accepted, for re-adding EPOLLEXCLUSIVE sockets.
+    pub(crate) accepts: u64,
     pub(crate) conn: ConnId,
     pub(crate) protocol: Option<Box<dyn Protocol>>,
 }
@@ -766,6 +768,10 @@ impl Core {
         self.disable_accept_events()
     }
 
+    pub(crate) fn accept_mutex_is_set(&self) -> bool {
+        self.accept_mutex.is_some()
+    }
+
     /// nginx's `ngx_trylock_accept_mutex`.
     fn trylock_accept_mutex(&mut self) -> io::Result<()> {
         let got = self.accept_mutex.as_mut().is_some_and(|m| m.try_lock());
@@ -1009,6 +1015,7 @@ impl Core {
             opts,
             addr,
             open: true,
+            accepts: 0,
             conn: c,
             protocol: Some(protocol),
         });
