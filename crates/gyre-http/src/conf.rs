@@ -194,7 +194,8 @@ impl HttpConf {
                 LocKind::Exact => {}
                 LocKind::Prefix | LocKind::PrefixNoRegex => {
                     if path.starts_with(&l.uri)
-                        && best.is_none_or(|b| b.kind != LocKind::Exact && b.uri.len() < l.uri.len())
+                        && best
+                            .is_none_or(|b| b.kind != LocKind::Exact && b.uri.len() < l.uri.len())
                     {
                         best = Some(l);
                     }
@@ -256,8 +257,7 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
     for s in &mut c.servers {
         if s.listen.is_empty() {
             s.listen.push(
-                gyre_core::conf::parse_listen(&["*:80".to_string()], 80)
-                    .map_err(ConfError::new)?,
+                gyre_core::conf::parse_listen(&["*:80".to_string()], 80).map_err(ConfError::new)?,
             );
         }
         s.client_header_timeout = s
@@ -278,7 +278,10 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
         let srv_set = s.set.clone();
         s.fallback = Some(Arc::new(resolve(&[&http_set, &srv_set], &default_root)));
         for l in &mut s.locations {
-            l.conf = Some(Arc::new(resolve(&[&http_set, &srv_set, &l.set], &default_root)));
+            l.conf = Some(Arc::new(resolve(
+                &[&http_set, &srv_set, &l.set],
+                &default_root,
+            )));
         }
     }
     Ok(())
@@ -302,7 +305,8 @@ fn set_listen(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String
 
 fn set_server_name(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     let s = c.servers.last_mut().ok_or("no server")?;
-    s.server_names.extend(d.args.iter().map(|a| a.to_ascii_lowercase()));
+    s.server_names
+        .extend(d.args.iter().map(|a| a.to_ascii_lowercase()));
     Ok(())
 }
 
@@ -334,7 +338,9 @@ fn set_root(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String>
     let p = cx.full_path(d.arg(0));
     let s = c.settings(cx)?;
     if s.alias.is_some() {
-        return Err("\"root\" directive is duplicate, \"alias\" directive was specified earlier".into());
+        return Err(
+            "\"root\" directive is duplicate, \"alias\" directive was specified earlier".into(),
+        );
     }
     s.root = Some(p);
     Ok(())
@@ -344,7 +350,9 @@ fn set_alias(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String
     let p = cx.full_path(d.arg(0));
     let s = c.settings(cx)?;
     if s.root.is_some() {
-        return Err("\"alias\" directive is duplicate, \"root\" directive was specified earlier".into());
+        return Err(
+            "\"alias\" directive is duplicate, \"root\" directive was specified earlier".into(),
+        );
     }
     s.alias = Some(p);
     Ok(())
@@ -462,7 +470,10 @@ fn set_open_file_cache(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<
 fn set_open_file_cache_valid(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let ms = d.msec(0)?;
     let s = c.settings(cx)?;
-    let mut o = s.open_file_cache.flatten().unwrap_or(DEFAULT_OPEN_FILE_CACHE);
+    let mut o = s
+        .open_file_cache
+        .flatten()
+        .unwrap_or(DEFAULT_OPEN_FILE_CACHE);
     o.valid_ms = ms;
     s.open_file_cache = Some(Some(o));
     Ok(())
@@ -543,31 +554,87 @@ const HSL: Context = Context::HTTP.or(Context::SERVER).or(Context::LOCATION);
 const HS: Context = Context::HTTP.or(Context::SERVER);
 
 static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
-    DirectiveSpec::block("http", Context::MAIN, Args::NOARGS, Block::Context(H), false, set_http),
-    DirectiveSpec::block("server", H, Args::NOARGS, Block::Context(S), true, set_server),
+    DirectiveSpec::block(
+        "http",
+        Context::MAIN,
+        Args::NOARGS,
+        Block::Context(H),
+        false,
+        set_http,
+    ),
+    DirectiveSpec::block(
+        "server",
+        H,
+        Args::NOARGS,
+        Block::Context(S),
+        true,
+        set_server,
+    ),
     DirectiveSpec::multi("listen", S, Args::ONE_MORE, set_listen),
     DirectiveSpec::multi("server_name", S, Args::ONE_MORE, set_server_name),
-    DirectiveSpec::block("location", S.or(L), Args::TAKE12, Block::Context(L), true, set_location),
+    DirectiveSpec::block(
+        "location",
+        S.or(L),
+        Args::TAKE12,
+        Block::Context(L),
+        true,
+        set_location,
+    ),
     DirectiveSpec::new("root", HSL, Args::TAKE1, set_root),
     DirectiveSpec::new("alias", L, Args::TAKE1, set_alias),
     DirectiveSpec::new("index", HSL, Args::ONE_MORE, set_index),
     DirectiveSpec::new("default_type", HSL, Args::TAKE1, set_default_type),
     DirectiveSpec::block("types", HSL, Args::NOARGS, Block::Raw, false, set_types),
     DirectiveSpec::new("return", S.or(L), Args::TAKE12, set_return),
-    DirectiveSpec::new("stub_status", S.or(L), Args::NOARGS.or(Args::TAKE1), set_stub_status),
+    DirectiveSpec::new(
+        "stub_status",
+        S.or(L),
+        Args::NOARGS.or(Args::TAKE1),
+        set_stub_status,
+    ),
     DirectiveSpec::multi("add_header", HSL, Args::TAKE23, set_add_header),
     DirectiveSpec::multi("error_page", HSL, Args::TWO_MORE, set_error_page),
     DirectiveSpec::new("access_log", HSL, Args::TAKE12, set_access_log),
     DirectiveSpec::new("open_file_cache", HSL, Args::TAKE12, set_open_file_cache),
-    DirectiveSpec::new("open_file_cache_valid", HSL, Args::TAKE1, set_open_file_cache_valid),
-    DirectiveSpec::new("keepalive_timeout", HSL, Args::TAKE12, set_keepalive_timeout),
-    DirectiveSpec::new("keepalive_requests", HSL, Args::TAKE1, set_keepalive_requests),
+    DirectiveSpec::new(
+        "open_file_cache_valid",
+        HSL,
+        Args::TAKE1,
+        set_open_file_cache_valid,
+    ),
+    DirectiveSpec::new(
+        "keepalive_timeout",
+        HSL,
+        Args::TAKE12,
+        set_keepalive_timeout,
+    ),
+    DirectiveSpec::new(
+        "keepalive_requests",
+        HSL,
+        Args::TAKE1,
+        set_keepalive_requests,
+    ),
     DirectiveSpec::new("send_timeout", HSL, Args::TAKE1, set_send_timeout),
-    DirectiveSpec::new("client_body_timeout", HSL, Args::TAKE1, set_client_body_timeout),
-    DirectiveSpec::new("client_max_body_size", HSL, Args::TAKE1, set_client_max_body_size),
+    DirectiveSpec::new(
+        "client_body_timeout",
+        HSL,
+        Args::TAKE1,
+        set_client_body_timeout,
+    ),
+    DirectiveSpec::new(
+        "client_max_body_size",
+        HSL,
+        Args::TAKE1,
+        set_client_max_body_size,
+    ),
     DirectiveSpec::new("sendfile", HSL, Args::FLAG, set_sendfile),
     DirectiveSpec::new("tcp_nodelay", HSL, Args::FLAG, set_tcp_nodelay),
-    DirectiveSpec::new("client_header_timeout", HS, Args::TAKE1, set_client_header_timeout),
+    DirectiveSpec::new(
+        "client_header_timeout",
+        HS,
+        Args::TAKE1,
+        set_client_header_timeout,
+    ),
     DirectiveSpec::new(
         "client_header_buffer_size",
         HS,

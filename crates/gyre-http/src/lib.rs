@@ -6,5 +6,8 @@
 //! listener.
 #![forbid(unsafe_code)]
 
+pub mod access_log;
 pub mod conf;
 pub mod mime;
+pub mod static_file;
+pub mod stub_status;

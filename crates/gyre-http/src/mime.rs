@@ -31,7 +31,10 @@ const TYPES: &[(&str, &[&str])] = &[
     ("application/x-tar", &["tar"]),
     ("application/gzip", &["gz"]),
     ("application/xhtml+xml", &["xhtml"]),
-    ("application/octet-stream", &["bin", "exe", "dll", "iso", "img", "msi"]),
+    (
+        "application/octet-stream",
+        &["bin", "exe", "dll", "iso", "img", "msi"],
+    ),
     ("audio/mpeg", &["mp3"]),
     ("audio/ogg", &["ogg"]),
     ("video/mp4", &["mp4"]),

@@ -108,9 +108,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Cli, CliError> {
                     match ch {
                         's' => {
                             if !matches!(value.as_str(), "stop" | "quit" | "reopen" | "reload") {
-                                return Err(CliError(format!(
-                                    "invalid option: \"-s {value}\""
-                                )));
+                                return Err(CliError(format!("invalid option: \"-s {value}\"")));
                             }
                             cli.signal = Some(value);
                         }
@@ -138,7 +136,15 @@ mod tests {
 
     #[test]
     fn combined_flags_and_values() {
-        let c = p(&["-tq", "-p", "/srv/gyre", "-cconf/a.conf", "-g", "daemon off;"]).unwrap();
+        let c = p(&[
+            "-tq",
+            "-p",
+            "/srv/gyre",
+            "-cconf/a.conf",
+            "-g",
+            "daemon off;",
+        ])
+        .unwrap();
         assert!(c.test && c.quiet && !c.dump);
         assert_eq!(c.prefix.as_deref(), Some("/srv/gyre"));
         assert_eq!(c.conf.as_deref(), Some("conf/a.conf"));

@@ -88,7 +88,10 @@ fn main() -> ExitCode {
         if !cli.quiet {
             let p = source.path(&prefix);
             eprintln!("gyre: the configuration file {} syntax is ok", p.display());
-            eprintln!("gyre: configuration file {} test is successful", p.display());
+            eprintln!(
+                "gyre: configuration file {} test is successful",
+                p.display()
+            );
         }
         if cli.dump {
             print!("{}", conf.dump());

@@ -44,7 +44,11 @@ pub fn bind_all(
             let ls = Listener::bind(*w).map_err(|e| {
                 io::Error::new(
                     e.kind(),
-                    format!("bind() to {} failed ({})", w.addr, crate::sys_error_text(&e)),
+                    format!(
+                        "bind() to {} failed ({})",
+                        w.addr,
+                        crate::sys_error_text(&e)
+                    ),
                 )
             })?;
             sockets.push(ls);
@@ -58,7 +62,11 @@ pub fn bind_all(
 pub fn for_worker(sets: &[ListenSet], worker: usize) -> io::Result<Vec<Listener>> {
     sets.iter()
         .map(|s| {
-            let i = if s.opts.reuseport { worker % s.sockets.len().max(1) } else { 0 };
+            let i = if s.opts.reuseport {
+                worker % s.sockets.len().max(1)
+            } else {
+                0
+            };
             match s.sockets.get(i) {
                 Some(ls) => ls.try_clone(),
                 None => Err(io::Error::other("listener has no socket")),
