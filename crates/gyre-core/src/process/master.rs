@@ -199,10 +199,11 @@ impl Master<'_> {
                 self.reload();
             }
             if signal::take(Signal::Usr1) {
-                log::info!("reopening logs");
+                // Logged after reopening, so the line lands in the new file.
                 if let Err(e) = crate::errlog::reopen() {
                     log::error!("reopen of the error log failed ({e})");
                 }
+                log::info!("reopening logs");
                 self.signal_workers(Signal::Usr1, false);
             }
             signal::take(Signal::Usr2);

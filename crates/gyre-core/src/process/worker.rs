@@ -168,10 +168,10 @@ fn on_signals(core: &mut Core, shutdown_timeout: Option<u64>) {
         }
     }
     if signal::take(Signal::Usr1) {
-        log::info!("reopening logs");
         if let Err(e) = crate::errlog::reopen() {
             log::error!("reopen of the error log failed ({e})");
         }
+        log::info!("reopening logs");
     }
     // A worker ignores HUP, USR2, WINCH (they are the master's); ALRM is the
     // timer_resolution tick when set with setitimer, unused here.

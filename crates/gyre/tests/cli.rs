@@ -1,0 +1,105 @@
+//! The command line of the real binary: -t / -T / -v / -h, bad options,
+//! errors in nginx's words.
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use util::Prefix;
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn test_flag_on_good_and_bad_configs() {
+    let p = Prefix::new("cli-t");
+    p.conf("worker_processes 2;\nevents {\n    worker_connections 64;\n}\n");
+    let o = p.run(&["-t"]);
+    let conf = p.path("conf/gyre.conf");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "gyre: the configuration file {0} syntax is ok\ngyre: configuration file {0} test is successful\n",
+            conf.display()
+        )
+    );
+
+    p.conf("events {\n}\nfoo bar;\n");
+    let o = p.run(&["-t"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "gyre: [emerg] unknown directive \"foo\" in {0}:3\ngyre: configuration file {0} test failed\n",
+            conf.display()
+        )
+    );
+
+    p.conf("events {\n    worker_connections 64;\n");
+    let o = p.run(&["-t"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("unexpected end of file, expecting \"}\""));
+}
+
+#[test]
+fn dump_prints_every_file() {
+    let p = Prefix::new("cli-T");
+    p.write("conf/extra.conf", "multi_accept on;\n");
+    p.conf("events {\n    include extra.conf;\n}\n");
+    let o = p.run(&["-T", "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout.clone()).unwrap();
+    assert!(out.contains(&format!(
+        "# configuration file {}:\nevents {{",
+        p.path("conf/gyre.conf").display()
+    )));
+    assert!(out.contains("multi_accept on;"));
+    assert_eq!(stderr(&o), "", "-q keeps -t quiet");
+}
+
+#[test]
+fn version_help_and_bad_options() {
+    let p = Prefix::new("cli-v");
+    let o = p.run(&["-v"]);
+    assert!(o.status.success());
+    assert!(stderr(&o).starts_with("gyre version: gyre/"));
+    let o = p.run(&["-h"]);
+    assert!(stderr(&o).contains("Usage: gyre"));
+    let o = p.run(&["-x"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with("gyre: invalid option: \"x\""));
+    let o = p.run(&["-s", "restart"]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = p.run(&["-c", "conf/missing.conf", "-t"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("No such file or directory"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn signal_without_a_running_master_fails_clearly() {
+    let p = Prefix::new("cli-s");
+    p.conf("events {}\n");
+    let o = p.run(&["-s", "reload"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(&format!(
+            "open() \"{}\" failed (2: No such file or directory)",
+            p.path("logs/gyre.pid").display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn built_in_default_configuration_tests_ok() {
+    let p = Prefix::new("cli-default");
+    let o = p.run(&["-t"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("test is successful"));
+}
