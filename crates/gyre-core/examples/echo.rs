@@ -5,6 +5,18 @@
 //! cargo run --release -p gyre-core --example echo -- \
 //!     [--listen 127.0.0.1:7000] [--backend epoll|poll] [--idle-timeout-ms N] \
 //!     [--connections N] [--multi-accept]
+//! cargo run --release -p gyre-core --example echo -- --conf echo.conf [--prefix DIR]
+//! ```
+//!
+//! With `--conf`, the same protocol runs under the core's process model
+//! (master, workers, signals, reload) with an nginx-syntax file that adds an
+//! `echo {}` block of its own:
+//!
+//! ```text
+//! worker_processes 2;
+//! daemon off;
+//! events { worker_connections 1024; accept_mutex on; }
+//! echo { listen 127.0.0.1:7000; idle_timeout 30s; }
 //! ```
 //!
 //! Every connection echoes what it reads. A connection idle for
@@ -152,6 +164,13 @@ impl Handler for EchoConn {
                     self.close(core, c);
                     return;
                 }
+                // Nothing left to echo: the connection is idle. Idle ones
+                // are closed first when slots run short or the worker shuts
+                // down gracefully, and their timer does not hold an exiting
+                // worker (a fresh connection's does: it has yet to be served).
+                let idle = self.pending.is_empty();
+                core.set_reusable(c, idle);
+                core.set_cancelable(Ev::read(c), idle);
                 if self.idle_ms > 0 {
                     core.add_timer(Ev::read(c), self.idle_ms);
                 }
@@ -161,6 +180,8 @@ impl Handler for EchoConn {
 }
 
 struct Args {
+    conf: Option<String>,
+    prefix: Option<String>,
     listen: SocketAddr,
     backend: Backend,
     idle_ms: u64,
@@ -170,6 +191,8 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
+        conf: None,
+        prefix: None,
         listen: SocketAddr::from(([127, 0, 0, 1], 7000)),
         backend: Backend::DEFAULT,
         idle_ms: 0,
@@ -197,6 +220,8 @@ fn parse_args() -> Result<Args, String> {
                 a.connections = v.parse().map_err(|_| format!("bad number {v:?}"))?;
             }
             "--multi-accept" => a.multi_accept = true,
+            "--conf" => a.conf = Some(value()?),
+            "--prefix" => a.prefix = Some(value()?),
             "-h" | "--help" => {
                 return Err("usage: echo [--listen ADDR:PORT] [--backend epoll|poll] \
                             [--idle-timeout-ms N] [--connections N] [--multi-accept]"
@@ -217,7 +242,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(args) {
+    let r = if args.conf.is_some() {
+        run_conf(&args)
+    } else {
+        run(args)
+    };
+    match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             log::error!("{e}");
@@ -263,4 +293,121 @@ fn run(args: Args) -> std::io::Result<()> {
         Next::Again(1000)
     });
     core.run()
+}
+
+// ------------------------------------------------------------------------
+// The same protocol under the core's process model and configuration.
+
+use gyre_core::conf::{
+    self, Args as ArgCount, Block, Conf, ConfCtx, Context, Directive, DirectiveSpec, ListenConf,
+    ModuleDef,
+};
+use gyre_core::process::{master, App};
+
+/// The `echo {}` block.
+#[derive(Default)]
+struct EchoConf {
+    listen: Vec<ListenConf>,
+    idle_ms: u64,
+}
+
+fn set_echo(_: &mut EchoConf, _: &Directive, _: &ConfCtx) -> Result<(), String> {
+    Ok(())
+}
+
+fn set_listen(c: &mut EchoConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.listen.push(d.listen(7000)?);
+    Ok(())
+}
+
+fn set_idle(c: &mut EchoConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.idle_ms = d.msec(0)?;
+    Ok(())
+}
+
+const ECHO: Context = Context::custom(0);
+
+static ECHO_DIRECTIVES: &[DirectiveSpec<EchoConf>] = &[
+    DirectiveSpec::block(
+        "echo",
+        Context::MAIN,
+        ArgCount::NOARGS,
+        Block::Context(ECHO),
+        false,
+        set_echo,
+    ),
+    DirectiveSpec::multi("listen", ECHO, ArgCount::ONE_MORE, set_listen),
+    DirectiveSpec::new("idle_timeout", ECHO, ArgCount::TAKE1, set_idle),
+];
+
+static ECHO_MODULE: ModuleDef<EchoConf> = ModuleDef {
+    name: "echo",
+    directives: ECHO_DIRECTIVES,
+    create_conf: EchoConf::default,
+    init_conf: conf::no_init,
+};
+
+struct EchoApp;
+
+impl App for EchoApp {
+    fn listeners(&self, conf: &Conf) -> Vec<ListenOptions> {
+        let Some(e) = conf.module::<EchoConf>() else {
+            return Vec::new();
+        };
+        e.listen
+            .iter()
+            .map(|l| ListenOptions {
+                addr: l.addr,
+                backlog: l.backlog,
+                reuseport: l.reuseport,
+                deferred: l.deferred,
+            })
+            .collect()
+    }
+
+    fn init_worker(
+        &self,
+        conf: &Conf,
+        core: &mut Core,
+        listeners: Vec<Listener>,
+        _worker: usize,
+    ) -> std::io::Result<()> {
+        // Under the process model a connection always has a timer, so a
+        // graceful shutdown waits for fresh connections to be served.
+        let idle_ms = match conf.module::<EchoConf>().map_or(0, |e| e.idle_ms) {
+            0 => 60_000,
+            ms => ms,
+        };
+        let counters = Rc::new(Counters::default());
+        let scratch = Rc::new(RefCell::new(vec![0; 16 * 1024]));
+        for ls in listeners {
+            log::info!("echo listening on {}", ls.local_addr());
+            core.add_listener(
+                ls,
+                Box::new(Echo {
+                    idle_ms,
+                    counters: counters.clone(),
+                    scratch: scratch.clone(),
+                }),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn run_conf(args: &Args) -> std::io::Result<()> {
+    let prefix = match &args.prefix {
+        Some(p) => std::path::PathBuf::from(p),
+        None => std::env::current_dir()?,
+    };
+    let file = std::path::PathBuf::from(args.conf.as_deref().unwrap_or("echo.conf"));
+    let modules: [&dyn conf::Module; 1] = [&ECHO_MODULE];
+    let load = || conf::load(&prefix, &file, None, &modules);
+    let cf = load().map_err(|e| std::io::Error::other(format!("[emerg] {e}")))?;
+    gyre_core::errlog::configure(&cf.core.error_log)?;
+    if cf.core.master_process {
+        master::run(cf, &EchoApp, &load)
+    } else {
+        master::run_single(cf, &EchoApp)
+    }
 }

@@ -306,7 +306,13 @@ impl Core {
 
         if self.accept_mutex.is_some() {
             if self.accept_disabled > 0 {
+                // Short of connections: leave accepting to the others
+                // (nginx's ngx_accept_disabled).
                 self.accept_disabled -= 1;
+                if self.accept_events_enabled {
+                    self.disable_accept_events()?;
+                }
+                self.accept_mutex_held = false;
             } else {
                 self.trylock_accept_mutex()?;
                 if self.accept_mutex_held {
