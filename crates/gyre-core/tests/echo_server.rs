@@ -95,10 +95,10 @@ fn pool_exhaustion_refuses_extra_connections_and_recovers() {
     for be in BACKENDS {
         // 4 slots: one is the listener's.
         let p = EchoProc::start(&["--backend", be, "--connections", "4"], None);
-        let mut held: Vec<TcpStream> = (0..3).map(|_| connect(&p)).collect();
-        for s in &mut held {
-            echo_round_trip(s, b"x");
-        }
+        // Fresh connections (nothing echoed yet) are busy, not idle: they
+        // cannot be drained to make room.
+        let held: Vec<TcpStream> = (0..3).map(|_| connect(&p)).collect();
+        std::thread::sleep(Duration::from_millis(200));
         let mut extra = connect(&p);
         let _ = extra.write_all(b"y");
         assert!(
@@ -110,6 +110,19 @@ fn pool_exhaustion_refuses_extra_connections_and_recovers() {
         std::thread::sleep(Duration::from_millis(200));
         let mut again = connect(&p);
         echo_round_trip(&mut again, b"served again");
+
+        // Idle connections (served, waiting) are drained, oldest first, to
+        // make room for new ones.
+        let mut idle: Vec<TcpStream> = (0..2).map(|_| connect(&p)).collect();
+        for s in &mut idle {
+            echo_round_trip(s, b"x");
+        }
+        let mut newest = connect(&p);
+        echo_round_trip(&mut newest, b"room was made");
+        assert!(
+            closed_by_server(&mut again, Duration::from_secs(5)),
+            "{be}: the oldest idle connection was not drained"
+        );
     }
 }
 
