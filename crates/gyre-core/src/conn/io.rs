@@ -33,7 +33,7 @@ impl Core {
     pub fn recv(&mut self, c: ConnId, buf: &mut [u8]) -> io::Result<usize> {
         let rdhup = self.actions.reports_rdhup();
         let x = self.pool.get_mut(c).ok_or_else(stale)?;
-        let r = socket::read(fd_of(x)?, buf);
+        let r = socket::recv(fd_of(x)?, buf);
         let rev = &mut x.read;
         match r {
             Ok(0) => {
@@ -62,7 +62,7 @@ impl Core {
     /// Writes from `buf`; a short write clears `write.ready`.
     pub fn send(&mut self, c: ConnId, buf: &[u8]) -> io::Result<usize> {
         let x = self.pool.get_mut(c).ok_or_else(stale)?;
-        let r = socket::write(fd_of(x)?, buf);
+        let r = socket::send(fd_of(x)?, buf);
         Self::after_write(x, r, buf.len())
     }
 
