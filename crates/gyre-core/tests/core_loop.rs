@@ -434,3 +434,114 @@ fn graceful_shutdown_waits_for_non_cancelable_timers_only() {
         assert_eq!(core.timers_len(), 0);
     }
 }
+
+#[test]
+fn timer_resolution_updates_the_clock_on_ticks_only() {
+    for be in BACKENDS {
+        let mut core = Core::new(CoreOptions {
+            backend: be,
+            connections: 8,
+            timer_resolution: 20,
+            ..CoreOptions::default()
+        })
+        .unwrap();
+        let (c, calls, _peer) = adopted(&mut core);
+        let t0 = core.now();
+        core.add_timer(Ev::read(c), 50);
+        let start = Instant::now();
+        // No timeout is passed to the wait: only the tick wakes the loop.
+        run_until(&mut core, |_| !calls.borrow().is_empty());
+        assert!(start.elapsed() >= Duration::from_millis(45));
+        let advanced = core.now() - t0;
+        assert!(advanced >= 50, "{be:?}: clock advanced {advanced} ms");
+    }
+}
+
+#[test]
+fn writev_and_sendfile_reach_the_peer() {
+    use std::io::IoSlice;
+    use std::os::fd::AsFd;
+    for be in BACKENDS {
+        let mut core = core(be, 8);
+        let (c, _calls, mut peer) = adopted(&mut core);
+        let n = core
+            .writev(c, &[IoSlice::new(b"head "), IoSlice::new(b"and body ")])
+            .unwrap();
+        assert_eq!(n, 14);
+        let path =
+            std::env::temp_dir().join(format!("gyre-sendfile-{}-{be:?}", std::process::id()));
+        std::fs::write(&path, b"0123456789file-content").unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let mut off = 10u64;
+        let n = core.sendfile(c, f.as_fd(), &mut off, 12).unwrap();
+        assert_eq!((n, off), (12, 22));
+        std::fs::remove_file(&path).unwrap();
+        let mut got = vec![0u8; 26];
+        peer.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"head and body file-content");
+        assert!(core.conn(c).unwrap().write.ready || !core.conn(c).unwrap().write.active);
+    }
+}
+
+/// Writes until the socket is full: write interest is registered only then,
+/// and the write handler runs once the peer reads.
+struct Flood {
+    wrote: Rc<Cell<usize>>,
+    write_events: Rc<Cell<u32>>,
+}
+
+impl Handler for Flood {
+    fn handle(&mut self, core: &mut Core, ev: Ev) {
+        if ev.kind == EvKind::Write {
+            self.write_events.set(self.write_events.get() + 1);
+        }
+        let chunk = [7u8; 65536];
+        loop {
+            match core.send(ev.conn, &chunk) {
+                Ok(n) => self.wrote.set(self.wrote.get() + n),
+                Err(_) => break,
+            }
+            if self.write_events.get() > 0 {
+                break;
+            }
+        }
+        core.handle_write_event(ev.conn).unwrap();
+    }
+}
+
+#[test]
+fn write_interest_only_after_eagain() {
+    for be in BACKENDS {
+        let mut core = core(be, 8);
+        let (a, mut peer) = UnixStream::pair().unwrap();
+        let wrote = Rc::new(Cell::new(0));
+        let write_events = Rc::new(Cell::new(0));
+        let c = core
+            .adopt(
+                a.into(),
+                Box::new(Flood {
+                    wrote: wrote.clone(),
+                    write_events: write_events.clone(),
+                }),
+            )
+            .unwrap();
+        assert!(
+            !core.conn(c).unwrap().write.active,
+            "{be:?}: nothing registered yet"
+        );
+        core.post(Ev::write(c));
+        core.process_events_and_timers().unwrap();
+        assert!(wrote.get() > 0);
+        assert!(
+            core.conn(c).unwrap().write.active,
+            "{be:?}: registered after EAGAIN"
+        );
+        assert!(!core.conn(c).unwrap().write.ready);
+        // The peer drains; the write handler runs again.
+        let mut sink = vec![0u8; 1 << 20];
+        peer.set_nonblocking(true).unwrap();
+        let _ = peer.read(&mut sink);
+        let _ = peer.read(&mut sink);
+        run_until(&mut core, |_| write_events.get() > 0);
+    }
+}
