@@ -496,11 +496,8 @@ impl Handler for Flood {
             self.write_events.set(self.write_events.get() + 1);
         }
         let chunk = [7u8; 65536];
-        loop {
-            match core.send(ev.conn, &chunk) {
-                Ok(n) => self.wrote.set(self.wrote.get() + n),
-                Err(_) => break,
-            }
+        while let Ok(n) = core.send(ev.conn, &chunk) {
+            self.wrote.set(self.wrote.get() + n);
             if self.write_events.get() > 0 {
                 break;
             }
