@@ -79,7 +79,11 @@ impl BodyDecoder {
     /// Consumes framing and payload from `input`, appending payload to
     /// `out` when given. Returns how many input bytes were consumed; stops
     /// at the end of the body so pipelined bytes stay with the caller.
-    pub fn decode(&mut self, input: &[u8], mut out: Option<&mut Vec<u8>>) -> Result<usize, BodyError> {
+    pub fn decode(
+        &mut self,
+        input: &[u8],
+        mut out: Option<&mut Vec<u8>>,
+    ) -> Result<usize, BodyError> {
         if self.done {
             return Ok(0);
         }
@@ -237,7 +241,10 @@ mod tests {
             (b"3;a=b\r\nabc\r\n0\r\n\r\n", b"abc"),
             (b"3 ;x\r\nabc\r\n0\r\n\r\n", b"abc"),
             (b"00000003\r\nabc\r\n0\r\n\r\n", b"abc"),
-            (b"A\r\n0123456789\r\n1\r\nx\r\n0\r\nTrailer: t\r\nX: y\r\n\r\n", b"0123456789x"),
+            (
+                b"A\r\n0123456789\r\n1\r\nx\r\n0\r\nTrailer: t\r\nX: y\r\n\r\n",
+                b"0123456789x",
+            ),
             (b"3\nabc\n0\n\n", b"abc"),
             (b"0\r\n\r\n", b""),
         ];

@@ -270,11 +270,9 @@ impl Connection {
             return;
         }
         match self.state {
-            State::Head => {
-                if self.head.started() {
-                    let rec = self.bare_log(408, now);
-                    self.logs.push(rec);
-                }
+            State::Head if self.head.started() => {
+                let rec = self.bare_log(408, now);
+                self.logs.push(rec);
             }
             State::Pending => {
                 if let Some(cur) = self.cur.take() {
@@ -310,7 +308,11 @@ impl Connection {
             State::Lingering => {
                 let total = self.linger_start.wrapping_add(st.lingering_time);
                 let each = self.last_read.wrapping_add(st.lingering_timeout);
-                Some(if msec_before(each, total) { each } else { total })
+                Some(if msec_before(each, total) {
+                    each
+                } else {
+                    total
+                })
             }
         }
     }
@@ -655,7 +657,13 @@ impl Connection {
     }
 
     /// Serializes a response into the output; returns (body bytes, total).
-    fn queue(&mut self, resp: &Response, keep_alive: bool, head_only: bool, date: &str) -> (u64, u64) {
+    fn queue(
+        &mut self,
+        resp: &Response,
+        keep_alive: bool,
+        head_only: bool,
+        date: &str,
+    ) -> (u64, u64) {
         let no_body = bodiless(resp.status);
         let cl = if no_body {
             None
@@ -729,4 +737,3 @@ fn push_bytes(out: &mut Vec<Segment>, b: &[u8]) {
         out.push(Segment::Bytes(b.to_vec()));
     }
 }
-

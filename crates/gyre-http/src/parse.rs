@@ -427,16 +427,20 @@ impl HeadParser {
                 self.line_start = Some(self.scan);
             }
             let start = self.line_start.unwrap_or(self.scan);
-            let Some(lf) = buf[self.scan..].iter().position(|&b| b == b'\n') else {
-                self.fit(start, buf.len(), st)?;
-                if self.line.is_none() {
-                    parse_request_line(&buf[start..], false)?;
-                }
+            let lf = buf[self.scan..].iter().position(|&b| b == b'\n');
+            let end = lf.map_or(buf.len(), |i| self.scan + i + 1);
+            if self.line.is_none() {
+                // nginx checks each byte as it lands in a buffer, so a bad
+                // byte within the first large buffer beats the 414.
+                let seen =
+                    (end - usize::from(lf.is_some())).min(start + st.large_header_buffer_size);
+                parse_request_line(&buf[start..seen], false)?;
+            }
+            self.fit(start, end, st)?;
+            if lf.is_none() {
                 self.scan = buf.len();
                 return Ok(None);
-            };
-            let end = self.scan + lf + 1;
-            self.fit(start, end, st)?;
+            }
             let line = &buf[start..end - 1];
             self.scan = end;
             self.line_start = Some(end);
@@ -452,7 +456,8 @@ impl HeadParser {
 
     fn on_request_line(&mut self, line: &[u8], st: &HttpSettings) -> Result<(), u16> {
         let rl = parse_request_line(line, true)?.ok_or(400u16)?;
-        self.request_line = String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line)).into_owned();
+        self.request_line =
+            String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line)).into_owned();
         let target = uri::parse_target(&rl.target, st.merge_slashes).map_err(|_| 400u16)?;
         if let Some(h) = &target.host {
             self.uri_host = Some(validate_host(h).ok_or(400u16)?);
@@ -583,7 +588,10 @@ mod tests {
         ];
         for (l, m, t, minor) in ok {
             let r = parse_request_line(l.as_bytes(), true).unwrap().unwrap();
-            assert_eq!((r.method.as_str(), r.target.as_slice(), r.version.minor), (m, t.as_bytes(), minor));
+            assert_eq!(
+                (r.method.as_str(), r.target.as_slice(), r.version.minor),
+                (m, t.as_bytes(), minor)
+            );
         }
         let bad = [
             ("get / HTTP/1.1", 400),
@@ -625,14 +633,30 @@ mod tests {
         assert_eq!(parse_header_line(b"Foo_bar: 1", &st), Ok(None));
         assert_eq!(parse_header_line("F\u{e9}: 1".as_bytes(), &st), Ok(None));
         assert!(parse_header_line(b"Foo: a\x01b", &st).unwrap().is_some());
-        for bad in [&b"Foo : bar"[..], b" b", b"\tb", b": b", b"Foo: a\x00b", b"F\x01o: x", b"Foo: a\rb"] {
+        for bad in [
+            &b"Foo : bar"[..],
+            b" b",
+            b"\tb",
+            b": b",
+            b"Foo: a\x00b",
+            b"F\x01o: x",
+            b"Foo: a\rb",
+        ] {
             assert_eq!(parse_header_line(bad, &st), Err(400), "{bad:?}");
         }
     }
 
     #[test]
     fn hosts() {
-        let ok = [("X", "x"), ("x.", "x"), ("X:8080", "x"), ("[::1]:80", "[::1]"), ("x:abc", "x"), ("-x", "-x"), ("x_y", "x_y")];
+        let ok = [
+            ("X", "x"),
+            ("x.", "x"),
+            ("X:8080", "x"),
+            ("[::1]:80", "[::1]"),
+            ("x:abc", "x"),
+            ("-x", "-x"),
+            ("x_y", "x_y"),
+        ];
         for (i, o) in ok {
             assert_eq!(validate_host(i.as_bytes()).as_deref(), Some(o), "{i}");
         }
@@ -644,8 +668,21 @@ mod tests {
     #[test]
     fn content_lengths() {
         assert_eq!(parse_content_length(b"01"), Some(1));
-        assert_eq!(parse_content_length(b"9223372036854775807"), Some(i64::MAX as u64));
-        for bad in [&b""[..], b"-1", b"+1", b"0x1", b"1 1", b"1, 1", b"1\t", b"9223372036854775808", b"99999999999999999999999"] {
+        assert_eq!(
+            parse_content_length(b"9223372036854775807"),
+            Some(i64::MAX as u64)
+        );
+        for bad in [
+            &b""[..],
+            b"-1",
+            b"+1",
+            b"0x1",
+            b"1 1",
+            b"1, 1",
+            b"1\t",
+            b"9223372036854775808",
+            b"99999999999999999999999",
+        ] {
             assert_eq!(parse_content_length(bad), None, "{bad:?}");
         }
     }

@@ -136,8 +136,22 @@ mod tests {
     fn table() {
         let cases: &[(&str, u64, RangeDecision)] = &[
             ("bytes=0-9", 100, Partial { start: 0, end: 10 }),
-            ("bytes=10-", 100, Partial { start: 10, end: 100 }),
-            ("bytes=-10", 100, Partial { start: 90, end: 100 }),
+            (
+                "bytes=10-",
+                100,
+                Partial {
+                    start: 10,
+                    end: 100,
+                },
+            ),
+            (
+                "bytes=-10",
+                100,
+                Partial {
+                    start: 90,
+                    end: 100,
+                },
+            ),
             // nginx answers 206 even when the range covers everything.
             ("bytes=-200", 100, Partial { start: 0, end: 100 }),
             ("bytes=0-", 100, Partial { start: 0, end: 100 }),
@@ -145,8 +159,22 @@ mod tests {
             ("bytes=0-1000", 100, Partial { start: 0, end: 100 }),
             // Overlapping ranges larger than the entity: nginx sends 200.
             ("bytes=0-1,0-99", 100, Full),
-            ("bytes=99-", 100, Partial { start: 99, end: 100 }),
-            ("bytes=50-1000", 100, Partial { start: 50, end: 100 }),
+            (
+                "bytes=99-",
+                100,
+                Partial {
+                    start: 99,
+                    end: 100,
+                },
+            ),
+            (
+                "bytes=50-1000",
+                100,
+                Partial {
+                    start: 50,
+                    end: 100,
+                },
+            ),
             ("bytes=100-", 100, NotSatisfiable),
             ("bytes=200-300", 100, NotSatisfiable),
             ("bytes=5-3", 100, NotSatisfiable),
@@ -170,7 +198,13 @@ mod tests {
 
     #[test]
     fn content_range_values() {
-        assert_eq!(Partial { start: 0, end: 3 }.content_range(6).as_deref(), Some("bytes 0-2/6"));
-        assert_eq!(NotSatisfiable.content_range(6).as_deref(), Some("bytes */6"));
+        assert_eq!(
+            Partial { start: 0, end: 3 }.content_range(6).as_deref(),
+            Some("bytes 0-2/6")
+        );
+        assert_eq!(
+            NotSatisfiable.content_range(6).as_deref(),
+            Some("bytes */6")
+        );
     }
 }

@@ -174,11 +174,7 @@ pub fn error_page(status: u16) -> Option<Vec<u8>> {
         }
         495 => return Some(special_400("The SSL certificate error")),
         496 => return Some(special_400("No required SSL certificate was sent")),
-        497 => {
-            return Some(special_400(
-                "The plain HTTP request was sent to HTTPS port",
-            ))
-        }
+        497 => return Some(special_400("The plain HTTP request was sent to HTTPS port")),
         400..=599 => {
             let s = status_line(status);
             if s.is_empty() {
@@ -275,7 +271,14 @@ mod tests {
     fn nginx_lengths() {
         // Content-Length values nginx sends with its own signature, minus
         // the 1 byte difference between "nginx" and "gyre".
-        for (s, n) in [(400, 150), (404, 146), (413, 176), (505, 180), (416, 190), (494, 226)] {
+        for (s, n) in [
+            (400, 150),
+            (404, 146),
+            (413, 176),
+            (505, 180),
+            (416, 190),
+            (494, 226),
+        ] {
             assert_eq!(error_page(s).unwrap().len(), n - 1, "{s}");
         }
     }

@@ -68,12 +68,13 @@ fn split_absolute(raw: &[u8]) -> Result<(&[u8], &[u8]), UriError> {
     {
         return Err(UriError::Form);
     }
-    let after = raw[colon + 1..]
-        .strip_prefix(b"//")
-        .ok_or(UriError::Form)?;
+    let after = raw[colon + 1..].strip_prefix(b"//").ok_or(UriError::Form)?;
     let mut i = 0;
     if after.first() == Some(&b'[') {
-        let close = after.iter().position(|&b| b == b']').ok_or(UriError::Form)?;
+        let close = after
+            .iter()
+            .position(|&b| b == b']')
+            .ok_or(UriError::Form)?;
         if !after[1..close]
             .iter()
             .all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
@@ -233,7 +234,10 @@ mod tests {
         let t = parse_target(b"https://x", true).unwrap();
         assert_eq!(t.path, b"/");
         let t = parse_target(b"http://x?a", true).unwrap();
-        assert_eq!((t.path.as_slice(), t.query.as_deref()), (&b"/"[..], Some(&b"a"[..])));
+        assert_eq!(
+            (t.path.as_slice(), t.query.as_deref()),
+            (&b"/"[..], Some(&b"a"[..]))
+        );
         let t = parse_target(b"http://[::1]:80/z", true).unwrap();
         assert_eq!(t.host.as_deref(), Some(&b"[::1]:80"[..]));
     }
