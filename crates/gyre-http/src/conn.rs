@@ -489,6 +489,20 @@ impl Connection {
                 {
                     req.keep_alive = false;
                 }
+                // nginx's static handler discards the body before answering,
+                // so a framing error already buffered with the head earns a
+                // 400 instead of the page. Check on a copy, consuming nothing.
+                let mut probe = BodyDecoder::new(req.body);
+                if probe.decode(&self.inbuf, None).is_err() {
+                    let mut rec = self.bare_log(400, now);
+                    rec.request_line = req.request_line.clone();
+                    let (body, all) = self.queue(&Response::error(400), false, req.is_head(), date);
+                    rec.body_bytes_sent = body;
+                    rec.bytes_sent = all;
+                    self.logs.push(rec);
+                    self.close_after_response(false);
+                    return None;
+                }
                 let expect_continue = req.version >= crate::Version::HTTP_11
                     && req
                         .header("Expect")
