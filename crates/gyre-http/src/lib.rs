@@ -1,13 +1,32 @@
 //! gyre's HTTP/1.1 module.
 //!
-//! The protocol logic is a sans-I/O state machine (bytes and a time in;
-//! requests, bytes and deadlines out); `glue` connects it to gyre-core's
-//! connections and timers the way nginx's `ngx_http_init_connection` hooks a
-//! listener.
+//! The core of this crate is a sans-I/O server connection ([`conn`]): bytes
+//! and the time go in; parsed requests, response bytes, file segments to
+//! send, the close decision and the next deadline come out. Sockets, files
+//! and timers belong to the [`glue`] that drives it on gyre-core's connections
+//! and timers, the way nginx's `ngx_http_init_connection` takes over a
+//! listener's connections. Around them: the `http {}` configuration
+//! ([`conf`]), static files with the open-file cache ([`static_file`]),
+//! stub_status ([`stub_status`]) and the access log ([`access_log`]).
 #![forbid(unsafe_code)]
 
 pub mod access_log;
+pub mod body;
 pub mod conf;
+pub mod conn;
+pub mod date;
 pub mod mime;
+pub mod parse;
+pub mod range;
+pub mod response;
+pub mod settings;
 pub mod static_file;
 pub mod stub_status;
+pub mod uri;
+
+pub use body::BodyKind;
+pub use conn::{Connection, Disposition, Event, LogRecord, Output, Segment};
+pub use parse::{ConnectionOption, Header, Request, Version};
+pub use range::RangeDecision;
+pub use response::{Body, Response};
+pub use settings::{HttpSettings, LingeringClose};

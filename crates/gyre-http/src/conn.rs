@@ -1,0 +1,753 @@
+//! The per-connection HTTP/1.x state machine.
+//!
+//! Owns everything that happens on one client connection between accept and
+//! close, minus the I/O: buffering of unparsed input, request heads,
+//! body framing (discarding or collecting), keep-alive and pipelining,
+//! nginx's error responses, lingering-close decisions, timeouts expressed
+//! as deadlines, and the per-request facts an access log needs.
+//!
+//! # Driving it
+//!
+//! ```text
+//! conn = Connection::new(settings, now)
+//! arm timer at conn.next_deadline()
+//! on readable:
+//!     if conn.wants_read():
+//!         conn.supply_buffer(pool.get())            // optional pooling
+//!         n = read(fd, buf); if n == 0 { conn.on_eof(now) } else { conn.on_read(&buf[..n], now) }
+//! on timer:  conn.on_timeout(now)
+//! then, after either:
+//!     while let Some(ev) = conn.poll(now, date):
+//!         Request(req) => conn.respond(handler(req), now, date)   // or collect_body() first
+//!         Body(bytes) / BodyEnd / BodyError(status) => for handlers that collect
+//!     write conn.take_output() (bytes and file segments, in order, one writev/sendfile batch)
+//!     for rec in conn.take_logs(): access_log(rec)
+//!     once everything is written:
+//!         match conn.disposition():
+//!             Open   => if conn.is_idle() { pool.put(conn.release_buffers()) }
+//!             Close  => close(fd)
+//!             Linger => shutdown(fd, WR); conn.start_lingering(now)   // keep reading until Close
+//!     re-arm timer at conn.next_deadline()   // None: no timer (send_timeout is the glue's)
+//! ```
+//!
+//! Times are gyre-core [`Msec`] values and are compared wraparound-safely.
+
+use gyre_core::event::clock::{msec_before, Msec};
+
+use crate::body::BodyDecoder;
+use crate::parse::{HeadParser, HeadStatus, Request};
+use crate::response::{bodiless, wire_status, write_head, Body, Response};
+use crate::settings::{HttpSettings, LingeringClose};
+
+/// Something the glue must act on, returned by [`Connection::poll`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A complete request head. Answer it with [`Connection::respond`]
+    /// (optionally after [`Connection::collect_body`]). No further event
+    /// comes until then, which keeps pipelined responses in order.
+    Request(Box<Request>),
+    /// Decoded body bytes of the current request (collect mode only).
+    Body(Vec<u8>),
+    /// The current request's body is complete (collect mode only).
+    BodyEnd,
+    /// The body was refused (400 bad framing, 413 too large); the machine
+    /// already queued the error response and will close. Drop the request.
+    BodyError(u16),
+}
+
+/// One piece of output, in wire order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    /// Bytes to write (heads and in-memory bodies, batched together).
+    Bytes(Vec<u8>),
+    /// A file region the glue sends itself (sendfile), identified by the
+    /// token it gave in [`Body::File`].
+    File {
+        /// Glue-defined file identifier.
+        token: u64,
+        /// First byte.
+        offset: u64,
+        /// Length.
+        len: u64,
+    },
+}
+
+/// Everything queued for writing since the last [`Connection::take_output`].
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// Segments in order; adjacent byte segments are merged.
+    pub segments: Vec<Segment>,
+}
+
+impl Output {
+    /// True when there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    /// Total bytes on the wire.
+    pub fn len(&self) -> u64 {
+        self.segments
+            .iter()
+            .map(|s| match s {
+                Segment::Bytes(b) => b.len() as u64,
+                Segment::File { len, .. } => *len,
+            })
+            .sum()
+    }
+
+    /// All byte segments concatenated, with file segments skipped (tests
+    /// and simple glues without file bodies).
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        for s in &self.segments {
+            if let Segment::Bytes(b) = s {
+                v.extend_from_slice(b);
+            }
+        }
+        v
+    }
+}
+
+/// What the glue should do with the socket once the output is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// Keep serving.
+    Open,
+    /// Close now.
+    Close,
+    /// Shut down the write side, then keep reading (and discarding) until
+    /// EOF or the lingering deadline, so the client sees our response
+    /// instead of a reset (nginx's lingering close).
+    Linger,
+}
+
+/// Per-request facts for the access log (nginx's `combined` fields).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRecord {
+    /// `$request`: the request line, empty if none was parsed.
+    pub request_line: String,
+    /// `$status` as sent on the wire (or 408/400 for requests that got no
+    /// response because the client timed out or went away).
+    pub status: u16,
+    /// `$body_bytes_sent` (as queued; the glue may correct it after a
+    /// failed write).
+    pub body_bytes_sent: u64,
+    /// `$bytes_sent`: head plus body.
+    pub bytes_sent: u64,
+    /// `$http_referer`.
+    pub referer: Option<String>,
+    /// `$http_user_agent`.
+    pub user_agent: Option<String>,
+    /// `$host` when known.
+    pub host: Option<String>,
+    /// When the request's first byte was processed.
+    pub start: Msec,
+    /// When the response was queued.
+    pub end: Msec,
+}
+
+/// Returned by [`Connection::respond`] when no request awaits a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotPending;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Between requests; holds no request data.
+    Idle,
+    /// Receiving a request head.
+    Head,
+    /// A request was handed out; waiting for `respond`.
+    Pending,
+    /// Response queued; discarding the rest of the request body.
+    Discard,
+    /// Decided to close (see `disposition`); waiting for the glue.
+    Done,
+    /// Lingering after shutdown(SHUT_WR).
+    Lingering,
+}
+
+#[derive(Debug)]
+struct Current {
+    keep_alive: bool,
+    head: bool,
+    decoder: BodyDecoder,
+    collect: bool,
+    body_end_sent: bool,
+    expect_continue: bool,
+    log: LogRecord,
+}
+
+/// One HTTP/1.x server connection, without I/O.
+#[derive(Debug)]
+pub struct Connection {
+    st: HttpSettings,
+    state: State,
+    /// Unparsed input: a partial head, pipelined requests, body bytes.
+    /// Empty (and releasable) while idle.
+    inbuf: Vec<u8>,
+    head: HeadParser,
+    head_start: Msec,
+    cur: Option<Current>,
+    out: Vec<Segment>,
+    logs: Vec<LogRecord>,
+    requests: u64,
+    created: Msec,
+    last_read: Msec,
+    idle_since: Msec,
+    linger_start: Msec,
+    eof: bool,
+    disposition: Disposition,
+}
+
+fn reached(now: Msec, deadline: Msec) -> bool {
+    !msec_before(now, deadline)
+}
+
+impl Connection {
+    /// A freshly accepted connection.
+    pub fn new(settings: HttpSettings, now: Msec) -> Connection {
+        let head = HeadParser::new(&settings);
+        Connection {
+            st: settings,
+            state: State::Idle,
+            inbuf: Vec::new(),
+            head,
+            head_start: now,
+            cur: None,
+            out: Vec::new(),
+            logs: Vec::new(),
+            requests: 0,
+            created: now,
+            last_read: now,
+            idle_since: now,
+            linger_start: now,
+            eof: false,
+            disposition: Disposition::Open,
+        }
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &HttpSettings {
+        &self.st
+    }
+
+    /// Bytes received from the client.
+    pub fn on_read(&mut self, data: &[u8], now: Msec) {
+        if data.is_empty() {
+            return;
+        }
+        self.last_read = now;
+        match self.state {
+            State::Done | State::Lingering => {}
+            State::Idle => {
+                self.state = State::Head;
+                self.head_start = now;
+                self.inbuf.extend_from_slice(data);
+            }
+            _ => self.inbuf.extend_from_slice(data),
+        }
+    }
+
+    /// The client closed its sending side (read returned 0).
+    pub fn on_eof(&mut self, _now: Msec) {
+        self.eof = true;
+        match self.state {
+            State::Idle => self.close(Disposition::Close),
+            State::Lingering => self.disposition = Disposition::Close,
+            _ => {}
+        }
+    }
+
+    /// Call when the timer armed at [`Connection::next_deadline`] fires.
+    /// Timeouts never produce a response (nginx's `client timed out`): the
+    /// connection is closed, and a request in progress is logged as 408.
+    pub fn on_timeout(&mut self, now: Msec) {
+        let Some(d) = self.next_deadline() else {
+            return;
+        };
+        if !reached(now, d) {
+            return;
+        }
+        match self.state {
+            State::Head if self.head.started() => {
+                let rec = self.bare_log(408, now);
+                self.logs.push(rec);
+            }
+            State::Pending => {
+                if let Some(cur) = self.cur.take() {
+                    let mut log = cur.log;
+                    log.status = 408;
+                    log.end = now;
+                    self.logs.push(log);
+                }
+            }
+            _ => {}
+        }
+        self.close(Disposition::Close);
+        self.disposition = Disposition::Close;
+    }
+
+    /// When the glue must call [`Connection::on_timeout`], if ever.
+    pub fn next_deadline(&self) -> Option<Msec> {
+        let st = &self.st;
+        match self.state {
+            State::Idle if self.requests == 0 => {
+                Some(self.created.wrapping_add(st.client_header_timeout))
+            }
+            State::Idle => Some(self.idle_since.wrapping_add(st.keepalive_timeout)),
+            State::Head => Some(self.head_start.wrapping_add(st.client_header_timeout)),
+            State::Pending => match &self.cur {
+                Some(c) if c.collect && !c.decoder.is_done() => {
+                    Some(self.last_read.wrapping_add(st.client_body_timeout))
+                }
+                _ => None,
+            },
+            State::Discard => Some(self.last_read.wrapping_add(st.client_body_timeout)),
+            State::Done => None,
+            State::Lingering => {
+                let total = self.linger_start.wrapping_add(st.lingering_time);
+                let each = self.last_read.wrapping_add(st.lingering_timeout);
+                Some(if msec_before(each, total) {
+                    each
+                } else {
+                    total
+                })
+            }
+        }
+    }
+
+    /// Whether the glue should read from the socket now. False while a
+    /// request awaits its response (unless its body is being collected), so
+    /// a slow handler cannot make the machine buffer unbounded input, and
+    /// after a plain close decision.
+    pub fn wants_read(&self) -> bool {
+        match self.state {
+            State::Pending => self
+                .cur
+                .as_ref()
+                .is_some_and(|c| c.collect && !c.decoder.is_done()),
+            State::Done => self.disposition == Disposition::Linger,
+            _ => !self.eof,
+        }
+    }
+
+    /// True between requests: no request state and no buffered input.
+    pub fn is_idle(&self) -> bool {
+        self.state == State::Idle && self.inbuf.is_empty()
+    }
+
+    /// Hands the (empty) input buffer back for pooling when idle, so an
+    /// idle keep-alive connection holds no request memory.
+    pub fn release_buffers(&mut self) -> Option<Vec<u8>> {
+        if self.is_idle() && self.inbuf.capacity() > 0 {
+            Some(std::mem::take(&mut self.inbuf))
+        } else {
+            None
+        }
+    }
+
+    /// Lends a pooled buffer for input; ignored if one is already held.
+    pub fn supply_buffer(&mut self, mut buf: Vec<u8>) {
+        if self.inbuf.capacity() == 0 {
+            buf.clear();
+            self.inbuf = buf;
+        }
+    }
+
+    /// Capacity of the input buffer currently held (0 after release).
+    pub fn buffered_capacity(&self) -> usize {
+        self.inbuf.capacity()
+    }
+
+    /// What to do with the socket once the output is written.
+    pub fn disposition(&self) -> Disposition {
+        self.disposition
+    }
+
+    /// True once the machine decided to close (Close or Linger).
+    pub fn wants_close(&self) -> bool {
+        self.disposition != Disposition::Open
+    }
+
+    /// The glue wrote everything and shut down its write side; from now on
+    /// reads are discarded until EOF or the lingering deadline.
+    pub fn start_lingering(&mut self, now: Msec) {
+        if self.disposition == Disposition::Linger {
+            self.state = State::Lingering;
+            self.linger_start = now;
+            self.last_read = now;
+            if self.eof {
+                self.disposition = Disposition::Close;
+            }
+        }
+    }
+
+    /// Requests started on this connection so far.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// Takes the queued output.
+    pub fn take_output(&mut self) -> Output {
+        Output {
+            segments: std::mem::take(&mut self.out),
+        }
+    }
+
+    /// True when output is queued.
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// Takes the access-log records of requests finished since last time.
+    pub fn take_logs(&mut self) -> Vec<LogRecord> {
+        std::mem::take(&mut self.logs)
+    }
+
+    /// Switches the current request to collecting its body: following
+    /// [`Connection::poll`] calls yield `Body`/`BodyEnd`. Sends
+    /// `100 Continue` when the client asked for it. Only meaningful before
+    /// [`Connection::respond`].
+    pub fn collect_body(&mut self) {
+        if self.state != State::Pending {
+            return;
+        }
+        if let Some(cur) = &mut self.cur {
+            if !cur.collect && cur.expect_continue && !cur.decoder.is_done() {
+                push_bytes(&mut self.out, b"HTTP/1.1 100 Continue\r\n\r\n");
+            }
+            cur.collect = true;
+        }
+    }
+
+    /// Advances the machine over buffered input. Call until `None` after
+    /// every read, timeout or respond. `date` is the cached `Date:` value
+    /// used if the machine has to answer an error itself.
+    pub fn poll(&mut self, now: Msec, date: &str) -> Option<Event> {
+        loop {
+            match self.state {
+                State::Done | State::Lingering => return None,
+                State::Idle => {
+                    if self.inbuf.is_empty() {
+                        if self.eof {
+                            self.close(Disposition::Close);
+                        }
+                        return None;
+                    }
+                    self.state = State::Head;
+                    self.head_start = now;
+                }
+                State::Head => return self.poll_head(now, date),
+                State::Pending => return self.poll_pending(now, date),
+                State::Discard => {
+                    if !self.poll_discard(now) {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    fn poll_head(&mut self, now: Msec, date: &str) -> Option<Event> {
+        match self.head.advance(&self.inbuf, &self.st) {
+            HeadStatus::Incomplete => {
+                if self.eof {
+                    // nginx: "client prematurely closed connection", 400
+                    // in the log, nothing sent.
+                    if self.head.started() {
+                        let rec = self.bare_log(400, now);
+                        self.logs.push(rec);
+                    }
+                    self.close(Disposition::Close);
+                }
+                None
+            }
+            HeadStatus::Error(status) => {
+                // A body announced with the refused head is still coming
+                // (nginx sets lingering for 413); other leftovers are
+                // whatever was pipelined behind the error.
+                let pending_input = status == 413 && self.head.body_may_follow();
+                let mut rec = self.bare_log(status, now);
+                let resp = Response::error(status);
+                let (body, all) = self.queue(&resp, false, false, date);
+                rec.status = wire_status(status);
+                rec.body_bytes_sent = body;
+                rec.bytes_sent = all;
+                self.logs.push(rec);
+                self.close_after_response(pending_input);
+                None
+            }
+            HeadStatus::Complete(end, mut req) => {
+                self.inbuf.drain(..end);
+                self.head = HeadParser::new(&self.st);
+                self.requests += 1;
+                let st = &self.st;
+                if st.keepalive_timeout == 0
+                    || self.requests >= st.keepalive_requests
+                    || now.wrapping_sub(self.created) > st.keepalive_time
+                {
+                    req.keep_alive = false;
+                }
+                // nginx's static handler discards the body before answering,
+                // so a framing error already buffered with the head earns a
+                // 400 instead of the page. Check on a copy, consuming nothing.
+                let mut probe = BodyDecoder::new(req.body);
+                if probe.decode(&self.inbuf, None).is_err() {
+                    let mut rec = self.bare_log(400, now);
+                    rec.request_line = req.request_line.clone();
+                    let (body, all) = self.queue(&Response::error(400), false, req.is_head(), date);
+                    rec.body_bytes_sent = body;
+                    rec.bytes_sent = all;
+                    self.logs.push(rec);
+                    self.close_after_response(false);
+                    return None;
+                }
+                let expect_continue = req.version >= crate::Version::HTTP_11
+                    && req
+                        .header("Expect")
+                        .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
+                self.cur = Some(Current {
+                    keep_alive: req.keep_alive,
+                    head: req.is_head(),
+                    decoder: BodyDecoder::new(req.body),
+                    collect: false,
+                    body_end_sent: false,
+                    expect_continue,
+                    log: LogRecord {
+                        request_line: req.request_line.clone(),
+                        status: 0,
+                        body_bytes_sent: 0,
+                        bytes_sent: 0,
+                        referer: req.referer(),
+                        user_agent: req.user_agent(),
+                        host: req.host.clone(),
+                        start: self.head_start,
+                        end: now,
+                    },
+                });
+                self.state = State::Pending;
+                self.last_read = now;
+                Some(Event::Request(req))
+            }
+        }
+    }
+
+    fn poll_pending(&mut self, now: Msec, date: &str) -> Option<Event> {
+        let max = self.st.client_max_body_size;
+        let cur = self.cur.as_mut()?;
+        if !cur.collect {
+            return None;
+        }
+        if cur.decoder.is_done() {
+            if cur.body_end_sent {
+                return None;
+            }
+            cur.body_end_sent = true;
+            return Some(Event::BodyEnd);
+        }
+        let mut data = Vec::new();
+        let res = cur.decoder.decode(&self.inbuf, Some(&mut data));
+        let status = match res {
+            Ok(n) => {
+                self.inbuf.drain(..n);
+                if max != 0 && cur.decoder.total() > max {
+                    413
+                } else if !data.is_empty() {
+                    return Some(Event::Body(data));
+                } else if cur.decoder.is_done() {
+                    cur.body_end_sent = true;
+                    return Some(Event::BodyEnd);
+                } else {
+                    if self.eof {
+                        // Client went away mid-body: nginx logs 400.
+                        if let Some(cur) = self.cur.take() {
+                            let mut log = cur.log;
+                            log.status = 400;
+                            log.end = now;
+                            self.logs.push(log);
+                        }
+                        self.close(Disposition::Close);
+                    }
+                    return None;
+                }
+            }
+            Err(_) => 400,
+        };
+        let mut resp = Response::error(status);
+        resp.close = true;
+        let head = cur.head;
+        let mut log = cur.log.clone();
+        let (body, all) = self.queue(&resp, false, head, date);
+        log.status = status;
+        log.body_bytes_sent = body;
+        log.bytes_sent = all;
+        log.end = now;
+        self.logs.push(log);
+        self.cur = None;
+        self.close_after_response(status == 413);
+        Some(Event::BodyError(status))
+    }
+
+    /// Discards body bytes after the response; true when the body is done
+    /// and the next request may be parsed.
+    fn poll_discard(&mut self, _now: Msec) -> bool {
+        let Some(cur) = self.cur.as_mut() else {
+            self.state = State::Idle;
+            return true;
+        };
+        match cur.decoder.decode(&self.inbuf, None) {
+            Ok(n) => {
+                self.inbuf.drain(..n);
+            }
+            Err(_) => {
+                // The response is already out; nginx just closes.
+                self.cur = None;
+                self.close(Disposition::Close);
+                return false;
+            }
+        }
+        if cur.decoder.is_done() {
+            self.cur = None;
+            self.next_request();
+            return true;
+        }
+        if self.eof {
+            self.cur = None;
+            self.close(Disposition::Close);
+        }
+        false
+    }
+
+    /// Queues the response to the pending request. `date` is the cached
+    /// `Date:` header value. A HEAD request gets the head only, with the
+    /// Content-Length the body would have had.
+    pub fn respond(&mut self, resp: Response, now: Msec, date: &str) -> Result<(), NotPending> {
+        if self.state != State::Pending {
+            return Err(NotPending);
+        }
+        let Some(mut cur) = self.cur.take() else {
+            return Err(NotPending);
+        };
+        let keep_alive = cur.keep_alive && !resp.close;
+        let (body, all) = self.queue(&resp, keep_alive, cur.head, date);
+        cur.log.status = wire_status(resp.status);
+        cur.log.body_bytes_sent = body;
+        cur.log.bytes_sent = all;
+        cur.log.end = now;
+        self.logs.push(cur.log.clone());
+        if !keep_alive {
+            let unread = !cur.decoder.is_done();
+            self.close_after_response(unread);
+            return Ok(());
+        }
+        if !cur.decoder.is_done() {
+            cur.collect = false;
+            self.cur = Some(cur);
+            self.state = State::Discard;
+            self.last_read = now;
+            return Ok(());
+        }
+        self.next_request();
+        self.idle_since = now;
+        Ok(())
+    }
+
+    /// Convenience: answer the pending request with nginx's page for
+    /// `status`.
+    pub fn respond_error(&mut self, status: u16, now: Msec, date: &str) -> Result<(), NotPending> {
+        self.respond(Response::error(status), now, date)
+    }
+
+    fn next_request(&mut self) {
+        self.state = if self.inbuf.is_empty() {
+            State::Idle
+        } else {
+            State::Head
+        };
+        if self.state == State::Idle && self.eof {
+            self.close(Disposition::Close);
+        }
+    }
+
+    /// Serializes a response into the output; returns (body bytes, total).
+    fn queue(
+        &mut self,
+        resp: &Response,
+        keep_alive: bool,
+        head_only: bool,
+        date: &str,
+    ) -> (u64, u64) {
+        let no_body = bodiless(resp.status);
+        let cl = if no_body {
+            None
+        } else {
+            Some(resp.content_length.unwrap_or_else(|| resp.body.len()))
+        };
+        let mut head = Vec::with_capacity(256);
+        write_head(resp, cl, keep_alive, date, &mut head);
+        let head_len = head.len() as u64;
+        push_bytes(&mut self.out, &head);
+        if head_only || no_body {
+            return (0, head_len);
+        }
+        match &resp.body {
+            Body::Empty => (0, head_len),
+            Body::Bytes(b) => {
+                push_bytes(&mut self.out, b);
+                (b.len() as u64, head_len + b.len() as u64)
+            }
+            Body::File { token, offset, len } => {
+                if *len > 0 {
+                    self.out.push(Segment::File {
+                        token: *token,
+                        offset: *offset,
+                        len: *len,
+                    });
+                }
+                (*len, head_len + *len)
+            }
+        }
+    }
+
+    /// After a `Connection: close` response: linger when the client may
+    /// still be sending, as nginx's `lingering_close on` does.
+    fn close_after_response(&mut self, unread_body: bool) {
+        let unread = unread_body || !self.inbuf.is_empty();
+        let d = match self.st.lingering_close {
+            LingeringClose::Always => Disposition::Linger,
+            LingeringClose::On if unread && !self.eof => Disposition::Linger,
+            _ => Disposition::Close,
+        };
+        self.close(d);
+    }
+
+    fn close(&mut self, d: Disposition) {
+        self.state = State::Done;
+        self.disposition = d;
+        self.cur = None;
+        self.inbuf = Vec::new();
+    }
+
+    fn bare_log(&self, status: u16, now: Msec) -> LogRecord {
+        LogRecord {
+            request_line: self.head.request_line().to_string(),
+            status,
+            body_bytes_sent: 0,
+            bytes_sent: 0,
+            referer: None,
+            user_agent: None,
+            host: None,
+            start: self.head_start,
+            end: now,
+        }
+    }
+}
+
+fn push_bytes(out: &mut Vec<Segment>, b: &[u8]) {
+    if let Some(Segment::Bytes(last)) = out.last_mut() {
+        last.extend_from_slice(b);
+    } else {
+        out.push(Segment::Bytes(b.to_vec()));
+    }
+}
