@@ -160,6 +160,13 @@ impl Core {
         self.set_interest(c, cur.without(Interest::READ))
     }
 
+    /// Shuts down the write side (FIN after queued data), for a lingering
+    /// close.
+    pub fn shutdown_write(&mut self, c: ConnId) -> io::Result<()> {
+        let x = self.pool.get(c).ok_or_else(stale)?;
+        socket::shutdown_write(fd_of(x)?)
+    }
+
     /// The connection's socket (for options, or I/O the core does not wrap).
     pub fn fd(&self, c: ConnId) -> Option<BorrowedFd<'_>> {
         self.pool.get(c)?.fd()

@@ -109,6 +109,9 @@ pub struct Connection {
     /// handler should finish up and close the connection.
     pub close: bool,
     pub(crate) reusable: bool,
+    /// Between requests: closed at once on graceful shutdown (nginx's
+    /// `c->idle`).
+    pub(crate) idle: bool,
     lru_prev: u32,
     lru_next: u32,
     next_free: u32,
@@ -130,6 +133,7 @@ impl Connection {
             number: 0,
             close: false,
             reusable: false,
+            idle: false,
             lru_prev: NIL,
             lru_next: NIL,
             next_free,
@@ -142,10 +146,17 @@ impl Connection {
         self.fd.as_ref().map(|f| f.as_fd())
     }
 
-    /// Whether this connection is marked reusable (idle keep-alive).
+    /// Whether this connection is marked reusable (may be closed to free
+    /// its slot when the pool runs short).
     #[inline]
     pub fn is_reusable(&self) -> bool {
         self.reusable
+    }
+
+    /// Whether this connection is idle (closed at once on graceful shutdown).
+    #[inline]
+    pub fn is_idle(&self) -> bool {
+        self.idle
     }
 }
 

@@ -380,8 +380,21 @@ impl Core {
         }
         self.exiting = true;
         self.close_listeners();
-        while let Some(c) = self.pool.oldest_reusable() {
-            self.ask_to_close(c);
+        self.close_idle_connections();
+    }
+
+    /// Asks every idle connection to close (nginx's
+    /// `ngx_close_idle_connections`); busy ones finish first.
+    pub fn close_idle_connections(&mut self) {
+        for slot in 0..self.pool.capacity() {
+            let x = &self.pool.conns[slot];
+            if x.idle && x.kind == Kind::Conn {
+                let c = ConnId {
+                    slot: slot as u32,
+                    gen: x.gen,
+                };
+                self.ask_to_close(c);
+            }
         }
     }
 
@@ -901,16 +914,37 @@ impl Core {
         if let Some(x) = self.pool.get_mut(c) {
             x.close = true;
         }
-        self.pool.set_reusable(c, false);
+        self.set_reusable(c, false);
         self.call(c, EvKind::Read, false);
         self.close(c);
     }
 
     /// Marks `c` as reusable (an idle keep-alive connection that may be closed
     /// when slots run short) or not (nginx's `ngx_reusable_connection`).
+    ///
+    /// Reusable connections are what stub_status counts as "Waiting".
     pub fn set_reusable(&mut self, c: ConnId, on: bool) {
-        if self.pool.get(c).is_some() {
-            self.pool.set_reusable(c, on);
+        let Some(x) = self.pool.get(c) else {
+            return;
+        };
+        if x.reusable == on {
+            return;
+        }
+        self.pool.set_reusable(c, on);
+        if let Some(z) = &self.shared {
+            if on {
+                z.stats().waiting.inc();
+            } else {
+                z.stats().waiting.dec();
+            }
+        }
+    }
+
+    /// Marks `c` as idle (between requests) or busy: a graceful shutdown
+    /// closes idle connections at once and waits for busy ones.
+    pub fn set_idle(&mut self, c: ConnId, on: bool) {
+        if let Some(x) = self.pool.get_mut(c) {
+            x.idle = on;
         }
     }
 
@@ -941,9 +975,12 @@ impl Core {
         // closed: a listening socket is also open in the master, an adopted
         // fd may have duplicates, so those are deleted explicitly.
         let accepted = x.listener.is_some();
-        if accepted {
-            if let Some(z) = &self.shared {
+        if let Some(z) = &self.shared {
+            if accepted {
                 z.stats().active.dec();
+            }
+            if x.reusable {
+                z.stats().waiting.dec();
             }
         }
         if x.in_backend {

@@ -185,3 +185,8 @@ pub fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {
 pub fn set_nodelay(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
     Ok(rnet::sockopt::set_tcp_nodelay(fd, on)?)
 }
+
+/// `shutdown(SHUT_WR)`: sends FIN after what is queued (lingering close).
+pub fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
+    Ok(rnet::shutdown(fd, rnet::Shutdown::Write)?)
+}
