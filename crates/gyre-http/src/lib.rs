@@ -15,6 +15,7 @@ pub mod body;
 pub mod conf;
 pub mod conn;
 pub mod date;
+pub mod glue;
 pub mod mime;
 pub mod parse;
 pub mod range;

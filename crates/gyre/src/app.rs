@@ -8,26 +8,32 @@ use gyre_core::conf::{Conf, Module};
 use gyre_core::conn::{ListenOptions, Listener};
 use gyre_core::event::Core;
 use gyre_core::process::App;
+use gyre_http::conf::{HttpConf, HTTP_MODULE};
 
 /// The configuration modules, after the core's own.
 pub fn modules() -> Vec<&'static dyn Module> {
-    Vec::new()
+    vec![&HTTP_MODULE]
 }
 
 pub struct GyreApp;
 
 impl App for GyreApp {
-    fn listeners(&self, _conf: &Conf) -> Vec<ListenOptions> {
-        Vec::new()
+    fn listeners(&self, conf: &Conf) -> Vec<ListenOptions> {
+        conf.module::<HttpConf>()
+            .map(gyre_http::glue::listeners)
+            .unwrap_or_default()
     }
 
     fn init_worker(
         &self,
-        _conf: &Conf,
-        _core: &mut Core,
-        _listeners: Vec<Listener>,
+        conf: &Conf,
+        core: &mut Core,
+        listeners: Vec<Listener>,
         _worker: usize,
     ) -> io::Result<()> {
+        if let Some(http) = conf.module::<HttpConf>() {
+            gyre_http::glue::init_worker(http, core, listeners)?;
+        }
         Ok(())
     }
 }

@@ -1,0 +1,794 @@
+//! Connects the sans-I/O [`Connection`] to gyre-core (nginx's
+//! `ngx_http_init_connection` and the handlers after it): socket reads and
+//! writes, the timers, routing to `return` / stub_status / static files, the
+//! stub_status gauges and the access log.
+//!
+//! A connection reads what is available, lets the state machine parse every
+//! complete request, answers each, and writes all responses of the batch
+//! with one `writev` (files above [`SMALL_FILE`](crate::static_file::SMALL_FILE)
+//! go by `sendfile`). Between requests it holds no buffers, is reusable
+//! (drained when slots run short) and idle (closed at once on graceful
+//! shutdown), and its keep-alive timer is cancelable.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io::{self, IoSlice};
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use gyre_core::conn::{ConnId, ListenOptions, Listener, Protocol};
+use gyre_core::event::clock::msec_diff;
+use gyre_core::event::{Core, Ev, EvKind, Handler, Next};
+
+use crate::access_log::{AccessLog, Entry};
+use crate::conf::{HttpConf, LocConf, ServerConf};
+use crate::conn::{Connection, Disposition, Event, LogRecord, Segment};
+use crate::parse::Request;
+use crate::range::{self, RangeDecision};
+use crate::response::{Body, Response};
+use crate::settings::HttpSettings;
+use crate::static_file::{map_uri, FileCache, FileInfo, Open};
+
+/// Read buffer shared by every connection of a worker.
+const READ_BUF: usize = 16 * 1024;
+
+/// The sockets `conf` listens on: one per distinct address, with the
+/// options of its first `listen` (nginx merges them the same way).
+pub fn listeners(conf: &HttpConf) -> Vec<ListenOptions> {
+    let mut out: Vec<ListenOptions> = Vec::new();
+    for s in &conf.servers {
+        for l in &s.listen {
+            if out.iter().any(|o| o.addr == l.addr) {
+                continue;
+            }
+            out.push(ListenOptions {
+                addr: l.addr,
+                backlog: l.backlog,
+                reuseport: l.reuseport,
+                deferred: l.deferred,
+            });
+        }
+    }
+    out
+}
+
+/// What every connection of a worker shares.
+struct Shared {
+    conf: Arc<HttpConf>,
+    files: RefCell<FileCache>,
+    logs: RefCell<HashMap<PathBuf, AccessLog>>,
+    buf: RefCell<Vec<u8>>,
+}
+
+impl Shared {
+    fn log(&self, path: &PathBuf, rec: &LogRecord, peer: Option<SocketAddr>, now_secs: u64) {
+        let mut logs = self.logs.borrow_mut();
+        if !logs.contains_key(path) {
+            match AccessLog::open(path) {
+                Ok(l) => {
+                    logs.insert(path.clone(), l);
+                }
+                Err(e) => {
+                    log::error!("open() \"{}\" failed ({e})", path.display());
+                    return;
+                }
+            }
+        }
+        let Some(l) = logs.get_mut(path) else {
+            return;
+        };
+        let addr = peer
+            .map(|p| p.ip().to_string())
+            .unwrap_or_else(|| "-".into());
+        l.log(&Entry {
+            remote_addr: &addr,
+            unix_secs: now_secs,
+            request_line: rec.request_line.as_bytes(),
+            status: rec.status,
+            body_bytes_sent: rec.body_bytes_sent,
+            referer: rec.referer.as_deref().map(str::as_bytes),
+            user_agent: rec.user_agent.as_deref().map(str::as_bytes),
+        });
+    }
+
+    fn flush_logs(&self) {
+        for l in self.logs.borrow_mut().values_mut() {
+            l.flush();
+        }
+    }
+}
+
+/// Puts the HTTP protocol on a worker's listeners (`listeners[i]` is bound
+/// for `self::listeners(conf)[i]`) and starts the access-log flush timer.
+pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -> io::Result<()> {
+    let shared = Rc::new(Shared {
+        conf: Arc::new(conf.clone()),
+        files: RefCell::new(FileCache::new()),
+        logs: RefCell::new(HashMap::new()),
+        buf: RefCell::new(vec![0; READ_BUF]),
+    });
+    for ls in listeners {
+        let addr = ls.local_addr();
+        let servers: Vec<usize> = conf
+            .servers
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.listen.iter().any(|l| l.addr == addr))
+            .map(|(i, _)| i)
+            .collect();
+        let default = conf
+            .servers
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.listen.iter().any(|l| l.addr == addr && l.default_server))
+            .map(|(i, _)| i)
+            .or_else(|| servers.first().copied())
+            .unwrap_or(0);
+        core.add_listener(
+            ls,
+            Box::new(HttpProtocol {
+                shared: shared.clone(),
+                servers: servers.into(),
+                default,
+            }),
+        )?;
+    }
+    let s = shared.clone();
+    core.create_time_event(1000, move |_, _| {
+        s.flush_logs();
+        Next::Again(1000)
+    });
+    Ok(())
+}
+
+/// A listener's protocol: nginx's `ngx_http_init_connection`.
+struct HttpProtocol {
+    shared: Rc<Shared>,
+    servers: Rc<[usize]>,
+    default: usize,
+}
+
+fn settings_for(s: &ServerConf, loc: &LocConf) -> HttpSettings {
+    HttpSettings {
+        client_header_buffer_size: s.client_header_buffer_size,
+        large_header_buffers: s.large_client_header_buffers.0,
+        large_header_buffer_size: s.large_client_header_buffers.1,
+        client_max_body_size: loc.client_max_body_size,
+        client_header_timeout: s.client_header_timeout,
+        client_body_timeout: loc.client_body_timeout,
+        keepalive_timeout: loc.keepalive_timeout,
+        keepalive_requests: loc.keepalive_requests,
+        ..HttpSettings::default()
+    }
+}
+
+impl Protocol for HttpProtocol {
+    fn init_connection(&mut self, core: &mut Core, c: ConnId) -> Option<Box<dyn Handler>> {
+        let conf = &self.shared.conf;
+        let server = conf.servers.get(self.default)?;
+        let fallback = server.fallback.clone()?;
+        if fallback.tcp_nodelay {
+            if let Some(fd) = core.fd(c) {
+                let _ = gyre_core::sys::socket::set_nodelay(fd, true);
+            }
+        }
+        let now = core.now();
+        let m = Connection::new(settings_for(server, &fallback), now);
+        core.handle_read_event(c).ok()?;
+        // A fresh connection waits for its first request: reusable (may be
+        // drained when slots run short) but not idle, and its header timer
+        // keeps a gracefully exiting worker until the request is served.
+        core.set_reusable(c, true);
+        if let Some(d) = m.next_deadline() {
+            core.add_timer(Ev::read(c), msec_diff(d, now).max(0) as u64);
+        }
+        Some(Box::new(HttpConn {
+            m,
+            shared: self.shared.clone(),
+            servers: self.servers.clone(),
+            default: self.default,
+            pending: Vec::new(),
+            pending_off: 0,
+            files: Vec::new(),
+            stat: Stat::None,
+            send_timeout: fallback.send_timeout,
+            lingering: false,
+        }))
+    }
+}
+
+/// Which stub_status gauge a connection is counted in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stat {
+    None,
+    Reading,
+    Writing,
+}
+
+/// One HTTP connection's handler.
+struct HttpConn {
+    m: Connection,
+    shared: Rc<Shared>,
+    servers: Rc<[usize]>,
+    default: usize,
+    /// Output not yet written, in order.
+    pending: Vec<Segment>,
+    /// Bytes of `pending[0]` already written.
+    pending_off: u64,
+    /// Files referenced by `Segment::File` tokens.
+    files: Vec<(u64, Rc<FileInfo>)>,
+    stat: Stat,
+    send_timeout: u64,
+    lingering: bool,
+}
+
+enum Flow {
+    Continue,
+    Closed,
+}
+
+impl HttpConn {
+    fn set_stat(&mut self, core: &Core, to: Stat) {
+        if self.stat == to {
+            return;
+        }
+        if let Some(z) = core.shared() {
+            let s = z.stats();
+            match self.stat {
+                Stat::Reading => s.reading.dec(),
+                Stat::Writing => s.writing.dec(),
+                Stat::None => {}
+            }
+            match to {
+                Stat::Reading => s.reading.inc(),
+                Stat::Writing => s.writing.inc(),
+                Stat::None => {}
+            }
+        }
+        self.stat = to;
+    }
+
+    fn close(&mut self, core: &mut Core, c: ConnId) {
+        self.set_stat(core, Stat::None);
+        self.flush_logs(core, c);
+        core.close(c);
+    }
+
+    fn flush_logs(&mut self, core: &Core, c: ConnId) {
+        let recs = self.m.take_logs();
+        if recs.is_empty() {
+            return;
+        }
+        let peer = core.conn(c).and_then(|x| x.peer);
+        let secs = core.clock().unix_secs();
+        for rec in recs {
+            let path = self.location_log(&rec);
+            if let Some(p) = path {
+                self.shared.log(&p, &rec, peer, secs);
+            }
+        }
+    }
+
+    /// The access log of the request's location (by host and path).
+    fn location_log(&self, rec: &LogRecord) -> Option<PathBuf> {
+        let conf = &self.shared.conf;
+        let server = self.pick_server(rec.host.as_deref());
+        let s = conf.servers.get(server)?;
+        let path = rec
+            .request_line
+            .split(' ')
+            .nth(1)
+            .unwrap_or("/")
+            .split('?')
+            .next()
+            .unwrap_or("/");
+        HttpConf::find_location(s, path).access_log.clone()
+    }
+
+    /// nginx's server selection: exact name, then `*.suffix`, then
+    /// `prefix.*`, then the default server of the address.
+    fn pick_server(&self, host: Option<&str>) -> usize {
+        let conf = &self.shared.conf;
+        let Some(host) = host else {
+            return self.default;
+        };
+        let host = host.to_ascii_lowercase();
+        let host = host.trim_end_matches('.');
+        let mut wildcard = None;
+        for &i in self.servers.iter() {
+            let Some(s) = conf.servers.get(i) else {
+                continue;
+            };
+            for n in &s.server_names {
+                if n == host {
+                    return i;
+                }
+                if wildcard.is_none() {
+                    if let Some(suffix) = n.strip_prefix('*') {
+                        if host.ends_with(suffix) {
+                            wildcard = Some(i);
+                        }
+                    } else if let Some(prefix) = n.strip_suffix('*') {
+                        if host.starts_with(prefix) {
+                            wildcard = Some(i);
+                        }
+                    } else if let Some(suffix) = n.strip_prefix('.') {
+                        if host == suffix || host.ends_with(n.as_str()) {
+                            wildcard = Some(i);
+                        }
+                    }
+                }
+            }
+        }
+        wildcard.unwrap_or(self.default)
+    }
+
+    /// Reads what is there, answers every complete request, writes.
+    fn run(&mut self, core: &mut Core, c: ConnId) -> Flow {
+        loop {
+            if !self.pending.is_empty() {
+                match self.write(core, c) {
+                    Ok(true) => {}
+                    Ok(false) => return Flow::Continue,
+                    Err(_) => {
+                        self.close(core, c);
+                        return Flow::Closed;
+                    }
+                }
+            }
+            match self.m.disposition() {
+                Disposition::Close => {
+                    self.close(core, c);
+                    return Flow::Closed;
+                }
+                Disposition::Linger if !self.lingering => {
+                    self.lingering = true;
+                    if core.shutdown_write(c).is_err() {
+                        self.close(core, c);
+                        return Flow::Closed;
+                    }
+                    let now = core.now();
+                    self.m.start_lingering(now);
+                }
+                _ => {}
+            }
+            let ready = core.conn(c).is_some_and(|x| x.read.ready);
+            if !ready || !self.m.wants_read() {
+                return Flow::Continue;
+            }
+            let shared = self.shared.clone();
+            let mut buf = shared.buf.borrow_mut();
+            let now = core.now();
+            match core.recv(c, &mut buf) {
+                Ok(0) => self.m.on_eof(now),
+                Ok(n) => {
+                    if self.m.is_idle() {
+                        core.set_reusable(c, false);
+                        core.set_idle(c, false);
+                        core.set_cancelable(Ev::read(c), false);
+                    }
+                    self.m.on_read(&buf[..n], now);
+                    if self.stat == Stat::None {
+                        self.set_stat(core, Stat::Reading);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => {
+                    drop(buf);
+                    self.close(core, c);
+                    return Flow::Closed;
+                }
+            }
+            drop(buf);
+            self.answer(core, c);
+        }
+    }
+
+    /// Answers every request the machine has parsed.
+    fn answer(&mut self, core: &mut Core, c: ConnId) {
+        let now = core.now();
+        loop {
+            let date = core.clock().http_date().to_string();
+            let Some(ev) = self.m.poll(now, &date) else {
+                break;
+            };
+            if let Event::Request(req) = ev {
+                if let Some(z) = core.shared() {
+                    z.stats().requests.inc();
+                }
+                self.set_stat(core, Stat::Writing);
+                let resp = self.handle(core, &req);
+                let _ = self.m.respond(resp, now, &date);
+            }
+        }
+        let out = self.m.take_output();
+        self.pending.extend(out.segments);
+        self.flush_logs(core, c);
+    }
+
+    /// Writes pending output; true when all of it went out.
+    fn write(&mut self, core: &mut Core, c: ConnId) -> io::Result<bool> {
+        while !self.pending.is_empty() {
+            // Gather the leading run of byte segments into one writev.
+            let mut iov: Vec<IoSlice<'_>> = Vec::with_capacity(8);
+            let mut off = self.pending_off as usize;
+            for seg in &self.pending {
+                match seg {
+                    Segment::Bytes(b) => {
+                        iov.push(IoSlice::new(b.get(off..).unwrap_or(&[])));
+                        off = 0;
+                    }
+                    Segment::File { .. } => break,
+                }
+                if iov.len() == 64 {
+                    break;
+                }
+            }
+            if !iov.is_empty() {
+                let want: usize = iov.iter().map(|b| b.len()).sum();
+                let r = core.writev(c, &iov);
+                drop(iov);
+                match r {
+                    Ok(n) => self.consume(n as u64),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                    Err(e) => return Err(e),
+                }
+                if core.conn(c).is_some_and(|x| !x.write.ready)
+                    && want > 0
+                    && !self.pending.is_empty()
+                {
+                    return Ok(false);
+                }
+                continue;
+            }
+            let Some(Segment::File { token, offset, len }) = self.pending.first().cloned() else {
+                break;
+            };
+            let Some(info) = self
+                .files
+                .iter()
+                .find(|(t, _)| *t == token)
+                .map(|(_, f)| f.clone())
+            else {
+                return Err(io::Error::other("lost file"));
+            };
+            let mut pos = offset + self.pending_off;
+            let left = (len - self.pending_off) as usize;
+            match core.sendfile(c, info.file.as_fd(), &mut pos, left.min(1 << 30)) {
+                Ok(0) => return Err(io::Error::other("file truncated")),
+                Ok(n) => self.consume(n as u64),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        self.files.clear();
+        Ok(true)
+    }
+
+    /// Drops `n` written bytes from the front of the pending output.
+    fn consume(&mut self, mut n: u64) {
+        while n > 0 {
+            let Some(seg) = self.pending.first() else {
+                return;
+            };
+            let len = match seg {
+                Segment::Bytes(b) => b.len() as u64,
+                Segment::File { len, .. } => *len,
+            };
+            let left = len - self.pending_off;
+            if n >= left {
+                n -= left;
+                self.pending.remove(0);
+                self.pending_off = 0;
+            } else {
+                self.pending_off += n;
+                n = 0;
+            }
+        }
+        // Empty byte segments (HEAD) are consumed too.
+        while matches!(self.pending.first(), Some(Segment::Bytes(b)) if b.len() as u64 == self.pending_off)
+        {
+            self.pending.remove(0);
+            self.pending_off = 0;
+        }
+    }
+
+    /// Chooses the response for one request.
+    fn handle(&mut self, core: &Core, req: &Request) -> Response {
+        let conf = self.shared.conf.clone();
+        let server_i = self.pick_server(req.host.as_deref());
+        let Some(server) = conf.servers.get(server_i) else {
+            return Response::error(500);
+        };
+        let path = req.path_str().unwrap_or("/");
+        let (loc_uri, loc) = find_location_with_uri(server, path);
+        self.send_timeout = loc.send_timeout;
+        let mut resp = if loc.stub_status {
+            stub_status(core, req)
+        } else if let Some(r) = &loc.ret {
+            ret(r, loc, req)
+        } else {
+            self.static_file(core, req, loc, &loc_uri, path)
+        };
+        for (k, v) in &loc.add_header {
+            if matches!(
+                resp.status,
+                200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
+            ) {
+                resp.headers.push((k.clone(), v.clone()));
+            }
+        }
+        resp
+    }
+
+    fn static_file(
+        &mut self,
+        core: &Core,
+        req: &Request,
+        loc: &LocConf,
+        loc_uri: &str,
+        path: &str,
+    ) -> Response {
+        if req.method != "GET" && req.method != "HEAD" {
+            return Response::error(405);
+        }
+        let conf = self.shared.conf.clone();
+        let now = core.now();
+        let mut fpath = map_uri(loc, loc_uri, path);
+        let mut uri_path = path.to_string();
+        let mut files = self.shared.files.borrow_mut();
+        let mut opened = files.open(&fpath, now, loc.open_file_cache);
+        if path.ends_with('/') {
+            opened = Open::NotFound;
+            let dir = files.open(&fpath, now, loc.open_file_cache);
+            if !matches!(dir, Open::Dir) {
+                return Response::error(match dir {
+                    Open::Forbidden => 403,
+                    Open::Error(_) => 500,
+                    _ => 404,
+                });
+            }
+            for idx in &loc.index {
+                let candidate = fpath.join(idx);
+                match files.open(&candidate, now, loc.open_file_cache) {
+                    Open::NotFound => continue,
+                    o => {
+                        opened = o;
+                        fpath = candidate;
+                        uri_path = format!("{path}{idx}");
+                        break;
+                    }
+                }
+            }
+            if matches!(opened, Open::NotFound) {
+                // nginx: directory index of "..." is forbidden.
+                log::error!("directory index of \"{}\" is forbidden", fpath.display());
+                return Response::error(403);
+            }
+        }
+        match opened {
+            Open::File(info) => {
+                drop(files);
+                self.file_response(req, loc, &conf, info, &uri_path)
+            }
+            Open::Dir => {
+                let mut r = Response::error(301);
+                let mut loc_hdr = format!("{path}/");
+                if let Some(q) = &req.query {
+                    loc_hdr.push('?');
+                    loc_hdr.push_str(&String::from_utf8_lossy(q));
+                }
+                r.location = Some(loc_hdr);
+                r
+            }
+            Open::NotFound => {
+                log::error!(
+                    "open() \"{}\" failed (2: No such file or directory)",
+                    fpath.display()
+                );
+                Response::error(404)
+            }
+            Open::Forbidden => Response::error(403),
+            Open::Error(code) => {
+                log::error!("open() \"{}\" failed ({code})", fpath.display());
+                Response::error(500)
+            }
+        }
+    }
+
+    fn file_response(
+        &mut self,
+        req: &Request,
+        loc: &LocConf,
+        conf: &HttpConf,
+        info: Rc<FileInfo>,
+        uri_path: &str,
+    ) -> Response {
+        let ctype = crate::mime::for_path(&conf.types, uri_path, &loc.default_type).to_string();
+        let not_modified = match req.if_none_match() {
+            Some(inm) => etag_matches(inm, &info.etag),
+            None => req.if_modified_since() == Some(info.mtime),
+        };
+        let mut r = Response::new(200);
+        r.content_type = Some(ctype);
+        r.last_modified = Some(info.last_modified.clone());
+        r.headers.push(("ETag".into(), info.etag.clone()));
+        if not_modified {
+            r.status = 304;
+            return r;
+        }
+        let (start, len) = match req.range().map(|v| range::decide(v, info.size)) {
+            Some(RangeDecision::Partial { start, end }) => {
+                r.status = 206;
+                if let Some(cr) = (RangeDecision::Partial { start, end }).content_range(info.size) {
+                    r.headers.push(("Content-Range".into(), cr));
+                }
+                (start, end - start + 1)
+            }
+            Some(RangeDecision::NotSatisfiable) => {
+                let mut e = Response::error(416);
+                e.headers
+                    .push(("Content-Range".into(), format!("bytes */{}", info.size)));
+                return e;
+            }
+            _ => (0, info.size),
+        };
+        r.headers.push(("Accept-Ranges".into(), "bytes".into()));
+        if req.is_head() {
+            r.content_length = Some(len);
+            return r;
+        }
+        match &info.content {
+            Some(bytes) => {
+                let s = start as usize;
+                let e = (start + len) as usize;
+                r.body = Body::Bytes(bytes.get(s..e).unwrap_or(&[]).to_vec());
+            }
+            None => {
+                let token = self.files.len() as u64 + 1;
+                self.files.push((token, info));
+                r.body = Body::File {
+                    token,
+                    offset: start,
+                    len,
+                };
+            }
+        }
+        r
+    }
+}
+
+fn etag_matches(header: &[u8], etag: &str) -> bool {
+    let h = String::from_utf8_lossy(header);
+    h.trim() == "*"
+        || h.split(',').any(|t| {
+            let t = t.trim();
+            t.strip_prefix("W/").unwrap_or(t) == etag
+        })
+}
+
+/// The location for `path` and the URI it was declared with.
+fn find_location_with_uri<'a>(server: &'a ServerConf, path: &str) -> (String, &'a Arc<LocConf>) {
+    let conf = HttpConf::find_location(server, path);
+    let uri = server
+        .locations
+        .iter()
+        .find(|l| l.conf.as_ref().is_some_and(|c| Arc::ptr_eq(c, conf)))
+        .map(|l| l.uri.clone())
+        .unwrap_or_else(|| "/".to_string());
+    (uri, conf)
+}
+
+fn stub_status(core: &Core, req: &Request) -> Response {
+    if req.method != "GET" && req.method != "HEAD" {
+        return Response::error(405);
+    }
+    let snap = core
+        .shared()
+        .map(|z| z.stats().snapshot())
+        .unwrap_or_default();
+    let mut r = Response::new(200);
+    r.content_type = Some("text/plain".into());
+    let body = crate::stub_status::render(&snap).into_bytes();
+    if req.is_head() {
+        r.content_length = Some(body.len() as u64);
+    } else {
+        r.body = Body::Bytes(body);
+    }
+    r
+}
+
+fn ret(r: &crate::conf::Return, loc: &LocConf, req: &Request) -> Response {
+    let redirect = matches!(r.code, 301 | 302 | 303 | 307 | 308);
+    if redirect {
+        let mut resp = Response::error(r.code);
+        resp.location = r.text.clone();
+        return resp;
+    }
+    match &r.text {
+        Some(text) => {
+            let mut resp = Response::new(r.code);
+            resp.content_type = Some(loc.default_type.clone());
+            if req.is_head() {
+                resp.content_length = Some(text.len() as u64);
+            } else {
+                resp.body = Body::Bytes(text.as_bytes().to_vec());
+            }
+            resp
+        }
+        None if r.code == 444 => {
+            let mut resp = Response::new(444);
+            resp.close = true;
+            resp
+        }
+        None => Response::error(r.code),
+    }
+}
+
+impl Handler for HttpConn {
+    fn handle(&mut self, core: &mut Core, ev: Ev) {
+        let c = ev.conn;
+        let closing = core.conn(c).is_some_and(|x| x.close);
+        if closing && self.m.is_idle() && self.pending.is_empty() {
+            self.close(core, c);
+            return;
+        }
+        if ev.timedout {
+            if ev.kind == EvKind::Write {
+                log::info!("client timed out (110: Connection timed out) while sending response");
+                self.close(core, c);
+                return;
+            }
+            let now = core.now();
+            self.m.on_timeout(now);
+        }
+        if let Flow::Closed = self.run(core, c) {
+            return;
+        }
+        self.after(core, c);
+    }
+}
+
+impl HttpConn {
+    /// Re-arms interest and timers after a step.
+    fn after(&mut self, core: &mut Core, c: ConnId) {
+        if !self.pending.is_empty() {
+            if core.handle_write_event(c).is_err() {
+                self.close(core, c);
+                return;
+            }
+            core.add_timer(Ev::write(c), self.send_timeout);
+            let _ = core.disable_read(c);
+            return;
+        }
+        core.del_timer(Ev::write(c));
+        if self.m.is_idle() {
+            self.set_stat(core, Stat::None);
+            if let Some(buf) = self.m.release_buffers() {
+                drop(buf);
+            }
+            core.set_reusable(c, true);
+            core.set_idle(c, true);
+            core.set_cancelable(Ev::read(c), true);
+            if core.conn(c).is_some_and(|x| x.close) {
+                self.close(core, c);
+                return;
+            }
+        }
+        let now = core.now();
+        match self.m.next_deadline() {
+            Some(d) => core.add_timer(Ev::read(c), msec_diff(d, now).max(0) as u64),
+            None => core.del_timer(Ev::read(c)),
+        }
+        if self.m.wants_read() {
+            if core.handle_read_event(c).is_err() {
+                self.close(core, c);
+            }
+        } else {
+            let _ = core.disable_read(c);
+        }
+    }
+}
