@@ -118,3 +118,189 @@ fn reload_with_a_bad_config_keeps_serving_the_old_one() {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(s.workers(), before, "old worker kept");
 }
+
+// ---------------------------------------------------------------- with HTTP
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One GET on a fresh connection (`Connection: close`); the status and body.
+fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, Vec<u8>)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf)?;
+    let text = String::from_utf8_lossy(&buf);
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no status in {text:?}")))?;
+    let body = match buf.windows(4).position(|w| w == b"\r\n\r\n") {
+        Some(i) => buf[i + 4..].to_vec(),
+        None => Vec::new(),
+    };
+    Ok((status, body))
+}
+
+fn http_conf(port: u16, workers: usize, extra: &str) -> String {
+    format!(
+        "{BASE}worker_processes {workers};\nevents {{ worker_connections 512; }}\n\
+         http {{\n access_log off;\n server {{\n  listen 127.0.0.1:{port};\n  root html;\n{extra}\n }}\n}}\n"
+    )
+}
+
+#[test]
+fn a_replacement_worker_serves_within_a_second_of_kill_9() {
+    let p = Prefix::new("proc-http-respawn");
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    p.write("html/index.html", "alive\n");
+    p.conf(&http_conf(port, 1, ""));
+    let s = p.start();
+    assert_eq!(get(addr, "/").unwrap(), (200, b"alive\n".to_vec()));
+    let w = s.workers();
+    std::process::Command::new("kill")
+        .args(["-9", &w[0].to_string()])
+        .status()
+        .unwrap();
+    let t = std::time::Instant::now();
+    assert!(wait_for(Duration::from_secs(1), || {
+        s.workers().iter().any(|x| !w.contains(x)) && get(addr, "/").is_ok_and(|r| r.0 == 200)
+    }));
+    assert!(t.elapsed() < Duration::from_secs(1));
+    assert!(s.logged("exited on signal 9", Duration::from_secs(2)));
+}
+
+#[test]
+fn reload_under_load_serves_the_new_config_and_fails_no_request() {
+    let p = Prefix::new("proc-http-reload");
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    p.write("html/index.html", "index\n");
+    p.conf(&http_conf(
+        port,
+        2,
+        "  location = /v { return 200 \"one\"; }",
+    ));
+    let s = p.start();
+    assert_eq!(get(addr, "/v").unwrap(), (200, b"one".to_vec()));
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load: Vec<_> = (0..4)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let (mut ok, mut failed) = (0u32, Vec::new());
+                let end = std::time::Instant::now() + Duration::from_secs(20);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                    && std::time::Instant::now() < end
+                {
+                    match get(addr, "/") {
+                        Ok((200, _)) => ok += 1,
+                        Ok((st, _)) => failed.push(format!("status {st}")),
+                        Err(e) => failed.push(e.to_string()),
+                    }
+                }
+                (ok, failed)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    p.conf(&http_conf(
+        port,
+        2,
+        "  location = /v { return 200 \"two\"; }",
+    ));
+    for _ in 0..3 {
+        let o = s.signal("reload");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    assert!(wait_for(Duration::from_secs(5), || get(addr, "/v")
+        .is_ok_and(|r| r.1 == b"two")));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut total = 0;
+    for h in load {
+        let (ok, failed) = h.join().unwrap();
+        assert!(failed.is_empty(), "failed during reload: {failed:?}");
+        total += ok;
+    }
+    assert!(total > 100, "only {total} requests ran");
+    assert!(s.log().contains("reconfiguring"));
+}
+
+#[test]
+fn quit_lets_a_slow_download_finish() {
+    let p = Prefix::new("proc-http-quit");
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let big: Vec<u8> = (0..8 * 1024 * 1024u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(p.path("html/big.bin"), &big).unwrap();
+    p.conf(&http_conf(port, 1, ""));
+    let mut s = p.start();
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // A small receive buffer keeps most of the file in the server's hands.
+    write!(
+        c,
+        "GET /big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let n = c.read(&mut chunk).unwrap();
+    got.extend_from_slice(&chunk[..n]);
+    let o = s.signal("quit");
+    assert!(o.status.success());
+    // Read slowly for a while: the worker must keep sending.
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(20));
+        let n = c.read(&mut chunk).unwrap();
+        got.extend_from_slice(&chunk[..n]);
+    }
+    assert!(TcpStream::connect(addr).is_err(), "listener closed on quit");
+    c.read_to_end(&mut got).unwrap();
+    let body = &got[got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4..];
+    assert_eq!(body.len(), big.len(), "download completed");
+    assert!(body == &big[..]);
+    assert!(s.wait_exit(Duration::from_secs(5)), "{}", s.log());
+}
+
+#[test]
+fn shared_counters_count_every_request_across_workers() {
+    let p = Prefix::new("proc-http-counters");
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    p.write("html/index.html", "x\n");
+    p.conf(&http_conf(port, 2, "  location = /status { stub_status; }"));
+    let _s = p.start();
+    for _ in 0..200 {
+        assert_eq!(get(addr, "/").unwrap().0, 200);
+    }
+    let (st, body) = get(addr, "/status").unwrap();
+    assert_eq!(st, 200);
+    let text = String::from_utf8(body).unwrap();
+    let nums: Vec<u64> = text
+        .lines()
+        .nth(2)
+        .unwrap()
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    // 200 requests + the status request itself, each on its own connection.
+    assert_eq!(nums, vec![201, 201, 201], "{text}");
+    assert!(text.starts_with("Active connections: 1 \n"), "{text}");
+}

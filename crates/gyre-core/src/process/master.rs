@@ -218,8 +218,10 @@ impl Master<'_> {
         // the child may run arbitrary code.
         match unsafe { sysproc::fork() }? {
             Fork::Child => {
-                // Sockets of other listeners' reuseport clones stay open in
-                // this process but are never watched.
+                // The master's copies of the listening sockets (and other
+                // workers' reuseport sockets) must not stay open here, or a
+                // gracefully exiting worker would keep them listening.
+                drop(std::mem::take(&mut self.listening));
                 let code = worker::run(WorkerParams {
                     conf: &self.conf,
                     app: self.app,
@@ -386,6 +388,8 @@ pub fn run_single(conf: Conf, app: &dyn App) -> io::Result<()> {
     let zone = SharedZone::new()?;
     let listening = listening::bind_all(&app.listeners(&conf), 1, &[])?;
     let listeners = listening::for_worker(&listening, 0)?;
+    // Only the worker's copies stay open, so a graceful quit closes them.
+    drop(listening);
     write_pid_file(&conf.core.pid)?;
     log::info!("using the \"{}\" event method", method_name(&conf));
     let code = worker::run(WorkerParams {

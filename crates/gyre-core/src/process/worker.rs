@@ -83,7 +83,9 @@ pub fn run(p: WorkerParams<'_>) -> i32 {
         }
     }
     set_affinity(p.conf, p.index);
-    match init(&p) {
+    let mut p = p;
+    let listeners = std::mem::take(&mut p.listeners);
+    match init(&p, listeners) {
         Ok(mut core) => {
             let r = core.run();
             signal::set_notify_fd(None);
@@ -125,7 +127,9 @@ fn set_affinity(conf: &Conf, index: usize) {
     }
 }
 
-fn init(p: &WorkerParams<'_>) -> io::Result<Core> {
+/// `listeners` move into the loop: a graceful shutdown closes the last
+/// copy of each in this process.
+fn init(p: &WorkerParams<'_>, listeners: Vec<Listener>) -> io::Result<Core> {
     let opts = core_options(p.conf, p.workers);
     let mut core = Core::new(opts)?;
     core.set_shared(p.zone.clone());
@@ -135,11 +139,6 @@ fn init(p: &WorkerParams<'_>) -> io::Result<Core> {
             pid: sysproc::getpid(),
         }))?;
     }
-    let listeners = p
-        .listeners
-        .iter()
-        .map(Listener::try_clone)
-        .collect::<io::Result<Vec<_>>>()?;
     p.app.init_worker(p.conf, &mut core, listeners, p.index)?;
     let notifier = core.notifier()?;
     signal::set_notify_fd(Some(notifier.raw_fd()));
