@@ -228,6 +228,21 @@ impl Connection {
     }
 
     /// The settings in force.
+    /// Rebuilds the machine of a kept-alive connection whose glue dropped it
+    /// while idle (so an idle connection holds no parser state): the request
+    /// count and the connection's creation time carry over.
+    pub fn resume(settings: HttpSettings, now: Msec, requests: u64, created: Msec) -> Connection {
+        let mut c = Connection::new(settings, now);
+        c.requests = requests;
+        c.created = created;
+        c
+    }
+
+    /// When the connection was accepted.
+    pub fn created(&self) -> Msec {
+        self.created
+    }
+
     pub fn settings(&self) -> &HttpSettings {
         &self.st
     }

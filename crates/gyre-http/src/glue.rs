@@ -176,17 +176,18 @@ impl Protocol for HttpProtocol {
             }
         }
         let now = core.now();
-        let m = Connection::new(settings_for(server, &fallback), now);
         core.handle_read_event(c).ok()?;
         // A fresh connection waits for its first request: reusable (may be
         // drained when slots run short) but not idle, and its header timer
         // keeps a gracefully exiting worker until the request is served.
         core.set_reusable(c, true);
-        if let Some(d) = m.next_deadline() {
-            core.add_timer(Ev::read(c), msec_diff(d, now).max(0) as u64);
-        }
+        // The state machine is created when the first bytes arrive; until
+        // then only the header timer runs.
+        core.add_timer(Ev::read(c), server.client_header_timeout);
         Some(Box::new(HttpConn {
-            m,
+            m: None,
+            requests: 0,
+            created: now,
             shared: self.shared.clone(),
             servers: self.servers.clone(),
             default: self.default,
@@ -210,7 +211,12 @@ enum Stat {
 
 /// One HTTP connection's handler.
 struct HttpConn {
-    m: Connection,
+    /// The protocol state machine; dropped while the connection is idle, so
+    /// an idle keep-alive connection costs this small struct only.
+    m: Option<Box<Connection>>,
+    /// Requests served and accept time, kept while `m` is dropped.
+    requests: u64,
+    created: gyre_core::event::Msec,
     shared: Rc<Shared>,
     servers: Rc<[usize]>,
     default: usize,
@@ -231,6 +237,25 @@ enum Flow {
 }
 
 impl HttpConn {
+    /// The state machine, rebuilt if it was dropped while idle.
+    fn machine(&mut self, now: gyre_core::event::Msec) -> &mut Connection {
+        let (shared, default, requests, created) =
+            (&self.shared, self.default, self.requests, self.created);
+        self.m.get_or_insert_with(|| {
+            let settings = shared
+                .conf
+                .servers
+                .get(default)
+                .and_then(|s| s.fallback.as_ref().map(|f| settings_for(s, f)))
+                .unwrap_or_default();
+            Box::new(Connection::resume(settings, now, requests, created))
+        })
+    }
+
+    fn is_idle(&self) -> bool {
+        self.m.as_ref().is_none_or(|m| m.is_idle())
+    }
+
     fn set_stat(&mut self, core: &Core, to: Stat) {
         if self.stat == to {
             return;
@@ -258,7 +283,10 @@ impl HttpConn {
     }
 
     fn flush_logs(&mut self, core: &Core, c: ConnId) {
-        let recs = self.m.take_logs();
+        let Some(m) = self.m.as_mut() else {
+            return;
+        };
+        let recs = m.take_logs();
         if recs.is_empty() {
             return;
         }
@@ -339,7 +367,11 @@ impl HttpConn {
                     }
                 }
             }
-            match self.m.disposition() {
+            let disposition = self
+                .m
+                .as_ref()
+                .map_or(Disposition::Open, |m| m.disposition());
+            match disposition {
                 Disposition::Close => {
                     self.close(core, c);
                     return Flow::Closed;
@@ -351,26 +383,26 @@ impl HttpConn {
                         return Flow::Closed;
                     }
                     let now = core.now();
-                    self.m.start_lingering(now);
+                    self.machine(now).start_lingering(now);
                 }
                 _ => {}
             }
             let ready = core.conn(c).is_some_and(|x| x.read.ready);
-            if !ready || !self.m.wants_read() {
+            if !ready || !self.m.as_ref().is_none_or(|m| m.wants_read()) {
                 return Flow::Continue;
             }
             let shared = self.shared.clone();
             let mut buf = shared.buf.borrow_mut();
             let now = core.now();
             match core.recv(c, &mut buf) {
-                Ok(0) => self.m.on_eof(now),
+                Ok(0) => self.machine(now).on_eof(now),
                 Ok(n) => {
-                    if self.m.is_idle() {
+                    if self.is_idle() {
                         core.set_reusable(c, false);
                         core.set_idle(c, false);
                         core.set_cancelable(Ev::read(c), false);
                     }
-                    self.m.on_read(&buf[..n], now);
+                    self.machine(now).on_read(&buf[..n], now);
                     if self.stat == Stat::None {
                         self.set_stat(core, Stat::Reading);
                     }
@@ -392,7 +424,7 @@ impl HttpConn {
         let now = core.now();
         loop {
             let date = core.clock().http_date().to_string();
-            let Some(ev) = self.m.poll(now, &date) else {
+            let Some(ev) = self.m.as_mut().and_then(|m| m.poll(now, &date)) else {
                 break;
             };
             if let Event::Request(req) = ev {
@@ -401,11 +433,17 @@ impl HttpConn {
                 }
                 self.set_stat(core, Stat::Writing);
                 let resp = self.handle(core, &req);
-                let _ = self.m.respond(resp, now, &date);
+                let _ = self.machine(now).respond(resp, now, &date);
             }
         }
-        let out = self.m.take_output();
-        self.pending.extend(out.segments);
+        if let Some(m) = self.m.as_mut() {
+            let out = m.take_output().segments;
+            if self.pending.is_empty() {
+                self.pending = out;
+            } else {
+                self.pending.extend(out);
+            }
+        }
         self.flush_logs(core, c);
     }
 
@@ -464,7 +502,10 @@ impl HttpConn {
                 Err(e) => return Err(e),
             }
         }
-        self.files.clear();
+        // Release the vectors: an idle connection keeps no capacity.
+        self.pending = Vec::new();
+        self.pending_off = 0;
+        self.files = Vec::new();
         Ok(true)
     }
 
@@ -732,7 +773,7 @@ impl Handler for HttpConn {
     fn handle(&mut self, core: &mut Core, ev: Ev) {
         let c = ev.conn;
         let closing = core.conn(c).is_some_and(|x| x.close);
-        if closing && self.m.is_idle() && self.pending.is_empty() {
+        if closing && self.is_idle() && self.pending.is_empty() {
             self.close(core, c);
             return;
         }
@@ -742,8 +783,13 @@ impl Handler for HttpConn {
                 self.close(core, c);
                 return;
             }
+            let Some(m) = self.m.as_mut() else {
+                // Idle (keep-alive) or fresh (no byte yet): nothing to answer.
+                self.close(core, c);
+                return;
+            };
             let now = core.now();
-            self.m.on_timeout(now);
+            m.on_timeout(now);
         }
         if let Flow::Closed = self.run(core, c) {
             return;
@@ -765,11 +811,9 @@ impl HttpConn {
             return;
         }
         core.del_timer(Ev::write(c));
-        if self.m.is_idle() {
+        let now = core.now();
+        if self.is_idle() {
             self.set_stat(core, Stat::None);
-            if let Some(buf) = self.m.release_buffers() {
-                drop(buf);
-            }
             core.set_reusable(c, true);
             core.set_idle(c, true);
             core.set_cancelable(Ev::read(c), true);
@@ -777,18 +821,37 @@ impl HttpConn {
                 self.close(core, c);
                 return;
             }
+            if let Some(m) = self.m.take() {
+                // Keep what outlives a request; drop the rest.
+                self.requests = m.requests();
+                self.created = m.created();
+                if let Some(d) = m.next_deadline() {
+                    core.add_timer(Ev::read(c), msec_diff(d, now).max(0) as u64);
+                }
+            }
+        } else {
+            match self.m.as_ref().and_then(|m| m.next_deadline()) {
+                Some(d) => core.add_timer(Ev::read(c), msec_diff(d, now).max(0) as u64),
+                None => core.del_timer(Ev::read(c)),
+            }
         }
-        let now = core.now();
-        match self.m.next_deadline() {
-            Some(d) => core.add_timer(Ev::read(c), msec_diff(d, now).max(0) as u64),
-            None => core.del_timer(Ev::read(c)),
-        }
-        if self.m.wants_read() {
+        if self.m.as_ref().is_none_or(|m| m.wants_read()) {
             if core.handle_read_event(c).is_err() {
                 self.close(core, c);
             }
         } else {
             let _ = core.disable_read(c);
         }
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// An idle keep-alive connection is this handler and nothing else (the
+    /// state machine is dropped while idle): keep it small, it is most of
+    /// the per-connection memory of a server with many idle clients.
+    #[test]
+    fn idle_connection_state_stays_small() {
+        assert!(std::mem::size_of::<super::HttpConn>() <= 160);
     }
 }
