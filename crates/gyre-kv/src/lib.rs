@@ -1,0 +1,2 @@
+//! gyre's Redis-protocol key-value module (being written).
+#![forbid(unsafe_code)]
