@@ -14,35 +14,56 @@
 //! are cancelled long before they fire. A tree pays `O(log n)` with a cache
 //! miss per level on every arm and every cancel; the wheel pays `O(1)`: an
 //! append to a slot's vector on insert and a `swap_remove` on cancel.
-//! Expiry walks slot vectors front to back, so the memory accesses of one
-//! cascade are independent of each other and the CPU overlaps their cache
-//! misses (an intrusive linked list would serialise them).
 //!
 //! # Layout
 //!
-//! * [`LEVELS`] = 6 levels of 64 slots. A slot of level `l` spans `64^l` ms,
-//!   so level `l` as a whole spans `64^(l+1)` ms and the wheel covers
-//!   [`WHEEL_RANGE_MS`] = 2^36 ms (about 795 days) ahead of its current time.
-//!   Each level has a `u64` occupancy bitmap, so finding the next non-empty
-//!   slot is a mask and a `trailing_zeros`, never a walk over slots or
-//!   entries, and an idle gap of any length is crossed in one jump.
+//! * [`LEVELS`] = 4 levels of 256 slots. A slot of level `l` spans `256^l`
+//!   ms, so level `l` as a whole spans `256^(l+1)` ms and the wheel covers
+//!   [`WHEEL_RANGE_MS`] = 2^32 ms (about 49.7 days) ahead of its current time.
+//!   Wide levels mean few cascades: a timeout under 65 s cascades at most
+//!   once before it fires. Each level has a 256-bit occupancy bitmap, so
+//!   finding the next non-empty slot is a few word tests and a
+//!   `trailing_zeros`, never a walk over slots or entries, and an idle gap of
+//!   any length is crossed in one jump.
 //! * Deadlines beyond the current top-level rotation go to an overflow list
 //!   (the "clamped" top of the wheel). The overflow is looked at only when
 //!   the whole wheel is empty, when it is re-sorted into the levels; an entry
-//!   therefore cascades through it at most once per 2^36 ms and still fires
+//!   therefore cascades through it at most once per 2^32 ms and still fires
 //!   at its exact deadline.
-//! * Entries live in a slab (`Vec` + free stack). A [`TimerId`] is the slab
-//!   index plus a generation, so a stale id can never reach an entry that
-//!   reused the slot; a slot whose generation would wrap is retired instead of
-//!   reused, so "never" is literal.
+//! * A timer *lives in its slot vector*: the slot element carries the value,
+//!   the internal deadline, the slab index and the generation. The slab
+//!   (`Vec` + free stack) holds only each timer's location (slot list and
+//!   position), 8 bytes per timer, which is what makes cancel O(1)
+//!   (`swap_remove` plus one location fix-up for the element moved into the
+//!   hole).
+//! * A [`TimerId`] is the slab index plus a generation. An id is live iff
+//!   the element at its slab entry's location carries the same index and
+//!   generation (one index has at most one live element), so a stale id can
+//!   never reach a timer that reused the index; a slab index whose
+//!   generation would wrap is retired instead of reused, so "never" is
+//!   literal.
 //! * Entries whose deadline is already behind the wheel's current time
 //!   (inserted late, or in the middle of an expiry loop that has not caught
 //!   up with `now` yet) go to a small min-heap ordered by deadline, so they
 //!   pop before anything still in the wheel and in deadline order among
-//!   themselves. A deadline equal to the current time goes to the current
-//!   level-0 slot, which is served right after the heap. Cancelling one leaves a tombstone that the next pop discards
-//!   (the heap only ever holds due entries, so tombstones live for at most
-//!   one expiry loop).
+//!   themselves; their values wait in a side store the heap refers to. A
+//!   deadline equal to the current time goes to the current level-0 slot,
+//!   which is served right after the heap. Cancelling one leaves a tombstone
+//!   that the next pop discards (the heap only ever holds due entries, so
+//!   tombstones live for at most one expiry loop).
+//!
+//! # Memory traffic on expiry
+//!
+//! With a million timers the slab and the slot vectors are far bigger than
+//! the caches, so what matters is the number of *dependent* cache misses. The
+//! expiry path performs no random read at all: a cascade reads its slot
+//! vector front to back and appends each element to a lower slot's vector
+//! (both sequential), and its only random access is a *write* of the moved
+//! timer's new location into the slab, which the store buffer retires in the
+//! background while the loop goes on. Popping a due timer reads the level-0
+//! slot vector (sequential) and pushes the index on the free stack; the slab
+//! is not touched, since a fired timer's stale location already fails the
+//! liveness check above.
 //!
 //! # Time and wraparound
 //!
@@ -60,24 +81,24 @@ use std::collections::BinaryHeap;
 use super::clock::{msec_before, msec_diff, Msec};
 
 /// log2 of the slots per level.
-const LEVEL_BITS: u32 = 6;
-/// Slots per level; a `u64` bitmap covers one level.
+const LEVEL_BITS: u32 = 8;
+/// Slots per level (a multiple of 64: the bitmap is made of `u64` words).
 const SLOTS: usize = 1 << LEVEL_BITS;
+/// `u64` words of one level's occupancy bitmap.
+const WORDS: usize = SLOTS / 64;
 /// Number of levels of the wheel.
-pub const LEVELS: usize = 6;
+pub const LEVELS: usize = 4;
 /// Bits of time covered by the whole wheel.
 const WHEEL_BITS: u32 = LEVEL_BITS * LEVELS as u32;
 /// How far ahead of its current time the wheel sorts entries into slots
-/// (2^36 ms, about 795 days). Later deadlines wait in the overflow list and
+/// (2^32 ms, about 49.7 days). Later deadlines wait in the overflow list and
 /// are re-sorted when the wheel gets there.
 pub const WHEEL_RANGE_MS: u64 = 1 << WHEEL_BITS;
 
 /// List index of the overflow list (after the `LEVELS * SLOTS` slots).
 const OVERFLOW: usize = LEVELS * SLOTS;
-/// Tag of entries that sit in the due heap.
-const DUE: u16 = OVERFLOW as u16 + 1;
-/// Tag of free slab entries.
-const FREE: u16 = u16::MAX;
+/// Location tag of entries that sit in the due store.
+const DUE: u32 = OVERFLOW as u32 + 1;
 
 /// Handle to an armed timer: slab index plus generation, so an id that
 /// outlived its timer (fired or removed) is recognised as stale instead of
@@ -88,32 +109,45 @@ pub struct TimerId {
     gen: u32,
 }
 
-/// One slab entry. `list`/`pos` locate the entry's index inside its slot
-/// vector, which is what makes `remove` O(1) (`swap_remove` + one fix-up).
-struct Node<T> {
-    /// The absolute deadline as given, kept so it can be re-placed on
-    /// cascade and reported by [`TimerWheel::deadline`].
-    deadline: Msec,
-    /// Position inside `lists[list]` (unused while in the due heap).
+/// One slab entry: where the timer's [`Entry`] was last put. Written on
+/// every move, read only by the id-based operations (`remove`, `get`, ...).
+/// After the timer fires the location goes stale and is simply left alone:
+/// the element found there (if any) carries another index or generation.
+#[derive(Clone, Copy)]
+#[repr(align(8))]
+struct Node {
+    /// Slot list index, or [`DUE`] (then `pos` indexes the due store).
+    list: u32,
+    /// Position inside `lists[list]` (or the due store).
     pos: u32,
-    /// Bumped on every free, so old [`TimerId`]s go stale.
-    gen: u32,
-    /// Slot list index, [`DUE`], or [`FREE`].
-    list: u16,
-    value: Option<T>,
 }
 
-/// A slot vector element. Carrying the low bits of the deadline next to the
-/// index lets a cascade re-sort a slot by reading only the (sequential) slot
-/// vector: the node is written (new position) but never read, so cascading
-/// does not wait on a cache miss per entry.
-#[derive(Clone, Copy)]
-struct Entry {
+/// A timer, stored inline in its slot vector (or in the due store).
+struct Entry<T> {
+    /// Internal deadline: ticks since `origin`, so the caller's deadline is
+    /// `origin + when` (wrapping) and a cascade re-sorts the entry without
+    /// looking anywhere else.
+    when: u64,
+    value: T,
+    /// Slab index, whose location must be updated when the entry moves.
     index: u32,
-    /// Low 32 bits of the internal deadline. A level-`l` slot's start time
-    /// supplies the bits above `6 * l <= 30`, so these are enough to rebuild
-    /// the deadline; overflow entries re-read the node instead.
-    low: u32,
+    /// Generation the entry's [`TimerId`] was issued with.
+    gen: u32,
+}
+
+impl<T> Entry<T> {
+    #[inline]
+    fn is(&self, id: TimerId) -> bool {
+        self.index == id.index && self.gen == id.gen
+    }
+
+    #[inline]
+    fn id(&self) -> TimerId {
+        TimerId {
+            index: self.index,
+            gen: self.gen,
+        }
+    }
 }
 
 /// Hierarchical timing wheel keyed by absolute [`Msec`] deadlines; see the
@@ -125,18 +159,28 @@ pub struct TimerWheel<T> {
     /// Internal ticks up to which the wheel has been advanced: everything
     /// still in a slot is strictly later than this.
     elapsed: u64,
-    nodes: Vec<Node<T>>,
-    /// Free slab indices, reused LIFO (the most recently freed entry is the
-    /// one most likely still in cache).
-    free: Vec<u32>,
+    /// Location of every slab index's current (or last) entry.
+    nodes: Vec<Node>,
+    /// Free slab indices with the generation their next id gets, reused LIFO
+    /// (the most recently freed entry is the one most likely still in cache).
+    free: Vec<(u32, u32)>,
     /// `LEVELS * SLOTS` slot vectors followed by the overflow list.
-    lists: Box<[Vec<Entry>]>,
-    /// Bit `s` of `occupied[l]` is set iff slot `s` of level `l` is
+    lists: Box<[Vec<Entry<T>>]>,
+    /// Bit `s` of level `l`'s bitmap is set iff slot `s` of level `l` is
     /// non-empty.
-    occupied: [u64; LEVELS],
-    /// Entries already due when placed: `(deadline - origin, index, gen)`,
-    /// min-first. Stale triples (removed entries) are skipped lazily.
+    occupied: [[u64; WORDS]; LEVELS],
+    /// Entries already due when placed: `(when, index, gen)` with `when`
+    /// read as signed ticks from `origin`, min-first. Stale triples (removed
+    /// entries) are skipped lazily.
     due: BinaryHeap<Reverse<(i64, u32, u32)>>,
+    /// The due entries themselves; a due node's `pos` indexes this.
+    due_store: Vec<Option<Entry<T>>>,
+    /// Free positions of `due_store`.
+    due_free: Vec<u32>,
+    /// Per slot of levels 1 and up: where the slot's last cascade put the
+    /// entry that sat at each position (`forward[list][pos]`), so the slab
+    /// need not be written when an entry cascades; see [`locate`](Self::locate).
+    forward: Box<[Vec<Node>]>,
     len: usize,
 }
 
@@ -149,7 +193,7 @@ impl<T> std::fmt::Debug for TimerWheel<T> {
     }
 }
 
-/// Which list an entry with internal deadline `when` (strictly after
+/// Which list an entry with internal deadline `when` (at or after
 /// `elapsed`) belongs in: the level is chosen by the highest bit in which
 /// `when` differs from `elapsed`, so every entry of level `l` shares all bits
 /// above level `l` with the current time and sits in a slot strictly ahead
@@ -165,6 +209,15 @@ fn list_for(elapsed: u64, when: u64) -> usize {
     level * SLOTS + slot
 }
 
+/// The lowest set bit of a level bitmap.
+#[inline]
+fn first_slot(bits: &[u64; WORDS]) -> Option<usize> {
+    bits.iter()
+        .enumerate()
+        .find(|(_, &w)| w != 0)
+        .map(|(i, &w)| i * 64 + w.trailing_zeros() as usize)
+}
+
 impl<T> TimerWheel<T> {
     /// An empty wheel whose current time is `now`.
     pub fn new(now: Msec) -> Self {
@@ -178,10 +231,13 @@ impl<T> TimerWheel<T> {
             origin: now,
             elapsed: 0,
             nodes: Vec::with_capacity(cap),
-            free: Vec::new(),
+            free: Vec::with_capacity(cap),
             lists: (0..=OVERFLOW).map(|_| Vec::new()).collect(),
-            occupied: [0; LEVELS],
+            occupied: [[0; WORDS]; LEVELS],
             due: BinaryHeap::new(),
+            due_store: Vec::new(),
+            due_free: Vec::new(),
+            forward: (0..OVERFLOW).map(|_| Vec::new()).collect(),
             len: 0,
         }
     }
@@ -211,61 +267,88 @@ impl<T> TimerWheel<T> {
     /// If more than `u32::MAX - 1` slab entries would be needed (ids are
     /// 32-bit to keep entries small).
     pub fn insert(&mut self, deadline: Msec, value: T) -> TimerId {
-        let index = match self.free.pop() {
-            Some(index) => {
-                let node = &mut self.nodes[index as usize];
-                node.deadline = deadline;
-                node.value = Some(value);
-                index
-            }
+        let (index, gen) = match self.free.pop() {
+            Some(free) => free,
             None => {
                 let index = u32::try_from(self.nodes.len())
                     .ok()
                     .filter(|&i| i != u32::MAX)
                     .expect("TimerWheel: more than 2^32 - 1 timers");
-                self.nodes.push(Node {
-                    deadline,
-                    pos: 0,
-                    gen: 0,
-                    list: FREE,
-                    value: Some(value),
-                });
-                index
+                self.nodes.push(Node { list: DUE, pos: 0 });
+                (index, 0)
             }
         };
-        self.place(index);
-        self.len += 1;
-        TimerId {
+        let diff = msec_diff(deadline, self.now_abs());
+        let mut entry = Entry {
+            when: self.elapsed.wrapping_add(diff as u64),
+            value,
             index,
-            gen: self.nodes[index as usize].gen,
+            gen,
+        };
+        if diff < 0 {
+            self.push_due(entry);
+        } else {
+            // Saturating only matters after 2^63 ms of wheel uptime.
+            entry.when = self.elapsed.saturating_add(diff as u64);
+            self.link(entry);
         }
+        self.len += 1;
+        TimerId { index, gen }
     }
 
     /// Cancels a timer. O(1). `None` if the id is stale (already fired or
     /// removed), in which case nothing is touched.
     pub fn remove(&mut self, id: TimerId) -> Option<T> {
-        self.live(id)?;
-        self.unlink(id.index);
-        self.release(id.index)
+        let node = self.locate(id)?;
+        let pos = node.pos as usize;
+        let entry = if node.list == DUE {
+            let stored = self.due_store.get_mut(pos)?;
+            if !stored.as_ref().is_some_and(|e| e.is(id)) {
+                return None;
+            }
+            let entry = stored.take()?;
+            // The heap keeps a tombstone; the next pop discards it.
+            self.due_free.push(node.pos);
+            entry
+        } else {
+            let list = node.list as usize;
+            let slot = self.lists.get_mut(list)?;
+            let entry = slot.swap_remove(pos);
+            if let Some(moved) = slot.get(pos) {
+                // Its slab entry may still point at a slot it cascaded out
+                // of; the full location replaces that forwarding chain.
+                self.nodes[moved.index as usize] = node;
+            }
+            if slot.is_empty() && list < OVERFLOW {
+                self.occupied[list / SLOTS][(list % SLOTS) / 64] &= !(1 << (list % 64));
+            }
+            entry
+        };
+        self.release(id);
+        Some(entry.value)
     }
 
     /// The deadline a live timer was armed with.
     pub fn deadline(&self, id: TimerId) -> Option<Msec> {
-        self.live(id).map(|n| n.deadline)
+        self.find(id).map(|e| self.origin.wrapping_add(e.when))
     }
 
     /// The value of a live timer.
     pub fn get(&self, id: TimerId) -> Option<&T> {
-        self.live(id).and_then(|n| n.value.as_ref())
+        self.find(id).map(|e| &e.value)
     }
 
     /// The value of a live timer, mutably.
     pub fn get_mut(&mut self, id: TimerId) -> Option<&mut T> {
-        let node = self.nodes.get_mut(id.index as usize)?;
-        if node.gen != id.gen || node.list == FREE {
-            return None;
-        }
-        node.value.as_mut()
+        let node = self.locate(id)?;
+        let entry = if node.list == DUE {
+            self.due_store.get_mut(node.pos as usize)?.as_mut()?
+        } else {
+            self.lists
+                .get_mut(node.list as usize)?
+                .get_mut(node.pos as usize)?
+        };
+        entry.is(id).then_some(&mut entry.value)
     }
 
     /// How long the loop may sleep: `None` when empty (wait forever),
@@ -274,8 +357,8 @@ impl<T> TimerWheel<T> {
     /// The answer may be earlier than the true nearest deadline (it is the
     /// start of the first occupied slot, and a higher-level slot starts
     /// before its entries' deadlines; after it the entries cascade and the
-    /// next answer is sharper) but never later. Cost: at most one bitmap test
-    /// per level.
+    /// next answer is sharper) but never later. Cost: a few bitmap tests per
+    /// level.
     pub fn next_timeout(&self, now: Msec) -> Option<u64> {
         if self.len == 0 {
             return None;
@@ -320,91 +403,102 @@ impl<T> TimerWheel<T> {
         }
     }
 
-    /// The live node for `id`, or `None` if `id` is stale.
+    /// Where the live entry for `id` is: a slot list and position holding an
+    /// entry with `id`'s index and generation, or a due-store position (not
+    /// checked here). `None` if `id` is stale.
+    ///
+    /// The slab holds the location an entry was given when it was inserted
+    /// or last moved by a `swap_remove`; a cascade does not update it but
+    /// records in the cascaded slot's `forward` table where each position's
+    /// entry went. An entry leaves a slot of level `l` for a lower level and
+    /// fires (or is removed) before that slot cascades again a whole level-`l`
+    /// rotation later, so following `forward` from the slab's location,
+    /// at most one hop per level, reaches a live entry. Elements met on the
+    /// way may belong to other timers (the slot was refilled); they are only
+    /// compared, by index and generation, which are unique to one timer, so a
+    /// stale id never matches anything.
     #[inline]
-    fn live(&self, id: TimerId) -> Option<&Node<T>> {
-        let node = self.nodes.get(id.index as usize)?;
-        (node.gen == id.gen && node.list != FREE).then_some(node)
-    }
-
-    /// Sorts a node into the due heap (deadline already passed), a slot, or
-    /// the overflow list, relative to the wheel's current time.
-    #[inline]
-    fn place(&mut self, index: u32) {
-        let node = &mut self.nodes[index as usize];
-        let diff = msec_diff(node.deadline, self.origin.wrapping_add(self.elapsed));
-        if diff < 0 {
-            node.list = DUE;
-            let key = msec_diff(node.deadline, self.origin);
-            self.due.push(Reverse((key, index, node.gen)));
-            return;
+    fn locate(&self, id: TimerId) -> Option<Node> {
+        let mut at = *self.nodes.get(id.index as usize)?;
+        if at.list == DUE {
+            return Some(at);
         }
-        self.link(index, self.elapsed.saturating_add(diff as u64));
+        for _ in 0..LEVELS {
+            let list = at.list as usize;
+            if self
+                .lists
+                .get(list)?
+                .get(at.pos as usize)
+                .is_some_and(|e| e.is(id))
+            {
+                return Some(at);
+            }
+            at = *self.forward.get(list)?.get(at.pos as usize)?;
+        }
+        None
     }
 
-    /// Appends a node to the list for internal deadline `when >= elapsed`
-    /// (`when == elapsed` lands in the current level-0 slot, which the next
-    /// pop serves first).
+    /// The live entry for `id`, or `None` if `id` is stale.
     #[inline]
-    fn link(&mut self, index: u32, when: u64) {
-        let list = list_for(self.elapsed, when);
+    fn find(&self, id: TimerId) -> Option<&Entry<T>> {
+        let node = self.locate(id)?;
+        let entry = if node.list == DUE {
+            self.due_store.get(node.pos as usize)?.as_ref()?
+        } else {
+            self.lists.get(node.list as usize)?.get(node.pos as usize)?
+        };
+        entry.is(id).then_some(entry)
+    }
+
+    /// Puts an already-due entry into the due store and heap.
+    fn push_due(&mut self, entry: Entry<T>) {
+        self.due
+            .push(Reverse((entry.when as i64, entry.index, entry.gen)));
+        let index = entry.index;
+        let pos = match self.due_free.pop() {
+            Some(pos) => {
+                self.due_store[pos as usize] = Some(entry);
+                pos
+            }
+            None => {
+                // Never more due entries than slab entries, whose count fits.
+                let pos = self.due_store.len() as u32;
+                self.due_store.push(Some(entry));
+                pos
+            }
+        };
+        self.nodes[index as usize] = Node { list: DUE, pos };
+    }
+
+    /// Appends an entry to the list for its internal deadline
+    /// `when >= elapsed` (`when == elapsed` lands in the current level-0
+    /// slot, which the next pop serves first) and records its location: a
+    /// write to the slab, never a read.
+    #[inline]
+    fn link(&mut self, entry: Entry<T>) {
+        let list = list_for(self.elapsed, entry.when);
         let slot = &mut self.lists[list];
-        let node = &mut self.nodes[index as usize];
         // A slot never holds more entries than the slab, whose size fits u32.
-        node.pos = slot.len() as u32;
-        node.list = list as u16;
-        slot.push(Entry {
-            index,
-            low: when as u32,
-        });
+        self.nodes[entry.index as usize] = Node {
+            list: list as u32,
+            pos: slot.len() as u32,
+        };
+        slot.push(entry);
         if list < OVERFLOW {
-            self.occupied[list / SLOTS] |= 1 << (list % SLOTS);
+            self.occupied[list / SLOTS][(list % SLOTS) / 64] |= 1 << (list % 64);
         }
     }
 
-    /// Takes a live node out of its slot (the due heap drops it lazily).
+    /// Returns an unlinked entry's slab index to the free stack with its
+    /// next generation; an index whose generation is exhausted is never
+    /// reused. The slab itself is not touched: the index's stale location
+    /// fails the liveness check by itself.
     #[inline]
-    fn unlink(&mut self, index: u32) {
-        let node = &self.nodes[index as usize];
-        let list = node.list as usize;
-        if node.list == DUE {
-            return;
-        }
-        let pos = node.pos as usize;
-        let slot = &mut self.lists[list];
-        slot.swap_remove(pos);
-        if let Some(moved) = slot.get(pos) {
-            self.nodes[moved.index as usize].pos = pos as u32;
-        }
-        if slot.is_empty() && list < OVERFLOW {
-            self.occupied[list / SLOTS] &= !(1 << (list % SLOTS));
-        }
-    }
-
-    /// Frees an unlinked node and returns its value. The generation bump is
-    /// what turns every outstanding id (and due-heap triple) stale; an entry
-    /// whose generation is exhausted is never reused.
-    #[inline]
-    fn release(&mut self, index: u32) -> Option<T> {
-        let node = &mut self.nodes[index as usize];
-        node.list = FREE;
-        let value = node.value.take();
-        if node.gen != u32::MAX {
-            node.gen += 1;
-            self.free.push(index);
+    fn release(&mut self, id: TimerId) {
+        if let Some(gen) = id.gen.checked_add(1) {
+            self.free.push((id.index, gen));
         }
         self.len -= 1;
-        value
-    }
-
-    /// Unlinked-by-caller pop of `index` as an `(id, value)` pair.
-    #[inline]
-    fn take(&mut self, index: u32) -> Option<(TimerId, T)> {
-        let id = TimerId {
-            index,
-            gen: self.nodes[index as usize].gen,
-        };
-        self.release(index).map(|v| (id, v))
     }
 
     /// The first occupied list and the internal time at which the wheel must
@@ -415,15 +509,15 @@ impl<T> TimerWheel<T> {
     #[inline]
     fn next_expiration(&self) -> Option<(usize, u64)> {
         for level in 0..LEVELS {
-            let shift = level as u32 * LEVEL_BITS;
-            let current = (self.elapsed >> shift) & (SLOTS as u64 - 1);
-            let bits = self.occupied[level] & (u64::MAX << current);
-            debug_assert_eq!(bits, self.occupied[level], "slot behind the wheel");
-            if bits != 0 {
-                let slot = u64::from(bits.trailing_zeros());
+            if let Some(slot) = first_slot(&self.occupied[level]) {
+                let shift = level as u32 * LEVEL_BITS;
+                debug_assert!(
+                    slot as u64 >= (self.elapsed >> shift) & (SLOTS as u64 - 1),
+                    "slot behind the wheel"
+                );
                 let rotation = (1u64 << (shift + LEVEL_BITS)) - 1;
-                let time = (self.elapsed & !rotation) + (slot << shift);
-                return Some((level * SLOTS + slot as usize, time.max(self.elapsed)));
+                let time = (self.elapsed & !rotation) + ((slot as u64) << shift);
+                return Some((level * SLOTS + slot, time.max(self.elapsed)));
             }
         }
         if self.lists[OVERFLOW].is_empty() {
@@ -436,9 +530,57 @@ impl<T> TimerWheel<T> {
         }
     }
 
+    /// Pops the top of the due heap if it is live and due by `now`.
+    /// `Err(())` when the heap is empty, `Ok(None)` when its top is not due
+    /// yet (only when the caller's clock is behind the wheel's).
+    fn pop_due(&mut self, now: Option<Msec>) -> Result<Option<(TimerId, T)>, ()> {
+        while let Some(&Reverse((key, index, gen))) = self.due.peek() {
+            let id = TimerId { index, gen };
+            let pos = match self.nodes.get(index as usize) {
+                Some(node) if node.list == DUE => node.pos as usize,
+                _ => {
+                    self.due.pop();
+                    continue;
+                }
+            };
+            let Some(stored) = self.due_store.get_mut(pos) else {
+                self.due.pop();
+                continue;
+            };
+            if !stored.as_ref().is_some_and(|e| e.is(id)) {
+                self.due.pop();
+                continue;
+            }
+            if let Some(now) = now {
+                if msec_before(now, self.origin.wrapping_add(key as u64)) {
+                    return Ok(None);
+                }
+            }
+            self.due.pop();
+            let Some(entry) = stored.take() else {
+                continue;
+            };
+            self.due_free.push(pos as u32);
+            self.release(id);
+            return Ok(Some((id, entry.value)));
+        }
+        Err(())
+    }
+
     /// The expiry engine behind [`pop_expired`](Self::pop_expired) (`now`
     /// given) and [`drain`](Self::drain) (`None`: no time limit).
     fn pop_next(&mut self, now: Option<Msec>) -> Option<(TimerId, T)> {
+        if !self.due.is_empty() {
+            // Already-due entries first: their deadlines are at or before
+            // `elapsed`, everything in the slots is at or after it.
+            if let Ok(popped) = self.pop_due(now) {
+                return popped;
+            }
+        } else if let Some(popped) = self.pop_current() {
+            // The common case in an expiry loop: more timers of the
+            // millisecond the wheel stands at.
+            return Some(popped);
+        }
         let limit = now.map(|now| {
             let ahead = msec_diff(now, self.now_abs());
             if ahead > 0 {
@@ -448,23 +590,6 @@ impl<T> TimerWheel<T> {
             }
         });
         loop {
-            // Already-due entries first: their deadlines are at or before
-            // `elapsed`, everything in the slots is at or after it.
-            while let Some(&Reverse((_, index, gen))) = self.due.peek() {
-                let node = &self.nodes[index as usize];
-                if node.gen != gen || node.list != DUE {
-                    self.due.pop();
-                    continue;
-                }
-                if let Some(now) = now {
-                    if msec_before(now, node.deadline) {
-                        // Only when the caller's clock is behind the wheel's.
-                        return None;
-                    }
-                }
-                self.due.pop();
-                return self.take(index);
-            }
             let next = self.next_expiration();
             let (list, time) = match (next, limit) {
                 (Some((_, time)), Some(limit)) if time > limit => {
@@ -481,49 +606,74 @@ impl<T> TimerWheel<T> {
             };
             self.elapsed = self.elapsed.max(time);
             if list < SLOTS {
-                // A level-0 slot holds exactly the entries due at `time`.
-                let slot = &mut self.lists[list];
-                let entry = slot.pop()?;
-                if slot.is_empty() {
-                    self.occupied[0] &= !(1 << list);
-                }
-                return self.take(entry.index);
+                return self.pop_current();
             }
             self.cascade(list, time, limit);
         }
     }
 
-    /// Re-sorts the entries of a higher-level slot starting at internal time
-    /// `start` (or the overflow) now that the wheel has reached it; each lands
-    /// in a lower level or (overflow only) back in the overflow.
+    /// Pops an entry of the current level-0 slot, which holds exactly the
+    /// entries due at `elapsed` (nothing but the due heap comes earlier).
+    #[inline]
+    fn pop_current(&mut self) -> Option<(TimerId, T)> {
+        let list = (self.elapsed as usize) & (SLOTS - 1);
+        let slot = &mut self.lists[list];
+        let entry = slot.pop()?;
+        if slot.is_empty() {
+            self.occupied[0][list / 64] &= !(1 << (list % 64));
+        }
+        let id = entry.id();
+        self.release(id);
+        Some((id, entry.value))
+    }
+
+    /// Re-sorts the entries of a higher-level slot (or the overflow) now that
+    /// the wheel has reached it; each lands in a lower level or (overflow
+    /// only) back in the overflow. One sequential pass over the slot vector;
+    /// the only random accesses are the location writes in `link`.
     fn cascade(&mut self, list: usize, start: u64, limit: Option<u64>) {
         let mut entries = std::mem::take(&mut self.lists[list]);
         if list < OVERFLOW {
-            self.occupied[list / SLOTS] &= !(1 << (list % SLOTS));
-            let level_mask = (1u64 << ((list / SLOTS) as u32 * LEVEL_BITS)) - 1;
-            for e in &entries {
-                self.link(e.index, start | (u64::from(e.low) & level_mask));
-            }
+            self.occupied[list / SLOTS][(list % SLOTS) / 64] &= !(1 << (list % 64));
+            debug_assert!(entries.iter().all(|e| e.when >= start));
         } else {
             // The wheel is empty here. Jump straight to the rotation holding
             // the earliest overflow entry (bounded by the caller's `now`), so
             // a far-future timer costs one cascade, not one per rotation.
-            let now = self.now_abs();
-            let earliest = entries
-                .iter()
-                .map(|e| msec_diff(self.nodes[e.index as usize].deadline, now).max(0) as u64)
-                .min()
-                .unwrap_or(0);
-            let mut target = self.elapsed.saturating_add(earliest) & !(WHEEL_RANGE_MS - 1);
+            let earliest = entries.iter().map(|e| e.when).min().unwrap_or(0);
+            let mut target = earliest & !(WHEEL_RANGE_MS - 1);
             if let Some(limit) = limit {
                 target = target.min(limit & !(WHEEL_RANGE_MS - 1));
             }
             self.elapsed = self.elapsed.max(target);
-            for e in &entries {
-                self.place(e.index);
+        }
+        if list < OVERFLOW {
+            // The slab is not written: `forward` remembers where each entry
+            // went (a sequential append), and `locate` follows it. The loop
+            // reads one slot vector and appends to others, all sequential.
+            let forward = &mut self.forward[list];
+            forward.clear();
+            forward.reserve(entries.len());
+            for entry in entries.drain(..) {
+                let to = list_for(self.elapsed, entry.when);
+                let slot = &mut self.lists[to];
+                // A slot never holds more entries than the slab (fits u32).
+                forward.push(Node {
+                    list: to as u32,
+                    pos: slot.len() as u32,
+                });
+                slot.push(entry);
+                if to < OVERFLOW {
+                    self.occupied[to / SLOTS][(to % SLOTS) / 64] |= 1 << (to % 64);
+                }
+            }
+        } else {
+            // An entry can go through the overflow more than once, so the
+            // (rare) overflow cascade writes the slab directly.
+            for entry in entries.drain(..) {
+                self.link(entry);
             }
         }
-        entries.clear();
         if self.lists[list].is_empty() {
             // Keep the allocation: this slot fills up again next rotation.
             self.lists[list] = entries;
@@ -556,6 +706,8 @@ impl<T> Drop for Drain<'_, T> {
     fn drop(&mut self) {
         while self.wheel.pop_next(None).is_some() {}
         self.wheel.due.clear();
+        self.wheel.due_store.clear();
+        self.wheel.due_free.clear();
         self.wheel.elapsed = self.saved_elapsed;
     }
 }
@@ -741,7 +893,8 @@ mod tests {
     fn exhausted_generation_is_retired() {
         let mut w = TimerWheel::new(0);
         let a = w.insert(1, 1);
-        w.nodes[a.index as usize].gen = u32::MAX;
+        let node = w.nodes[a.index as usize];
+        w.lists[node.list as usize][node.pos as usize].gen = u32::MAX;
         let a = TimerId {
             index: a.index,
             gen: u32::MAX,
@@ -898,6 +1051,59 @@ mod tests {
         drop(d);
         assert!(w.is_empty());
         assert_eq!(w.pop_expired(10_000), None);
+    }
+
+    /// Cascades do not write the slab; ids must still reach their timers
+    /// through the forwarding tables (two hops here: level 2 -> 1 -> 0),
+    /// `swap_remove` fix-ups must override the chain, and stale ids must
+    /// match nothing on the way.
+    #[test]
+    fn ids_follow_cascades() {
+        let mut w = TimerWheel::new(0);
+        // Level 2 (>= 2^16 ms), then level 1, then level 0 after cascades.
+        let far: Vec<(TimerId, u64)> = (0..300u64)
+            .map(|i| {
+                let d = 70_000 + i * 7;
+                (w.insert(d, d), d)
+            })
+            .collect();
+        assert_eq!(w.pop_expired(69_999), None);
+        // More timers arrive meanwhile, a level-2 rotation later.
+        let refill: Vec<TimerId> = (0..300u64)
+            .map(|i| w.insert(70_000 + (1 << 16) + i, 0))
+            .collect();
+        let fired = w.pop_expired(70_000).expect("first far timer");
+        assert_eq!(fired.1, 70_000);
+        assert_eq!(w.get(fired.0), None);
+        assert_eq!(w.remove(fired.0), None);
+        for &(id, d) in &far[1..] {
+            assert_eq!(w.deadline(id), Some(d));
+            assert_eq!(w.get(id), Some(&d));
+        }
+        // Remove every other one (swap_remove fixes up moved entries), then
+        // the rest must still fire in order and stay reachable until then.
+        for &(id, d) in far[1..].iter().step_by(2) {
+            assert_eq!(w.remove(id), Some(d));
+            assert_eq!(w.remove(id), None);
+        }
+        for &(id, d) in far[2..].iter().step_by(2) {
+            *w.get_mut(id).expect("live") += 1;
+            assert_eq!(w.deadline(id), Some(d));
+        }
+        let got: Vec<u64> = pop_all(&mut w, 80_000)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        let want: Vec<u64> = far[2..].iter().step_by(2).map(|&(_, d)| d + 1).collect();
+        assert_eq!(got, want);
+        for &(id, _) in &far {
+            assert_eq!(w.get(id), None);
+        }
+        assert_eq!(w.len(), refill.len());
+        for id in refill {
+            assert_eq!(w.remove(id), Some(0));
+        }
+        assert!(w.is_empty());
     }
 
     #[test]
