@@ -58,6 +58,9 @@ pub fn listeners(conf: &HttpConf) -> Vec<ListenOptions> {
 /// What every connection of a worker shares.
 struct Shared {
     conf: Arc<HttpConf>,
+    /// Whether any location logs requests (if not, records are dropped
+    /// without looking anything up).
+    any_access_log: bool,
     files: RefCell<FileCache>,
     logs: RefCell<HashMap<PathBuf, AccessLog>>,
     buf: RefCell<Vec<u8>>,
@@ -104,7 +107,14 @@ impl Shared {
 /// Puts the HTTP protocol on a worker's listeners (`listeners[i]` is bound
 /// for `self::listeners(conf)[i]`) and starts the access-log flush timer.
 pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -> io::Result<()> {
+    let any_access_log = conf.servers.iter().any(|s| {
+        s.fallback.as_ref().is_some_and(|f| f.access_log.is_some())
+            || s.locations
+                .iter()
+                .any(|l| l.conf.as_ref().is_some_and(|c| c.access_log.is_some()))
+    });
     let shared = Rc::new(Shared {
+        any_access_log,
         conf: Arc::new(conf.clone()),
         files: RefCell::new(FileCache::new()),
         logs: RefCell::new(HashMap::new()),
@@ -287,7 +297,7 @@ impl HttpConn {
             return;
         };
         let recs = m.take_logs();
-        if recs.is_empty() {
+        if recs.is_empty() || !self.shared.any_access_log {
             return;
         }
         let peer = core.conn(c).and_then(|x| x.peer);
@@ -323,6 +333,9 @@ impl HttpConn {
         let Some(host) = host else {
             return self.default;
         };
+        if self.servers.len() <= 1 {
+            return self.default;
+        }
         let host = host.to_ascii_lowercase();
         let host = host.trim_end_matches('.');
         let mut wildcard = None;
@@ -422,11 +435,8 @@ impl HttpConn {
     /// Answers every request the machine has parsed.
     fn answer(&mut self, core: &mut Core, c: ConnId) {
         let now = core.now();
-        loop {
-            let date = core.clock().http_date().to_string();
-            let Some(ev) = self.m.as_mut().and_then(|m| m.poll(now, &date)) else {
-                break;
-            };
+        let date = core.clock().http_date().to_string();
+        while let Some(ev) = self.m.as_mut().and_then(|m| m.poll(now, &date)) {
             if let Event::Request(req) = ev {
                 if let Some(z) = core.shared() {
                     z.stats().requests.inc();
@@ -451,24 +461,26 @@ impl HttpConn {
     fn write(&mut self, core: &mut Core, c: ConnId) -> io::Result<bool> {
         while !self.pending.is_empty() {
             // Gather the leading run of byte segments into one writev.
-            let mut iov: Vec<IoSlice<'_>> = Vec::with_capacity(8);
+            let mut slots = [IoSlice::new(&[]); 16];
+            let mut n_iov = 0;
             let mut off = self.pending_off as usize;
             for seg in &self.pending {
                 match seg {
                     Segment::Bytes(b) => {
-                        iov.push(IoSlice::new(b.get(off..).unwrap_or(&[])));
+                        slots[n_iov] = IoSlice::new(b.get(off..).unwrap_or(&[]));
+                        n_iov += 1;
                         off = 0;
                     }
                     Segment::File { .. } => break,
                 }
-                if iov.len() == 64 {
+                if n_iov == slots.len() {
                     break;
                 }
             }
-            if !iov.is_empty() {
+            if n_iov > 0 {
+                let iov = &slots[..n_iov];
                 let want: usize = iov.iter().map(|b| b.len()).sum();
-                let r = core.writev(c, &iov);
-                drop(iov);
+                let r = core.writev(c, iov);
                 match r {
                     Ok(n) => self.consume(n as u64),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
@@ -552,7 +564,7 @@ impl HttpConn {
         } else if let Some(r) = &loc.ret {
             ret(r, loc, req)
         } else {
-            self.static_file(core, req, loc, &loc_uri, path)
+            self.static_file(core, req, loc, loc_uri, path)
         };
         for (k, v) in &loc.add_header {
             if matches!(
@@ -712,14 +724,13 @@ fn etag_matches(header: &[u8], etag: &str) -> bool {
 }
 
 /// The location for `path` and the URI it was declared with.
-fn find_location_with_uri<'a>(server: &'a ServerConf, path: &str) -> (String, &'a Arc<LocConf>) {
+fn find_location_with_uri<'a>(server: &'a ServerConf, path: &str) -> (&'a str, &'a Arc<LocConf>) {
     let conf = HttpConf::find_location(server, path);
     let uri = server
         .locations
         .iter()
         .find(|l| l.conf.as_ref().is_some_and(|c| Arc::ptr_eq(c, conf)))
-        .map(|l| l.uri.clone())
-        .unwrap_or_else(|| "/".to_string());
+        .map_or("/", |l| l.uri.as_str());
     (uri, conf)
 }
 

@@ -139,12 +139,29 @@ pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
-/// `writev(2)`, retried on EINTR.
+/// Gathered write: `send(2)` for one buffer, `sendmsg(2)` for several (both
+/// skip writev(2)'s VFS layers on a socket), with MSG_NOSIGNAL, retried on
+/// EINTR; falls back to writev(2) for an fd that is not a socket.
 #[inline]
 pub fn writev(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    if let [one] = bufs {
+        return send(fd, one);
+    }
     loop {
-        match rustix::io::writev(fd, bufs) {
+        let r = rnet::sendmsg(
+            fd,
+            bufs,
+            &mut rnet::SendAncillaryBuffer::default(),
+            rnet::SendFlags::NOSIGNAL,
+        );
+        match r {
             Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::NOTSOCK) => loop {
+                match rustix::io::writev(fd, bufs) {
+                    Err(rustix::io::Errno::INTR) => continue,
+                    r => return Ok(r?),
+                }
+            },
             r => return Ok(r?),
         }
     }
