@@ -304,3 +304,56 @@ fn shared_counters_count_every_request_across_workers() {
     assert_eq!(nums, vec![201, 201, 201], "{text}");
     assert!(text.starts_with("Active connections: 1 \n"), "{text}");
 }
+
+#[test]
+fn master_process_off_serves_in_one_process() {
+    let p = Prefix::new("proc-single");
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    p.write("html/index.html", "single\n");
+    p.conf(&format!("master_process off;\n{}", http_conf(port, 4, "")));
+    let mut s = p.start();
+    assert_eq!(
+        s.pid_file_pid(),
+        Some(s.pid()),
+        "the pid file names this process"
+    );
+    assert!(s.workers().is_empty(), "no worker processes");
+    assert_eq!(get(addr, "/").unwrap(), (200, b"single\n".to_vec()));
+    assert!(s.signal("quit").status.success());
+    assert!(s.wait_exit(Duration::from_secs(5)), "{}", s.log());
+}
+
+#[test]
+fn daemon_on_detaches_and_stops_via_the_pid_file() {
+    let p = Prefix::new("proc-daemon");
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    p.write("html/index.html", "daemon\n");
+    let conf = http_conf(port, 1, "").replace("daemon off;\n", "daemon on;\n");
+    p.conf(&conf);
+    let out = p.run(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid_file = p.path("logs/gyre.pid");
+    assert!(wait_for(Duration::from_secs(5), || pid_file.exists()));
+    let master: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(wait_for(Duration::from_secs(5), || get(addr, "/")
+        .is_ok_and(|r| r.0 == 200)));
+    let o = p.run(&["-s", "stop"]);
+    assert!(o.status.success());
+    assert!(wait_for(Duration::from_secs(5), || !std::path::Path::new(
+        &format!("/proc/{master}")
+    )
+    .exists()
+        || std::fs::read_to_string(format!("/proc/{master}/stat"))
+            .is_ok_and(|s| s.contains(") Z "))));
+    assert!(wait_for(Duration::from_secs(5), || !pid_file.exists()));
+}
