@@ -357,3 +357,60 @@ fn daemon_on_detaches_and_stops_via_the_pid_file() {
             .is_ok_and(|s| s.contains(") Z "))));
     assert!(wait_for(Duration::from_secs(5), || !pid_file.exists()));
 }
+
+#[test]
+fn binary_upgrade_hands_the_sockets_to_a_new_master() {
+    let p = Prefix::new("proc-usr2");
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    p.write("html/index.html", "upgrade\n");
+    p.conf(&http_conf(port, 1, ""));
+    let mut s = p.start();
+    let old = s.pid();
+    assert_eq!(get(addr, "/").unwrap().0, 200);
+    let kill = |sig: &str, pid: u32| {
+        std::process::Command::new("kill")
+            .args([&format!("-{sig}"), &pid.to_string()])
+            .status()
+            .unwrap();
+    };
+    kill("USR2", old);
+    let pid_file = p.path("logs/gyre.pid");
+    let oldbin = p.path("logs/gyre.pid.oldbin");
+    assert!(wait_for(Duration::from_secs(5), || oldbin.exists()
+        && std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .is_some_and(|n| n != old)));
+    let new: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&oldbin).unwrap().trim(),
+        old.to_string()
+    );
+    // The new master's workers serve on the inherited socket.
+    assert!(wait_for(Duration::from_secs(5), || util::children(new)
+        .len()
+        == 1));
+    assert!(
+        s.logged("using inherited sockets", Duration::from_secs(5)),
+        "{}",
+        s.log()
+    );
+    // Old workers stop (WINCH), then the old master (QUIT): no request fails.
+    kill("WINCH", old);
+    assert!(wait_for(Duration::from_secs(5), || s.workers() == vec![new]));
+    for _ in 0..50 {
+        assert_eq!(get(addr, "/").unwrap().0, 200);
+    }
+    kill("QUIT", old);
+    assert!(s.wait_exit(Duration::from_secs(5)));
+    for _ in 0..20 {
+        assert_eq!(get(addr, "/").unwrap().0, 200);
+    }
+    kill("QUIT", new);
+    assert!(wait_for(Duration::from_secs(5), || !pid_file.exists()));
+}

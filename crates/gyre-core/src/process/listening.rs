@@ -9,8 +9,14 @@
 //! ones closed.
 
 use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::conn::{ListenOptions, Listener};
+
+/// The environment variable through which a binary upgrade (USR2) hands
+/// the listening sockets to the new master: `GYRE=fd;fd;...;` (nginx's
+/// `NGINX` variable).
+pub const INHERIT_ENV: &str = "GYRE";
 
 /// One listener: a socket, or one socket per worker with `reuseport`.
 pub struct ListenSet {
@@ -35,9 +41,11 @@ pub fn bind_all(
     for w in wanted {
         let n = if w.reuseport { workers.max(1) } else { 1 };
         let mut sockets = Vec::with_capacity(n);
-        if let Some(o) = old.iter().find(|o| same(&o.opts, w)) {
-            for ls in o.sockets.iter().take(n) {
-                sockets.push(ls.try_clone()?);
+        for o in old.iter().filter(|o| same(&o.opts, w)) {
+            for ls in o.sockets.iter() {
+                if sockets.len() < n {
+                    sockets.push(ls.try_clone()?);
+                }
             }
         }
         while sockets.len() < n {
@@ -73,4 +81,77 @@ pub fn for_worker(sets: &[ListenSet], worker: usize) -> io::Result<Vec<Listener>
             }
         })
         .collect()
+}
+
+/// Takes the listening sockets a previous master handed over in
+/// [`INHERIT_ENV`] (binary upgrade), as sets [`bind_all`] can reuse. Each fd
+/// must be a listening socket; anything else is logged and closed.
+pub fn inherited() -> Vec<ListenSet> {
+    let Ok(v) = std::env::var(INHERIT_ENV) else {
+        return Vec::new();
+    };
+    std::env::remove_var(INHERIT_ENV);
+    let mut sets: Vec<ListenSet> = Vec::new();
+    for part in v.split(';').filter(|p| !p.is_empty()) {
+        let Ok(fd) = part.parse::<RawFd>() else {
+            log::error!("invalid socket number \"{part}\" in {INHERIT_ENV} environment variable, ignoring the rest");
+            break;
+        };
+        if fd < 3 || !crate::sys::socket::is_listening_socket(fd) {
+            log::error!("inherited fd {fd} is not a listening socket, ignored");
+            continue;
+        }
+        // SAFETY: the previous master passed this fd to us (exec keeps it
+        // open) and nothing else in this process owns it; checked above to
+        // be an open listening socket.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        let reuseport = crate::sys::socket::reuseport(owned.as_fd());
+        let addr = match crate::sys::socket::local_addr(owned.as_fd()) {
+            Ok(a) => a,
+            Err(e) => {
+                log::error!("getsockname() of inherited fd {fd} failed ({e})");
+                continue;
+            }
+        };
+        let mut opts = ListenOptions::new(addr);
+        opts.reuseport = reuseport;
+        match Listener::from_fd(owned, opts) {
+            Ok(ls) => {
+                log::info!("using inherited sockets from \"{v}\"");
+                match sets.iter_mut().find(|s| same(&s.opts, &opts)) {
+                    Some(s) => s.sockets.push(ls),
+                    None => sets.push(ListenSet {
+                        opts,
+                        sockets: vec![ls],
+                    }),
+                }
+            }
+            Err(e) => log::error!("inherited fd {fd} unusable ({e})"),
+        }
+    }
+    sets
+}
+
+/// The value of [`INHERIT_ENV`] for `sets`, after clearing close-on-exec on
+/// each socket so it survives the new binary's exec. Call
+/// [`restore_cloexec`] afterwards in this process.
+pub fn export(sets: &[ListenSet]) -> io::Result<String> {
+    let mut v = String::new();
+    for s in sets {
+        for ls in &s.sockets {
+            crate::sys::socket::set_cloexec(ls.as_fd(), false)?;
+            v.push_str(&ls.as_fd().as_raw_fd().to_string());
+            v.push(';');
+        }
+    }
+    Ok(v)
+}
+
+/// Sets close-on-exec again on every socket.
+pub fn restore_cloexec(sets: &[ListenSet]) {
+    for s in sets {
+        for ls in &s.sockets {
+            let _ = crate::sys::socket::set_cloexec(ls.as_fd(), true);
+        }
+    }
 }

@@ -15,6 +15,11 @@
 //!   serving; otherwise keep unchanged listeners, bind new ones, close removed
 //!   ones, start new workers, then gracefully stop the old ones.
 //! - USR1: reopen the error log, in the master and every worker.
+//! - USR2: binary upgrade: rename the pid file to `.oldbin` and start the
+//!   (new) binary with the listening sockets inherited through the `GYRE`
+//!   environment variable; both masters serve until the old one is stopped.
+//! - WINCH: gracefully stop the workers but keep the master (after USR2);
+//!   HUP then starts workers again (rolling an upgrade back).
 //!
 //! The master is single-threaded, which is what makes `fork` safe here.
 
@@ -57,6 +62,17 @@ struct Master<'a> {
     quitting: bool,
     terminate_ticks: u64,
     pid_file: PathBuf,
+    /// The new master started by a binary upgrade (USR2), while it runs.
+    new_binary: Option<u32>,
+    /// WINCH stopped the workers; they are not respawned until HUP.
+    no_workers: bool,
+}
+
+/// `logs/gyre.pid` -> `logs/gyre.pid.oldbin`.
+fn oldbin_path(pid: &Path) -> PathBuf {
+    let mut s = pid.as_os_str().to_os_string();
+    s.push(".oldbin");
+    PathBuf::from(s)
 }
 
 /// Warns as nginx does when a worker may run out of file descriptors.
@@ -142,7 +158,10 @@ pub fn run(conf: Conf, app: &dyn App, load: Loader<'_>) -> io::Result<()> {
     check_nofile(&conf);
     let zone = SharedZone::new()?;
     let workers = conf.core.worker_processes;
-    let listening = listening::bind_all(&app.listeners(&conf), workers, &[])?;
+    // After a binary upgrade the old master's sockets are reused as they are.
+    let inherited = listening::inherited();
+    let listening = listening::bind_all(&app.listeners(&conf), workers, &inherited)?;
+    drop(inherited);
     let pid_file = conf.core.pid.clone();
     write_pid_file(&pid_file)?;
     log::info!("using the \"{}\" event method", method_name(&conf));
@@ -158,6 +177,8 @@ pub fn run(conf: Conf, app: &dyn App, load: Loader<'_>) -> io::Result<()> {
         quitting: false,
         terminate_ticks: 0,
         pid_file,
+        new_binary: None,
+        no_workers: false,
     };
     log::info!("start worker processes");
     for i in 0..workers {
@@ -206,8 +227,64 @@ impl Master<'_> {
                 log::info!("reopening logs");
                 self.signal_workers(Signal::Usr1, false);
             }
-            signal::take(Signal::Usr2);
-            signal::take(Signal::Winch);
+            if signal::take(Signal::Usr2) {
+                self.upgrade();
+            }
+            if signal::take(Signal::Winch) {
+                log::info!("gracefully shutting down worker processes");
+                self.no_workers = true;
+                self.signal_workers(Signal::Quit, true);
+            }
+        }
+    }
+
+    /// USR2: starts the new binary as a new master that inherits the
+    /// listening sockets; this master keeps running (and serving) until it
+    /// is told to stop (WINCH, then QUIT), so an upgrade can be rolled back.
+    fn upgrade(&mut self) {
+        if self.new_binary.is_some() || self.terminating || self.quitting {
+            log::error!("the changing binary signal is ignored: a new binary is already running or the master is exiting");
+            return;
+        }
+        let oldbin = oldbin_path(&self.pid_file);
+        if let Err(e) = std::fs::rename(&self.pid_file, &oldbin) {
+            log::error!(
+                "rename() \"{}\" to \"{}\" failed ({e})",
+                self.pid_file.display(),
+                oldbin.display()
+            );
+            return;
+        }
+        let env = match listening::export(&self.listening) {
+            Ok(v) => v,
+            Err(e) => {
+                log::error!("fcntl(FD_CLOEXEC) failed ({e})");
+                listening::restore_cloexec(&self.listening);
+                let _ = std::fs::rename(&oldbin, &self.pid_file);
+                return;
+            }
+        };
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
+        let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+        let r = std::process::Command::new(&exe)
+            .args(&args)
+            .env(listening::INHERIT_ENV, &env)
+            .spawn();
+        listening::restore_cloexec(&self.listening);
+        match r {
+            Ok(child) => {
+                log::info!("start new binary process {}", child.id());
+                self.new_binary = Some(child.id());
+                // The child is reaped by the CHLD handler with waitpid(-1).
+                std::mem::forget(child);
+            }
+            Err(e) => {
+                log::error!(
+                    "execve() failed while executing new binary process \"{}\" ({e})",
+                    exe.display()
+                );
+                let _ = std::fs::rename(&oldbin, &self.pid_file);
+            }
         }
     }
 
@@ -263,6 +340,15 @@ impl Master<'_> {
                     if core { " (core dumped)" } else { "" }
                 ),
             }
+            if self.new_binary == Some(raw.get() as u32) {
+                // The new binary is gone: this master is the one again.
+                self.new_binary = None;
+                let oldbin = oldbin_path(&self.pid_file);
+                if let Err(e) = std::fs::rename(&oldbin, &self.pid_file) {
+                    log::error!("rename() \"{}\" back failed ({e})", oldbin.display());
+                }
+                continue;
+            }
             if self.zone.accept_mutex().force_unlock(pid) {
                 log::error!("shared memory zone was locked by {raw}, unlocked");
             }
@@ -270,7 +356,12 @@ impl Master<'_> {
                 continue;
             };
             let p = self.procs.swap_remove(i);
-            if p.exiting || self.terminating || self.quitting || p.generation != self.generation {
+            if p.exiting
+                || self.terminating
+                || self.quitting
+                || self.no_workers
+                || p.generation != self.generation
+            {
                 continue;
             }
             if status == ExitStatus::Exited(EXIT_FATAL) {
@@ -337,6 +428,19 @@ impl Master<'_> {
 
     fn reload(&mut self) {
         if self.terminating || self.quitting {
+            return;
+        }
+        if self.no_workers {
+            // After WINCH (an upgrade being rolled back): start workers
+            // again with the configuration in force, as nginx does.
+            self.no_workers = false;
+            self.generation += 1;
+            log::info!("start worker processes");
+            for i in 0..self.conf.core.worker_processes {
+                if let Err(e) = self.spawn(i) {
+                    log::error!("could not start worker process ({e})");
+                }
+            }
             return;
         }
         log::info!("reconfiguring");

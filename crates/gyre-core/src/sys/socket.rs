@@ -207,3 +207,36 @@ pub fn set_nodelay(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
 pub fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(rnet::shutdown(fd, rnet::Shutdown::Write)?)
 }
+
+/// Sets or clears FD_CLOEXEC.
+pub fn set_cloexec(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    let flags = if on {
+        rustix::io::FdFlags::CLOEXEC
+    } else {
+        rustix::io::FdFlags::empty()
+    };
+    Ok(rustix::io::fcntl_setfd(fd, flags)?)
+}
+
+/// Whether a raw fd is an open socket in the listening state.
+pub fn is_listening_socket(fd: std::os::fd::RawFd) -> bool {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `v`, which lives
+    // across the call; an invalid fd only makes it fail with EBADF.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ACCEPTCONN,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    rc == 0 && v != 0
+}
+
+/// Whether SO_REUSEPORT is set.
+pub fn reuseport(fd: BorrowedFd<'_>) -> bool {
+    rnet::sockopt::socket_reuseport(fd).unwrap_or(false)
+}
