@@ -2,6 +2,8 @@
 //! directory with a configuration, the running server, its log and pids.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod http;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
