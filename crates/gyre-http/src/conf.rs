@@ -44,7 +44,7 @@ pub struct LocSettings {
     pub default_type: Option<String>,
     pub ret: Option<Return>,
     pub stub_status: Option<bool>,
-    pub add_header: Option<Vec<(String, String)>>,
+    pub add_header: Option<Vec<(String, String, bool)>>,
     pub error_page: Option<Vec<(Vec<u16>, String)>>,
     pub keepalive_timeout: Option<u64>,
     pub keepalive_requests: Option<u64>,
@@ -82,7 +82,8 @@ pub struct LocConf {
     pub default_type: String,
     pub ret: Option<Return>,
     pub stub_status: bool,
-    pub add_header: Vec<(String, String)>,
+    /// (name, value, always).
+    pub add_header: Vec<(String, String, bool)>,
     pub error_page: Vec<(Vec<u16>, String)>,
     pub keepalive_timeout: u64,
     pub keepalive_requests: u64,
@@ -211,15 +212,20 @@ impl HttpConf {
 
 struct Fallback(Arc<LocConf>);
 
-static EMPTY_FALLBACK: std::sync::LazyLock<Fallback> =
-    std::sync::LazyLock::new(|| Fallback(Arc::new(resolve(&[], Path::new("html")))));
+static EMPTY_FALLBACK: std::sync::LazyLock<Fallback> = std::sync::LazyLock::new(|| {
+    Fallback(Arc::new(resolve(
+        &[],
+        Path::new("html"),
+        Path::new("logs/access.log"),
+    )))
+});
 
 fn pick<T: Clone>(levels: &[&LocSettings], f: impl Fn(&LocSettings) -> Option<T>) -> Option<T> {
     levels.iter().rev().find_map(|s| f(s))
 }
 
 /// Resolves settings from the outermost level (`http`) to the innermost.
-fn resolve(levels: &[&LocSettings], default_root: &Path) -> LocConf {
+fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> LocConf {
     LocConf {
         root: pick(levels, |s| s.root.clone()).unwrap_or_else(|| default_root.to_path_buf()),
         alias: levels.last().and_then(|s| s.alias.clone()),
@@ -239,7 +245,9 @@ fn resolve(levels: &[&LocSettings], default_root: &Path) -> LocConf {
         tcp_nodelay: pick(levels, |s| s.tcp_nodelay).unwrap_or(true),
         open_file_cache: pick(levels, |s| s.open_file_cache)
             .unwrap_or(Some(DEFAULT_OPEN_FILE_CACHE)),
-        access_log: pick(levels, |s| s.access_log.clone()).unwrap_or(None),
+        // nginx's default: `access_log logs/access.log combined`.
+        access_log: pick(levels, |s| s.access_log.clone())
+            .unwrap_or_else(|| Some(default_log.to_path_buf())),
     }
 }
 
@@ -252,6 +260,7 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
         c.types = Arc::new(mime::builtin());
     }
     let default_root = cx.full_path("html");
+    let default_log = cx.full_path("logs/access.log");
     let http_set = c.set.clone();
     let http_srv = c.srv.clone();
     for s in &mut c.servers {
@@ -276,11 +285,16 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
             .or(http_srv.large_client_header_buffers)
             .unwrap_or((4, 8192));
         let srv_set = s.set.clone();
-        s.fallback = Some(Arc::new(resolve(&[&http_set, &srv_set], &default_root)));
+        s.fallback = Some(Arc::new(resolve(
+            &[&http_set, &srv_set],
+            &default_root,
+            &default_log,
+        )));
         for l in &mut s.locations {
             l.conf = Some(Arc::new(resolve(
                 &[&http_set, &srv_set, &l.set],
                 &default_root,
+                &default_log,
             )));
         }
     }
@@ -407,9 +421,16 @@ fn set_stub_status(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), 
 
 fn set_add_header(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let s = c.settings(cx)?;
-    s.add_header
-        .get_or_insert_with(Vec::new)
-        .push((d.arg(0).to_string(), d.arg(1).to_string()));
+    let always = match d.args.get(2).map(String::as_str) {
+        None => false,
+        Some("always") => true,
+        Some(other) => return Err(format!("invalid parameter \"{other}\"")),
+    };
+    s.add_header.get_or_insert_with(Vec::new).push((
+        d.arg(0).to_string(),
+        d.arg(1).to_string(),
+        always,
+    ));
     Ok(())
 }
 

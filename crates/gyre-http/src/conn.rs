@@ -247,6 +247,12 @@ impl Connection {
         &self.st
     }
 
+    /// Adjusts the settings once the request's location is known (nginx's
+    /// keep-alive and body limits are per location).
+    pub fn settings_mut(&mut self) -> &mut HttpSettings {
+        &mut self.st
+    }
+
     /// Bytes received from the client.
     pub fn on_read(&mut self, data: &[u8], now: Msec) {
         if data.is_empty() {

@@ -166,7 +166,8 @@ fn settings_for(s: &ServerConf, loc: &LocConf) -> HttpSettings {
         client_header_buffer_size: s.client_header_buffer_size,
         large_header_buffers: s.large_client_header_buffers.0,
         large_header_buffer_size: s.large_client_header_buffers.1,
-        client_max_body_size: loc.client_max_body_size,
+        // Checked per location by the glue once the location is known.
+        client_max_body_size: 0,
         client_header_timeout: s.client_header_timeout,
         client_body_timeout: loc.client_body_timeout,
         keepalive_timeout: loc.keepalive_timeout,
@@ -338,7 +339,11 @@ impl HttpConn {
         }
         let host = host.to_ascii_lowercase();
         let host = host.trim_end_matches('.');
-        let mut wildcard = None;
+        // nginx's order: the exact name, then the longest leading wildcard
+        // (`*.example.com`, `.example.com`), then the longest trailing one
+        // (`www.*`), then the default server.
+        let mut leading: Option<(usize, usize)> = None;
+        let mut trailing: Option<(usize, usize)> = None;
         for &i in self.servers.iter() {
             let Some(s) = conf.servers.get(i) else {
                 continue;
@@ -347,24 +352,26 @@ impl HttpConn {
                 if n == host {
                     return i;
                 }
-                if wildcard.is_none() {
-                    if let Some(suffix) = n.strip_prefix('*') {
-                        if host.ends_with(suffix) {
-                            wildcard = Some(i);
-                        }
-                    } else if let Some(prefix) = n.strip_suffix('*') {
-                        if host.starts_with(prefix) {
-                            wildcard = Some(i);
-                        }
-                    } else if let Some(suffix) = n.strip_prefix('.') {
-                        if host == suffix || host.ends_with(n.as_str()) {
-                            wildcard = Some(i);
-                        }
+                let lead = if let Some(suffix) = n.strip_prefix('*') {
+                    host.ends_with(suffix).then_some(suffix.len())
+                } else if let Some(bare) = n.strip_prefix('.') {
+                    (host == bare || host.ends_with(n.as_str())).then_some(n.len())
+                } else {
+                    None
+                };
+                if let Some(len) = lead {
+                    if leading.is_none_or(|(_, l)| len > l) {
+                        leading = Some((i, len));
+                    }
+                }
+                if let Some(prefix) = n.strip_suffix('*') {
+                    if host.starts_with(prefix) && trailing.is_none_or(|(_, l)| prefix.len() > l) {
+                        trailing = Some((i, prefix.len()));
                     }
                 }
             }
         }
-        wildcard.unwrap_or(self.default)
+        leading.or(trailing).map_or(self.default, |(i, _)| i)
     }
 
     /// Reads what is there, answers every complete request, writes.
@@ -442,8 +449,15 @@ impl HttpConn {
                     z.stats().requests.inc();
                 }
                 self.set_stat(core, Stat::Writing);
-                let resp = self.handle(core, &req);
-                let _ = self.machine(now).respond(resp, now, &date);
+                let (mut resp, ka) = self.handle(core, &req);
+                let m = self.machine(now);
+                let st = m.settings_mut();
+                st.keepalive_timeout = ka.0;
+                st.keepalive_requests = ka.1;
+                if ka.0 == 0 || m.requests() >= ka.1 {
+                    resp.close = true;
+                }
+                let _ = m.respond(resp, now, &date);
             }
         }
         if let Some(m) = self.m.as_mut() {
@@ -549,16 +563,75 @@ impl HttpConn {
         }
     }
 
-    /// Chooses the response for one request.
-    fn handle(&mut self, core: &Core, req: &Request) -> Response {
+    /// Chooses the response for one request, and the keep-alive settings
+    /// (timeout, requests) of its location.
+    fn handle(&mut self, core: &Core, req: &Request) -> (Response, (u64, u64)) {
         let conf = self.shared.conf.clone();
         let server_i = self.pick_server(req.host.as_deref());
         let Some(server) = conf.servers.get(server_i) else {
-            return Response::error(500);
+            return (Response::error(500), (0, 0));
         };
         let path = req.path_str().unwrap_or("/");
         let (loc_uri, loc) = find_location_with_uri(server, path);
         self.send_timeout = loc.send_timeout;
+        let ka = (loc.keepalive_timeout, loc.keepalive_requests);
+        if let crate::body::BodyKind::Length(n) = req.body {
+            if loc.client_max_body_size != 0 && n > loc.client_max_body_size {
+                log::error!(
+                    "client intended to send too large body: {n} bytes, request: \"{}\"",
+                    req.request_line
+                );
+                return (Response::error(413), ka);
+            }
+        }
+        let mut resp = self.respond_in(core, req, loc, loc_uri, path);
+        if resp.status >= 300 {
+            if let Some(page) = error_page_for(loc, resp.status) {
+                resp = self.error_page(core, req, server, resp.status, page);
+            }
+        }
+        (resp, ka)
+    }
+
+    /// `error_page CODE URI`: the response of `URI` (as a GET), sent with
+    /// the original status (nginx's internal redirect).
+    fn error_page(
+        &mut self,
+        core: &Core,
+        req: &Request,
+        server: &ServerConf,
+        status: u16,
+        uri: &str,
+    ) -> Response {
+        let (loc_uri, loc) = find_location_with_uri(server, uri);
+        let mut get = req.clone();
+        get.method = "GET".into();
+        get.body = crate::body::BodyKind::None;
+        let mut r = self.respond_in(core, &get, loc, loc_uri, uri);
+        if r.status != 200 {
+            return Response::error(status);
+        }
+        r.status = status;
+        r.headers
+            .retain(|(k, _)| k != "ETag" && k != "Accept-Ranges");
+        r.last_modified = None;
+        if req.is_head() {
+            r.content_length = Some(r.body.len());
+            r.body = Body::Empty;
+        }
+        r.close = Response::error(status).close;
+        r
+    }
+
+    /// The response of a location: stub_status, `return`, or a file.
+    fn respond_in(
+        &mut self,
+        core: &Core,
+        req: &Request,
+        loc: &LocConf,
+        loc_uri: &str,
+        path: &str,
+    ) -> Response {
         let mut resp = if loc.stub_status {
             stub_status(core, req)
         } else if let Some(r) = &loc.ret {
@@ -566,11 +639,13 @@ impl HttpConn {
         } else {
             self.static_file(core, req, loc, loc_uri, path)
         };
-        for (k, v) in &loc.add_header {
-            if matches!(
-                resp.status,
-                200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
-            ) {
+        for (k, v, always) in &loc.add_header {
+            if *always
+                || matches!(
+                    resp.status,
+                    200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
+                )
+            {
                 resp.headers.push((k.clone(), v.clone()));
             }
         }
@@ -679,7 +754,7 @@ impl HttpConn {
                 if let Some(cr) = (RangeDecision::Partial { start, end }).content_range(info.size) {
                     r.headers.push(("Content-Range".into(), cr));
                 }
-                (start, end - start + 1)
+                (start, end - start)
             }
             Some(RangeDecision::NotSatisfiable) => {
                 let mut e = Response::error(416);
@@ -712,6 +787,13 @@ impl HttpConn {
         }
         r
     }
+}
+
+fn error_page_for(loc: &LocConf, status: u16) -> Option<&str> {
+    loc.error_page
+        .iter()
+        .find(|(codes, _)| codes.contains(&status))
+        .map(|(_, uri)| uri.as_str())
 }
 
 fn etag_matches(header: &[u8], etag: &str) -> bool {

@@ -167,7 +167,6 @@ fn access_log_off_writes_no_file() {
 }
 
 #[test]
-#[ignore = "BUG: without any access_log directive nothing is logged; nginx's default is `access_log logs/access.log combined`"]
 fn access_log_is_on_by_default() {
     let (r, p) = fixture("al-default", "");
     let resp = raw_request(

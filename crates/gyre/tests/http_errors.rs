@@ -215,7 +215,6 @@ fn body_over_client_max_body_size_is_413() {
 }
 
 #[test]
-#[ignore = "BUG: client_max_body_size in a location is ignored; the server-level value is applied to every request"]
 fn client_max_body_size_per_location() {
     let (r, _p) = fixture(
         "err-413-loc",

@@ -210,7 +210,6 @@ fn pipelined_requests_are_answered_in_order() {
 }
 
 #[test]
-#[ignore = "BUG: keepalive_timeout / keepalive_requests set in a location are ignored; only the server-level values apply"]
 fn keepalive_settings_per_location() {
     let (r, p) = fixture(
         "ka-loc",

@@ -130,7 +130,6 @@ fn server_selection_exact_and_default() {
 }
 
 #[test]
-#[ignore = "BUG: wildcard server_name picks the first matching server in file order, not nginx's longest leading wildcard, then trailing"]
 fn server_selection_wildcard_precedence() {
     let f = fixture("rt-wild");
     let mut wrong = Vec::new();
@@ -215,7 +214,6 @@ fn add_header_on_success_codes_and_inheritance() {
 }
 
 #[test]
-#[ignore = "BUG: `add_header ... always` is accepted but `always` is ignored: no header on 4xx/5xx"]
 fn add_header_always_on_errors() {
     let f = fixture("rt-always");
     let r = call(agent().get(&f.r.url("/always/")));
