@@ -33,7 +33,7 @@ use crate::process::worker::{self, WorkerParams};
 use crate::sys::process::{self as sysproc, ExitStatus, Fork, Pid};
 use crate::sys::signal::{self, SigSet, Signal};
 
-use super::{App, EXIT_FATAL};
+use super::{App, Role, EXIT_FATAL};
 
 /// How long workers get to exit after TERM before SIGKILL, in ms.
 const TERMINATE_GRACE_MS: u64 = 1000;
@@ -44,7 +44,7 @@ pub type Loader<'a> = &'a dyn Fn() -> Result<Conf, ConfError>;
 
 struct Proc {
     pid: Pid,
-    index: usize,
+    role: Role,
     generation: u32,
     /// Told to exit (QUIT or TERM); not respawned.
     exiting: bool,
@@ -55,6 +55,8 @@ struct Master<'a> {
     load: Loader<'a>,
     conf: Conf,
     listening: Vec<ListenSet>,
+    /// The singleton process's sockets.
+    single_listening: Vec<ListenSet>,
     zone: SharedZone,
     procs: Vec<Proc>,
     generation: u32,
@@ -161,6 +163,7 @@ pub fn run(conf: Conf, app: &dyn App, load: Loader<'_>) -> io::Result<()> {
     // After a binary upgrade the old master's sockets are reused as they are.
     let inherited = listening::inherited();
     let listening = listening::bind_all(&app.listeners(&conf), workers, &inherited)?;
+    let single_listening = listening::bind_all(&app.singleton_listeners(&conf), 1, &inherited)?;
     drop(inherited);
     let pid_file = conf.core.pid.clone();
     write_pid_file(&pid_file)?;
@@ -170,6 +173,7 @@ pub fn run(conf: Conf, app: &dyn App, load: Loader<'_>) -> io::Result<()> {
         load,
         conf,
         listening,
+        single_listening,
         zone,
         procs: Vec::new(),
         generation: 0,
@@ -182,7 +186,10 @@ pub fn run(conf: Conf, app: &dyn App, load: Loader<'_>) -> io::Result<()> {
     };
     log::info!("start worker processes");
     for i in 0..workers {
-        m.spawn(i)?;
+        m.spawn(Role::Worker(i))?;
+    }
+    if !m.single_listening.is_empty() {
+        m.spawn(Role::Singleton)?;
     }
     m.cycle();
     let _ = std::fs::remove_file(&m.pid_file);
@@ -198,6 +205,13 @@ fn method_name(conf: &Conf) -> &'static str {
 }
 
 impl Master<'_> {
+    fn name(&self, role: Role) -> &'static str {
+        match role {
+            Role::Worker(_) => "worker process",
+            Role::Singleton => self.app.singleton_name(),
+        }
+    }
+
     fn cycle(&mut self) {
         loop {
             if (self.terminating || self.quitting) && self.procs.is_empty() {
@@ -233,7 +247,12 @@ impl Master<'_> {
             if signal::take(Signal::Winch) {
                 log::info!("gracefully shutting down worker processes");
                 self.no_workers = true;
-                self.signal_workers(Signal::Quit, true);
+                for p in &mut self.procs {
+                    if matches!(p.role, Role::Worker(_)) {
+                        p.exiting = true;
+                        let _ = signal::send(p.pid, Signal::Quit);
+                    }
+                }
             }
         }
     }
@@ -288,9 +307,12 @@ impl Master<'_> {
         }
     }
 
-    /// Forks worker `index` of the current generation.
-    fn spawn(&mut self, index: usize) -> io::Result<()> {
-        let listeners = listening::for_worker(&self.listening, index)?;
+    /// Forks a worker (or the singleton) of the current generation.
+    fn spawn(&mut self, role: Role) -> io::Result<()> {
+        let listeners = match role {
+            Role::Worker(i) => listening::for_worker(&self.listening, i)?,
+            Role::Singleton => listening::for_worker(&self.single_listening, 0)?,
+        };
         // SAFETY: the master is single-threaded (it starts no threads), so
         // the child may run arbitrary code.
         match unsafe { sysproc::fork() }? {
@@ -299,21 +321,23 @@ impl Master<'_> {
                 // workers' reuseport sockets) must not stay open here, or a
                 // gracefully exiting worker would keep them listening.
                 drop(std::mem::take(&mut self.listening));
+                drop(std::mem::take(&mut self.single_listening));
                 let code = worker::run(WorkerParams {
                     conf: &self.conf,
                     app: self.app,
                     listeners,
                     zone: self.zone.clone(),
-                    index,
+                    role,
                     workers: self.conf.core.worker_processes,
+                    single_listeners: Vec::new(),
                 });
                 sysproc::exit_now(code)
             }
             Fork::Parent { child } => {
-                log::info!("start worker process {}", child.as_raw_nonzero());
+                log::info!("start {} {}", self.name(role), child.as_raw_nonzero());
                 self.procs.push(Proc {
                     pid: child,
-                    index,
+                    role,
                     generation: self.generation,
                     exiting: false,
                 });
@@ -332,11 +356,15 @@ impl Master<'_> {
         };
         for (pid, status) in reaped {
             let raw = pid.as_raw_nonzero();
+            let name = match self.procs.iter().find(|p| p.pid == pid) {
+                Some(p) => self.name(p.role),
+                None => "process",
+            };
             match status {
-                ExitStatus::Exited(0) => log::info!("worker process {raw} exited with code 0"),
-                ExitStatus::Exited(c) => log::error!("worker process {raw} exited with code {c}"),
+                ExitStatus::Exited(0) => log::info!("{name} {raw} exited with code 0"),
+                ExitStatus::Exited(c) => log::error!("{name} {raw} exited with code {c}"),
                 ExitStatus::Signaled(s, core) => log::error!(
-                    "worker process {raw} exited on signal {s}{}",
+                    "{name} {raw} exited on signal {s}{}",
                     if core { " (core dumped)" } else { "" }
                 ),
             }
@@ -356,22 +384,22 @@ impl Master<'_> {
                 continue;
             };
             let p = self.procs.swap_remove(i);
-            if p.exiting
-                || self.terminating
-                || self.quitting
-                || self.no_workers
-                || p.generation != self.generation
-            {
+            let current = match p.role {
+                // The singleton outlives reloads that do not replace it.
+                Role::Singleton => !self.procs.iter().any(|q| q.role == Role::Singleton),
+                Role::Worker(_) => p.generation == self.generation,
+            };
+            if p.exiting || self.terminating || self.quitting || self.no_workers || !current {
                 continue;
             }
             if status == ExitStatus::Exited(EXIT_FATAL) {
                 log::error!(
-                    "worker process {raw} exited with fatal code {EXIT_FATAL} and cannot be respawned"
+                    "{name} {raw} exited with fatal code {EXIT_FATAL} and cannot be respawned"
                 );
                 continue;
             }
-            if let Err(e) = self.spawn(p.index) {
-                log::error!("could not respawn worker process ({e})");
+            if let Err(e) = self.spawn(p.role) {
+                log::error!("could not respawn {name} ({e})");
             }
         }
     }
@@ -398,6 +426,7 @@ impl Master<'_> {
         self.terminating = true;
         self.signal_workers(Signal::Term, true);
         self.listening.clear();
+        self.single_listening.clear();
         self.terminate_ticks = 0;
         if let Err(e) = signal::set_interval_timer(TERMINATE_TICK_MS) {
             log::error!("setitimer() failed ({e})");
@@ -424,6 +453,7 @@ impl Master<'_> {
         self.quitting = true;
         self.signal_workers(Signal::Quit, true);
         self.listening.clear();
+        self.single_listening.clear();
     }
 
     fn reload(&mut self) {
@@ -437,7 +467,7 @@ impl Master<'_> {
             self.generation += 1;
             log::info!("start worker processes");
             for i in 0..self.conf.core.worker_processes {
-                if let Err(e) = self.spawn(i) {
+                if let Err(e) = self.spawn(Role::Worker(i)) {
                     log::error!("could not start worker process ({e})");
                 }
             }
@@ -461,18 +491,45 @@ impl Master<'_> {
                     return;
                 }
             };
+        let replace_single = self.app.singleton_changed(&self.conf, &conf);
+        if replace_single {
+            match listening::bind_all(
+                &self.app.singleton_listeners(&conf),
+                1,
+                &self.single_listening,
+            ) {
+                Ok(l) => self.single_listening = l,
+                Err(e) => {
+                    log::error!("{e}");
+                    return;
+                }
+            }
+        }
         self.listening = listening;
         self.conf = conf;
         let old = self.generation;
         self.generation += 1;
         log::info!("start worker processes");
         for i in 0..workers {
-            if let Err(e) = self.spawn(i) {
+            if let Err(e) = self.spawn(Role::Worker(i)) {
                 log::error!("could not start worker process ({e})");
             }
         }
+        let mut stop_single = false;
+        if replace_single {
+            stop_single = true;
+            if !self.single_listening.is_empty() {
+                if let Err(e) = self.spawn(Role::Singleton) {
+                    log::error!("could not start {} ({e})", self.app.singleton_name());
+                }
+            }
+        }
         for p in &mut self.procs {
-            if p.generation == old && !p.exiting {
+            let stale = match p.role {
+                Role::Worker(_) => p.generation == old,
+                Role::Singleton => stop_single && p.generation != self.generation,
+            };
+            if stale && !p.exiting {
                 p.exiting = true;
                 if let Err(e) = signal::send(p.pid, Signal::Quit) {
                     log::error!("kill({}, QUIT) failed ({e})", p.pid.as_raw_nonzero());
@@ -492,8 +549,11 @@ pub fn run_single(conf: Conf, app: &dyn App) -> io::Result<()> {
     let zone = SharedZone::new()?;
     let listening = listening::bind_all(&app.listeners(&conf), 1, &[])?;
     let listeners = listening::for_worker(&listening, 0)?;
+    let single = listening::bind_all(&app.singleton_listeners(&conf), 1, &[])?;
+    let single_listeners = listening::for_worker(&single, 0)?;
     // Only the worker's copies stay open, so a graceful quit closes them.
     drop(listening);
+    drop(single);
     write_pid_file(&conf.core.pid)?;
     log::info!("using the \"{}\" event method", method_name(&conf));
     let code = worker::run(WorkerParams {
@@ -501,8 +561,9 @@ pub fn run_single(conf: Conf, app: &dyn App) -> io::Result<()> {
         app,
         listeners,
         zone,
-        index: 0,
+        role: Role::Worker(0),
         workers: 1,
+        single_listeners,
     });
     let _ = std::fs::remove_file(&conf.core.pid);
     if code == 0 {

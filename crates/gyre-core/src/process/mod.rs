@@ -42,4 +42,42 @@ pub trait App {
         listeners: Vec<Listener>,
         worker: usize,
     ) -> io::Result<()>;
+
+    /// Sockets served by the singleton process instead of the workers: a
+    /// protocol whose state must live in exactly one process (a keyspace).
+    /// The master runs the singleton beside the workers when this is not
+    /// empty, respawns it if it dies, and stops it on quit.
+    fn singleton_listeners(&self, _conf: &Conf) -> Vec<ListenOptions> {
+        Vec::new()
+    }
+
+    /// Runs in the singleton process once its loop exists.
+    fn init_singleton(
+        &self,
+        _conf: &Conf,
+        _core: &mut Core,
+        _listeners: Vec<Listener>,
+    ) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Whether a reload from `old` to `new` must replace the singleton
+    /// (losing its in-memory state); if not, it keeps running.
+    fn singleton_changed(&self, _old: &Conf, _new: &Conf) -> bool {
+        true
+    }
+
+    /// The singleton's name in log lines ("kv process").
+    fn singleton_name(&self) -> &'static str {
+        "singleton process"
+    }
+}
+
+/// What a forked child of the master does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Worker number `n` (0-based).
+    Worker(usize),
+    /// The singleton process.
+    Singleton,
 }

@@ -21,7 +21,7 @@ use crate::process::shm::SharedZone;
 use crate::sys::process::{self as sysproc, Pid};
 use crate::sys::signal::{self, SigSet, Signal};
 
-use super::{App, EXIT_FATAL};
+use super::{App, Role, EXIT_FATAL};
 
 /// The loop's settings from the configuration, for a cycle of `workers`
 /// workers.
@@ -65,10 +65,13 @@ pub struct WorkerParams<'a> {
     pub app: &'a dyn App,
     pub listeners: Vec<Listener>,
     pub zone: SharedZone,
-    /// This worker's number, 0-based.
-    pub index: usize,
+    /// This worker's number, 0-based, or the singleton.
+    pub role: Role,
     /// Workers in this cycle.
     pub workers: usize,
+    /// Without a master (`master_process off`) the one process also serves
+    /// the singleton's sockets.
+    pub single_listeners: Vec<Listener>,
 }
 
 /// Runs a worker until it is told to stop; returns its exit code.
@@ -82,10 +85,13 @@ pub fn run(p: WorkerParams<'_>) -> i32 {
             log::error!("setrlimit(RLIMIT_NOFILE, {n}) failed ({e})");
         }
     }
-    set_affinity(p.conf, p.index);
+    if let Role::Worker(i) = p.role {
+        set_affinity(p.conf, i);
+    }
     let mut p = p;
     let listeners = std::mem::take(&mut p.listeners);
-    match init(&p, listeners) {
+    let single = std::mem::take(&mut p.single_listeners);
+    match init(&p, listeners, single) {
         Ok(mut core) => {
             let r = core.run();
             signal::set_notify_fd(None);
@@ -129,17 +135,31 @@ fn set_affinity(conf: &Conf, index: usize) {
 
 /// `listeners` move into the loop: a graceful shutdown closes the last
 /// copy of each in this process.
-fn init(p: &WorkerParams<'_>, listeners: Vec<Listener>) -> io::Result<Core> {
-    let opts = core_options(p.conf, p.workers);
+fn init(
+    p: &WorkerParams<'_>,
+    listeners: Vec<Listener>,
+    single_listeners: Vec<Listener>,
+) -> io::Result<Core> {
+    let single = p.role == Role::Singleton;
+    let opts = core_options(p.conf, if single { 1 } else { p.workers });
     let mut core = Core::new(opts)?;
-    core.set_shared(p.zone.clone());
-    if p.conf.events.accept_mutex && p.workers > 1 {
+    if !single {
+        // stub_status counts the workers' (HTTP) connections.
+        core.set_shared(p.zone.clone());
+    }
+    if !single && p.conf.events.accept_mutex && p.workers > 1 {
         core.set_accept_mutex(Box::new(ShmAcceptMutex {
             zone: p.zone.clone(),
             pid: sysproc::getpid(),
         }))?;
     }
-    p.app.init_worker(p.conf, &mut core, listeners, p.index)?;
+    match p.role {
+        Role::Worker(i) => p.app.init_worker(p.conf, &mut core, listeners, i)?,
+        Role::Singleton => p.app.init_singleton(p.conf, &mut core, listeners)?,
+    }
+    if !single_listeners.is_empty() {
+        p.app.init_singleton(p.conf, &mut core, single_listeners)?;
+    }
     let notifier = core.notifier()?;
     signal::set_notify_fd(Some(notifier.raw_fd()));
     let shutdown_timeout = p.conf.core.worker_shutdown_timeout;
