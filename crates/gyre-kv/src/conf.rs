@@ -1,0 +1,139 @@
+//! The `kv {}` configuration block, with redis.conf's defaults:
+//!
+//! ```text
+//! kv {
+//!     listen 127.0.0.1:6380;
+//!     hz 10;
+//!     dynamic_hz on;
+//!     timeout 0;
+//!     maxclients 10000;
+//!     databases 16;
+//!     proto_max_bulk_len 512m;
+//!     client_query_buffer_limit 1g;
+//! }
+//! ```
+
+use gyre_core::conf::{
+    Args, Block, ConfCtx, ConfError, Context, Directive, DirectiveSpec, ListenConf, ModuleDef,
+};
+
+/// The `kv {}` block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvConf {
+    /// Whether `kv {}` appeared.
+    pub present: bool,
+    pub listen: Vec<ListenConf>,
+    /// serverCron runs this many times a second (1..=500).
+    pub hz: u32,
+    pub dynamic_hz: bool,
+    /// Close clients idle this many seconds (0: never).
+    pub timeout_secs: u64,
+    pub maxclients: u64,
+    pub databases: u32,
+    pub proto_max_bulk_len: u64,
+    pub client_query_buffer_limit: u64,
+}
+
+impl Default for KvConf {
+    fn default() -> KvConf {
+        KvConf {
+            present: false,
+            listen: Vec::new(),
+            hz: 10,
+            dynamic_hz: true,
+            timeout_secs: 0,
+            maxclients: 10_000,
+            databases: 16,
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+        }
+    }
+}
+
+/// The context inside `kv {}`.
+pub const KV: Context = Context::KV;
+
+fn set_kv(c: &mut KvConf, _: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.present = true;
+    Ok(())
+}
+
+fn set_listen(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.listen.push(d.listen(6379)?);
+    Ok(())
+}
+
+fn set_hz(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let n = d.number(0)?;
+    // redis.conf clamps hz to 1..500.
+    c.hz = n.clamp(1, 500) as u32;
+    Ok(())
+}
+
+fn set_dynamic_hz(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.dynamic_hz = d.flag()?;
+    Ok(())
+}
+
+fn set_timeout(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.timeout_secs = d.sec(0)?;
+    Ok(())
+}
+
+fn set_maxclients(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let n = d.number(0)?;
+    if n == 0 {
+        return Err(format!("invalid value \"{}\" in \"maxclients\"", d.arg(0)));
+    }
+    c.maxclients = n;
+    Ok(())
+}
+
+fn set_databases(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let n = d.number(0)?;
+    if n == 0 || n > 1_000_000 {
+        return Err(format!("invalid value \"{}\" in \"databases\"", d.arg(0)));
+    }
+    c.databases = n as u32;
+    Ok(())
+}
+
+fn set_bulk(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.proto_max_bulk_len = d.offset(0)?;
+    Ok(())
+}
+
+fn set_qbuf(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.client_query_buffer_limit = d.offset(0)?;
+    Ok(())
+}
+
+static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
+    DirectiveSpec::block("kv", Context::MAIN, Args::NOARGS, Block::Context(KV), false, set_kv),
+    DirectiveSpec::multi("listen", KV, Args::ONE_MORE, set_listen),
+    DirectiveSpec::new("hz", KV, Args::TAKE1, set_hz),
+    DirectiveSpec::new("dynamic_hz", KV, Args::FLAG, set_dynamic_hz),
+    DirectiveSpec::new("timeout", KV, Args::TAKE1, set_timeout),
+    DirectiveSpec::new("maxclients", KV, Args::TAKE1, set_maxclients),
+    DirectiveSpec::new("databases", KV, Args::TAKE1, set_databases),
+    DirectiveSpec::new("proto_max_bulk_len", KV, Args::TAKE1, set_bulk),
+    DirectiveSpec::new("client_query_buffer_limit", KV, Args::TAKE1, set_qbuf),
+];
+
+fn kv_init(c: &mut KvConf, _: &ConfCtx) -> Result<(), ConfError> {
+    if c.present && c.listen.is_empty() {
+        c.listen.push(
+            gyre_core::conf::parse_listen(&["127.0.0.1:6379".to_string()], 6379)
+                .map_err(ConfError::new)?,
+        );
+    }
+    Ok(())
+}
+
+/// The module gyre registers for `kv {}`.
+pub static KV_MODULE: ModuleDef<KvConf> = ModuleDef {
+    name: "kv",
+    directives: KV_DIRECTIVES,
+    create_conf: KvConf::default,
+    init_conf: kv_init,
+};
