@@ -109,7 +109,14 @@ fn set_qbuf(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
 }
 
 static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
-    DirectiveSpec::block("kv", Context::MAIN, Args::NOARGS, Block::Context(KV), false, set_kv),
+    DirectiveSpec::block(
+        "kv",
+        Context::MAIN,
+        Args::NOARGS,
+        Block::Context(KV),
+        false,
+        set_kv,
+    ),
     DirectiveSpec::multi("listen", KV, Args::ONE_MORE, set_listen),
     DirectiveSpec::new("hz", KV, Args::TAKE1, set_hz),
     DirectiveSpec::new("dynamic_hz", KV, Args::FLAG, set_dynamic_hz),
