@@ -52,10 +52,6 @@ impl Ctx<'_> {
         self.errors += 1;
         resp::write_error(self.out, msg.as_bytes());
     }
-    fn err_bytes(&mut self, msg: &[u8]) {
-        self.errors += 1;
-        resp::write_error(self.out, msg);
-    }
     fn int(&mut self, n: i64) {
         resp::write_int(self.out, n);
     }
@@ -64,9 +60,6 @@ impl Ctx<'_> {
     }
     fn null(&mut self) {
         resp::write_null(self.out, self.proto);
-    }
-    fn null_array(&mut self) {
-        resp::write_null_array(self.out, self.proto);
     }
     fn array(&mut self, n: usize) {
         resp::write_array_len(self.out, n);
@@ -1184,17 +1177,16 @@ fn hello(server: &mut Server, ctx: &mut Ctx<'_>) {
 
 fn select(server: &mut Server, ctx: &mut Ctx<'_>) {
     let Some(id) = parse_ll(ctx, 1) else { return };
-    if id < 0 || id > i64::from(i32::MAX) {
-        if id < i64::from(i32::MIN) || id > i64::from(i32::MAX) {
-            return ctx.err(ERR_NOT_INT);
+    if i32::try_from(id).is_err() {
+        return ctx.err("ERR value is out of range, value must between -2147483648 and 2147483647");
+    }
+    match usize::try_from(id) {
+        Ok(i) if i < server.dbs.len() => {
+            ctx.db = i;
+            ctx.ok();
         }
-        return ctx.err("ERR DB index is out of range");
+        _ => ctx.err("ERR DB index is out of range"),
     }
-    if id as usize >= server.dbs.len() {
-        return ctx.err("ERR DB index is out of range");
-    }
-    ctx.db = id as usize;
-    ctx.ok();
 }
 
 // ------------------------------------------------------------ server
@@ -1258,8 +1250,13 @@ fn lastsave(server: &mut Server, ctx: &mut Ctx<'_>) {
 }
 
 fn function_flush(_: &mut Server, ctx: &mut Ctx<'_>) {
-    if ctx.argc() > 3 || (ctx.argc() == 3 && !eq(ctx.arg(2), "sync") && !eq(ctx.arg(2), "async")) {
-        return ctx.syntax();
+    if ctx.argc() > 3 {
+        return ctx.err(
+            "ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.",
+        );
+    }
+    if ctx.argc() == 3 && !eq(ctx.arg(2), "sync") && !eq(ctx.arg(2), "async") {
+        return ctx.err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
     ctx.ok();
 }
@@ -1536,8 +1533,8 @@ fn command_info_one(ctx: &mut Ctx<'_>, c: &CommandSpec, parent: Option<&str>) {
     ctx.set_len(1);
     ctx.simple(&format!("@{}", c.group));
     ctx.set_len(0); // tips
-    ctx.array(0); // key specs
-    ctx.array(c.subcommands.len());
+    ctx.set_len(0); // key specs
+    ctx.set_len(c.subcommands.len());
     for s in c.subcommands {
         command_info_one(ctx, s, Some(c.name));
     }
@@ -1577,7 +1574,8 @@ fn command_info(_: &mut Server, ctx: &mut Ctx<'_>) {
     for i in 2..ctx.argc() {
         match find_spec(ctx.arg(i)) {
             Some(c) => command_info_one(ctx, c, None),
-            None => ctx.null_array(),
+            // Redis answers an unknown name with a null (`$-1` in RESP2).
+            None => ctx.null(),
         }
     }
 }
@@ -2193,7 +2191,7 @@ fn incr_decr(server: &mut Server, ctx: &mut Ctx<'_>, by: i64) {
     let key = ctx.arg(1).to_vec();
     let cur = match server.dbs[db].lookup_write(&key, now) {
         None => None,
-        Some(e) => match string2ll(&e.value) {
+        Some(e) => match string2ll(e.value) {
             Some(v) => Some(v),
             None => return ctx.err(ERR_NOT_INT),
         },
@@ -2578,14 +2576,4 @@ fn persist(server: &mut Server, ctx: &mut Ctx<'_>) {
     } else {
         ctx.int(0)
     }
-}
-
-#[allow(dead_code)]
-fn wrongtype(ctx: &mut Ctx<'_>) {
-    ctx.err(ERR_WRONGTYPE);
-}
-
-#[allow(dead_code)]
-fn err_raw(ctx: &mut Ctx<'_>, m: &[u8]) {
-    ctx.err_bytes(m);
 }

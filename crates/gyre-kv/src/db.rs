@@ -13,28 +13,71 @@
 //! Expiry is lazy (every lookup checks) plus active ([`Db::expire_sample`],
 //! driven by `Server`'s expire cycle).
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 use crate::glob::stringmatch;
 use crate::util::Rng;
 
-/// Estimated per-key overhead in bytes (map slot, `Arc` header, entry,
-/// index vector slots), for the `used_memory` estimate.
-pub const ENTRY_OVERHEAD: u64 = 96;
+/// Estimated per-key overhead in bytes (map slot, key object, index
+/// vector slots), for the `used_memory` estimate.
+pub const ENTRY_OVERHEAD: u64 = 112;
 const NO_SLOT: usize = usize::MAX;
+const NO_EXPIRE: i64 = -1;
 
-/// A key's value and metadata.
+/// A key's shared metadata. The map, `keys` and `ttl_keys` hold the same
+/// `Arc`; the TTL and both vector indexes live here so the expire cycle and
+/// the swap_remove fix-ups never need a hash lookup (atomics only for
+/// interior mutability; the keyspace is used from one thread).
 #[derive(Debug)]
-pub struct Entry {
-    pub value: Vec<u8>,
-    /// Absolute unix time in ms, or -1 for no TTL.
-    expire: i64,
-    slot: usize,
-    ttl_slot: usize,
+struct KeyInner {
+    expire: AtomicI64,
+    slot: AtomicUsize,
+    ttl_slot: AtomicUsize,
+    bytes: Box<[u8]>,
 }
 
-impl Entry {
+#[derive(Clone, Debug)]
+struct Key(Arc<KeyInner>);
+
+impl Key {
+    fn expire(&self) -> i64 {
+        self.0.expire.load(Relaxed)
+    }
+}
+
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        // Must hash exactly like `[u8]` for `Borrow<[u8]>` lookups.
+        self.0.bytes.hash(h);
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, o: &Key) -> bool {
+        self.0.bytes == o.0.bytes
+    }
+}
+
+impl Eq for Key {}
+
+impl Borrow<[u8]> for Key {
+    fn borrow(&self) -> &[u8] {
+        &self.0.bytes
+    }
+}
+
+/// A looked-up key: its value and TTL.
+#[derive(Debug)]
+pub struct Entry<'a> {
+    pub value: &'a Vec<u8>,
+    expire: i64,
+}
+
+impl Entry<'_> {
     /// Absolute expire time in ms, if any.
     pub fn expire(&self) -> Option<i64> {
         (self.expire >= 0).then_some(self.expire)
@@ -60,9 +103,9 @@ pub struct SampleOutcome {
 
 #[derive(Debug)]
 pub struct Db {
-    map: HashMap<Arc<[u8]>, Entry>,
-    keys: Vec<Arc<[u8]>>,
-    ttl_keys: Vec<Arc<[u8]>>,
+    map: HashMap<Key, Vec<u8>>,
+    keys: Vec<Key>,
+    ttl_keys: Vec<Key>,
     /// Running average TTL of sampled keys (Redis's `avg_ttl`), in ms.
     pub avg_ttl: i64,
     pub stats: DbStats,
@@ -71,12 +114,27 @@ pub struct Db {
 }
 
 /// A key is expired when `now > expire` (Redis's `keyIsExpired`).
-fn is_expired(e: &Entry, now: i64) -> bool {
-    e.expire >= 0 && now > e.expire
+fn is_expired(expire: i64, now: i64) -> bool {
+    expire >= 0 && now > expire
 }
 
-fn entry_mem(key: &[u8], e: &Entry) -> u64 {
-    ENTRY_OVERHEAD + key.len() as u64 + e.value.len() as u64
+fn entry_mem(key: &[u8], value: &[u8]) -> u64 {
+    ENTRY_OVERHEAD + key.len() as u64 + value.len() as u64
+}
+
+/// swap_remove `slot` from `v` and record the moved key's new index.
+fn unlink_slot(v: &mut Vec<Key>, slot: usize, ttl: bool) {
+    if slot >= v.len() {
+        return;
+    }
+    v.swap_remove(slot);
+    if let Some(moved) = v.get(slot) {
+        if ttl {
+            moved.0.ttl_slot.store(slot, Relaxed);
+        } else {
+            moved.0.slot.store(slot, Relaxed);
+        }
+    }
 }
 
 impl Db {
@@ -111,10 +169,14 @@ impl Db {
         self.mem
     }
 
+    fn stored_expire(&self, key: &[u8]) -> Option<i64> {
+        self.map.get_key_value(key).map(|(k, _)| k.expire())
+    }
+
     /// Remove `key` if its TTL has passed; true if it did (counts
     /// `expired_keys`).
     pub fn expire_if_needed(&mut self, key: &[u8], now: i64) -> bool {
-        let expired = self.map.get(key).is_some_and(|e| is_expired(e, now));
+        let expired = self.stored_expire(key).is_some_and(|e| is_expired(e, now));
         if expired {
             self.remove(key);
             self.stats.expired_keys += 1;
@@ -122,25 +184,28 @@ impl Db {
         expired
     }
 
+    fn entry(&self, key: &[u8]) -> Option<Entry<'_>> {
+        self.map.get_key_value(key).map(|(k, v)| Entry {
+            value: v,
+            expire: k.expire(),
+        })
+    }
+
     /// Read lookup: lazy expiry, counts keyspace hits/misses.
-    pub fn lookup_read(&mut self, key: &[u8], now: i64) -> Option<&Entry> {
+    pub fn lookup_read(&mut self, key: &[u8], now: i64) -> Option<Entry<'_>> {
         self.expire_if_needed(key, now);
-        match self.map.get(key) {
-            Some(e) => {
-                self.stats.keyspace_hits += 1;
-                Some(e)
-            }
-            None => {
-                self.stats.keyspace_misses += 1;
-                None
-            }
+        if self.map.contains_key(key) {
+            self.stats.keyspace_hits += 1;
+        } else {
+            self.stats.keyspace_misses += 1;
         }
+        self.entry(key)
     }
 
     /// Write lookup: lazy expiry, no hit/miss accounting.
-    pub fn lookup_write(&mut self, key: &[u8], now: i64) -> Option<&Entry> {
+    pub fn lookup_write(&mut self, key: &[u8], now: i64) -> Option<Entry<'_>> {
         self.expire_if_needed(key, now);
-        self.map.get(key)
+        self.entry(key)
     }
 
     /// True if a live key exists (write lookup).
@@ -157,10 +222,10 @@ impl Db {
         f: impl FnOnce(&mut Vec<u8>) -> R,
     ) -> Option<R> {
         self.expire_if_needed(key, now);
-        let e = self.map.get_mut(key)?;
-        let before = e.value.len() as u64;
-        let r = f(&mut e.value);
-        let after = e.value.len() as u64;
+        let v = self.map.get_mut(key)?;
+        let before = v.len() as u64;
+        let r = f(v);
+        let after = v.len() as u64;
         self.mem = self.mem.saturating_sub(before) + after;
         Some(r)
     }
@@ -168,56 +233,35 @@ impl Db {
     /// Store `value` under `key`. Without `keep_ttl` any TTL is removed
     /// (SET semantics). Does not check expiry: callers did a lookup.
     pub fn set(&mut self, key: &[u8], value: Vec<u8>, keep_ttl: bool) {
-        if let Some(e) = self.map.get_mut(key) {
-            self.mem = self.mem.saturating_sub(e.value.len() as u64) + value.len() as u64;
-            e.value = value;
+        if let Some(v) = self.map.get_mut(key) {
+            self.mem = self.mem.saturating_sub(v.len() as u64) + value.len() as u64;
+            *v = value;
             if !keep_ttl {
                 self.remove_expire(key);
             }
             return;
         }
-        let k: Arc<[u8]> = Arc::from(key);
-        let e = Entry {
-            value,
-            expire: -1,
-            slot: self.keys.len(),
-            ttl_slot: NO_SLOT,
-        };
-        self.mem += entry_mem(key, &e);
-        self.keys.push(Arc::clone(&k));
-        self.map.insert(k, e);
+        let k = Key(Arc::new(KeyInner {
+            expire: AtomicI64::new(NO_EXPIRE),
+            slot: AtomicUsize::new(self.keys.len()),
+            ttl_slot: AtomicUsize::new(NO_SLOT),
+            bytes: key.into(),
+        }));
+        self.mem += entry_mem(key, &value);
+        self.keys.push(k.clone());
+        self.map.insert(k, value);
     }
 
     /// Remove a key unconditionally, returning its value.
     pub fn remove(&mut self, key: &[u8]) -> Option<Vec<u8>> {
-        let e = self.map.remove(key)?;
-        self.mem = self.mem.saturating_sub(entry_mem(key, &e));
-        Self::unlink_slot(&mut self.keys, &mut self.map, e.slot, false);
-        if e.ttl_slot != NO_SLOT {
-            Self::unlink_slot(&mut self.ttl_keys, &mut self.map, e.ttl_slot, true);
+        let (k, v) = self.map.remove_entry(key)?;
+        self.mem = self.mem.saturating_sub(entry_mem(key, &v));
+        unlink_slot(&mut self.keys, k.0.slot.load(Relaxed), false);
+        let ts = k.0.ttl_slot.load(Relaxed);
+        if ts != NO_SLOT {
+            unlink_slot(&mut self.ttl_keys, ts, true);
         }
-        Some(e.value)
-    }
-
-    fn unlink_slot(
-        v: &mut Vec<Arc<[u8]>>,
-        map: &mut HashMap<Arc<[u8]>, Entry>,
-        slot: usize,
-        ttl: bool,
-    ) {
-        if slot >= v.len() {
-            return;
-        }
-        v.swap_remove(slot);
-        if let Some(moved) = v.get(slot) {
-            if let Some(me) = map.get_mut(moved) {
-                if ttl {
-                    me.ttl_slot = slot;
-                } else {
-                    me.slot = slot;
-                }
-            }
-        }
+        Some(v)
     }
 
     /// Delete a live key (DEL): true if something was deleted.
@@ -228,42 +272,38 @@ impl Db {
         self.remove(key).is_some()
     }
 
-    /// Set an absolute expire time (ms) on an existing key.
+    /// Set an absolute expire time (ms, clamped to >= 0) on an existing key.
     pub fn set_expire(&mut self, key: &[u8], when: i64) -> bool {
-        let Some((k, e)) = self.map.get_key_value(key) else {
+        let Some((k, _)) = self.map.get_key_value(key) else {
             return false;
         };
-        let had = e.ttl_slot != NO_SLOT;
-        let k = Arc::clone(k);
-        let slot = self.ttl_keys.len();
-        if let Some(e) = self.map.get_mut(key) {
-            e.expire = when.max(0);
-            if !had {
-                e.ttl_slot = slot;
-                self.ttl_keys.push(k);
-            }
+        k.0.expire.store(when.max(0), Relaxed);
+        if k.0.ttl_slot.load(Relaxed) == NO_SLOT {
+            k.0.ttl_slot.store(self.ttl_keys.len(), Relaxed);
+            let k = k.clone();
+            self.ttl_keys.push(k);
         }
         true
     }
 
     /// Remove a key's TTL; true if it had one.
     pub fn remove_expire(&mut self, key: &[u8]) -> bool {
-        let Some(e) = self.map.get_mut(key) else {
+        let Some((k, _)) = self.map.get_key_value(key) else {
             return false;
         };
-        if e.ttl_slot == NO_SLOT {
+        let slot = k.0.ttl_slot.load(Relaxed);
+        if slot == NO_SLOT {
             return false;
         }
-        let slot = e.ttl_slot;
-        e.ttl_slot = NO_SLOT;
-        e.expire = -1;
-        Self::unlink_slot(&mut self.ttl_keys, &mut self.map, slot, true);
+        k.0.ttl_slot.store(NO_SLOT, Relaxed);
+        k.0.expire.store(NO_EXPIRE, Relaxed);
+        unlink_slot(&mut self.ttl_keys, slot, true);
         true
     }
 
     /// Absolute expire time of a stored key (no expiry check).
     pub fn get_expire(&self, key: &[u8]) -> Option<i64> {
-        self.map.get(key).and_then(Entry::expire)
+        self.stored_expire(key).filter(|&e| e >= 0)
     }
 
     /// FLUSHDB: drop everything (counters are kept).
@@ -284,9 +324,9 @@ impl Db {
             if self.keys.is_empty() {
                 return None;
             }
-            let k = Arc::clone(&self.keys[self.rng.below(self.keys.len())]);
-            if !self.expire_if_needed(&k, now) {
-                return Some(k.to_vec());
+            let k = self.keys[self.rng.below(self.keys.len())].clone();
+            if !self.expire_if_needed(&k.0.bytes, now) {
+                return Some(k.0.bytes.to_vec());
             }
         }
         None
@@ -295,10 +335,12 @@ impl Db {
     /// KEYS pattern: all live keys matching `pattern`.
     pub fn keys_matching(&self, pattern: &[u8], now: i64) -> Vec<Vec<u8>> {
         let all = pattern == b"*";
-        self.map
+        self.keys
             .iter()
-            .filter(|(k, e)| !is_expired(e, now) && (all || stringmatch(pattern, k, false)))
-            .map(|(k, _)| k.to_vec())
+            .filter(|k| {
+                !is_expired(k.expire(), now) && (all || stringmatch(pattern, &k.0.bytes, false))
+            })
+            .map(|k| k.0.bytes.to_vec())
             .collect()
     }
 
@@ -308,7 +350,7 @@ impl Db {
     /// visited) down, and inserts append at the top, so like Redis's SCAN:
     /// a key present during the whole iteration is returned at least once,
     /// keys may be returned more than once, keys added meanwhile may be
-    /// missed. `count` keys slots are visited per call.
+    /// missed. `count` key slots are visited per call.
     pub fn scan(
         &mut self,
         cursor: u64,
@@ -330,29 +372,28 @@ impl Db {
             let Some(k) = self.keys.get(i as usize) else {
                 continue;
             };
-            let Some(e) = self.map.get(k) else { continue };
-            if is_expired(e, now) {
-                expired.push(Arc::clone(k));
+            if is_expired(k.expire(), now) {
+                expired.push(k.clone());
                 continue;
             }
             if !type_ok {
                 continue;
             }
             if let Some(p) = pattern {
-                if !stringmatch(p, k, false) {
+                if !stringmatch(p, &k.0.bytes, false) {
                     continue;
                 }
             }
-            out.push(k.to_vec());
+            out.push(k.0.bytes.to_vec());
         }
         for k in expired {
-            self.expire_if_needed(&k, now);
+            self.expire_if_needed(&k.0.bytes, now);
         }
         (lower, out)
     }
 
     /// Sample up to `n` random keys with a TTL, reclaim the expired ones.
-    /// O(n) whatever the database size.
+    /// O(n) whatever the database size; a live sample costs no hash lookup.
     pub fn expire_sample(&mut self, now: i64, n: usize) -> SampleOutcome {
         let mut o = SampleOutcome::default();
         for _ in 0..n {
@@ -360,15 +401,15 @@ impl Db {
                 break;
             }
             let i = self.rng.below(self.ttl_keys.len());
-            let k = Arc::clone(&self.ttl_keys[i]);
-            let Some(e) = self.map.get(&k) else { break };
+            let expire = self.ttl_keys[i].expire();
             o.sampled += 1;
-            if is_expired(e, now) {
-                self.remove(&k);
+            if is_expired(expire, now) {
+                let k = self.ttl_keys[i].clone();
+                self.remove(&k.0.bytes);
                 self.stats.expired_keys += 1;
                 o.expired += 1;
             } else {
-                o.ttl_sum = o.ttl_sum.saturating_add(e.expire - now);
+                o.ttl_sum = o.ttl_sum.saturating_add(expire - now);
                 o.ttl_samples += 1;
             }
         }
@@ -396,12 +437,17 @@ impl Db {
                 .keys
                 .iter()
                 .enumerate()
-                .all(|(i, k)| self.map.get(k).is_some_and(|e| e.slot == i))
+                .all(|(i, k)| self.map.contains_key(&*k.0.bytes) && k.0.slot.load(Relaxed) == i)
             && self.ttl_keys.iter().enumerate().all(|(i, k)| {
-                self.map
-                    .get(k)
-                    .is_some_and(|e| e.ttl_slot == i && e.expire >= 0)
+                self.map.contains_key(&*k.0.bytes)
+                    && k.0.ttl_slot.load(Relaxed) == i
+                    && k.expire() >= 0
             })
-            && self.map.values().filter(|e| e.ttl_slot != NO_SLOT).count() == self.ttl_keys.len()
+            && self
+                .keys
+                .iter()
+                .filter(|k| k.0.ttl_slot.load(Relaxed) != NO_SLOT)
+                .count()
+                == self.ttl_keys.len()
     }
 }

@@ -11,8 +11,28 @@
 //!   (serverCron minus I/O) and [`server::Server::before_sleep`].
 //! * [`info`] — INFO text.
 //!
-//! The socket glue (on gyre-core) owns connections and timers; see the
-//! crate README section in `server.rs` docs for how to drive it.
+//! # Driving it (the socket glue on gyre-core)
+//!
+//! ```text
+//! server = Server::new(config, now_ms)
+//! on accept(fd, peer):  match server.connect(peer, local, fd, now_ms) {
+//!                          Ok(id) => register conn with id,
+//!                          Err(bytes) => write bytes, close }
+//! on readable(conn):    read into conn.inbuf (append)
+//!                       out = conn.outbuf (one Vec per batch)
+//!                       o = server.feed(id, &conn.inbuf, now_ms, &mut out)
+//!                       conn.inbuf.drain(..o.consumed)
+//!                       write out (one writev per read batch)
+//!                       if o.close { close after the write; server.disconnect(id) }
+//!                       for k in server.take_clients_to_close() { close k; server.disconnect(k) }
+//! on closed(conn):      server.disconnect(id)
+//! timer (periodic):     r = server.cron(now_ms)
+//!                       for k in r.close { close k; server.disconnect(k) }
+//!                       Next::Again(r.next_in_ms)
+//! before epoll_wait:    server.before_sleep(now_ms)
+//! ```
+//!
+//! `now_ms` is Unix time in milliseconds (TTLs are absolute Unix times).
 #![forbid(unsafe_code)]
 
 pub mod cmd;

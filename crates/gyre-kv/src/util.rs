@@ -36,12 +36,20 @@ pub fn string2ll(s: &[u8]) -> Option<i64> {
     }
 }
 
-/// Redis's `strtoul`-based SCAN cursor parsing: decimal digits only.
+/// Redis's `strtoul`-based SCAN cursor parsing: an optional sign (`-n`
+/// wraps like C's `strtoul`), then decimal digits, nothing else; overflow
+/// is an error.
 pub fn parse_cursor(s: &[u8]) -> Option<u64> {
-    if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
+    let (neg, digits) = match s.split_first() {
+        Some((b'-', r)) => (true, r),
+        Some((b'+', r)) => (false, r),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    std::str::from_utf8(s).ok()?.parse().ok()
+    let v: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some(if neg { v.wrapping_neg() } else { v })
 }
 
 /// Redis's `bytesToHuman`.
