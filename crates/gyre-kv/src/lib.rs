@@ -1,4 +1,53 @@
-//! gyre's Redis-protocol key-value module (being written).
+//! gyre's Redis-protocol key-value module, sans I/O.
+//!
+//! * [`resp`] — incremental RESP2 request parser (multibulk + inline,
+//!   pipelined, Redis's limits and protocol error texts) and RESP2/RESP3
+//!   reply encoding.
+//! * [`db`] — the keyspace: strings with TTLs, lazy expiry, O(1) random
+//!   sampling for the active expire cycle, SCAN cursor.
+//! * [`cmd`] — the command table and Redis 7.0 command semantics.
+//! * [`server`] — server state, client registry, [`server::Server::feed`]
+//!   (parse + execute a read's worth of input), [`server::Server::cron`]
+//!   (serverCron minus I/O) and [`server::Server::before_sleep`].
+//! * [`info`] — INFO text.
+//! * [`conf`] — the `kv {}` configuration block.
+//!
+//! # Driving it (the socket glue on gyre-core)
+//!
+//! ```text
+//! server = Server::new(config, now_ms)
+//! on accept(fd, peer):  match server.connect(peer, local, fd, now_ms) {
+//!                          Ok(id) => register conn with id,
+//!                          Err(bytes) => write bytes, close }
+//! on readable(conn):    read into conn.inbuf (append)
+//!                       out = conn.outbuf (one Vec per batch)
+//!                       o = server.feed(id, &conn.inbuf, now_ms, &mut out)
+//!                       conn.inbuf.drain(..o.consumed)
+//!                       write out (one writev per read batch)
+//!                       if o.close { close after the write; server.disconnect(id) }
+//!                       for k in server.take_clients_to_close() { close k; server.disconnect(k) }
+//! on closed(conn):      server.disconnect(id)
+//! timer (periodic):     r = server.cron(now_ms)
+//!                       for k in r.close { close k; server.disconnect(k) }
+//!                       Next::Again(r.next_in_ms)
+//! before epoll_wait:    server.before_sleep(now_ms)
+//! ```
+//!
+//! `now_ms` is Unix time in milliseconds (TTLs are absolute Unix times).
 #![forbid(unsafe_code)]
 
+pub mod cmd;
 pub mod conf;
+pub mod db;
+pub mod float;
+pub mod glob;
+pub mod info;
+pub mod resp;
+pub mod server;
+pub mod util;
+
+/// The Redis version this module answers as (INFO, HELLO).
+pub const REDIS_VERSION: &str = "7.0.15";
+
+pub use resp::{Limits, Parsed, ProtocolError, Reply, RequestParser};
+pub use server::{ClientId, Config, CronOutcome, FeedOutcome, Flow, Server};

@@ -1,0 +1,243 @@
+//! INFO text, in Redis's exact layout: `# Section\r\n` then `key:value\r\n`
+//! lines, sections separated by an empty line (`\r\n`).
+
+use std::fmt::Write;
+
+use crate::server::Server;
+use crate::util::bytes_to_human;
+
+const DEFAULT: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "keyspace",
+];
+const ALL: &[&str] = DEFAULT;
+
+/// Render the sections asked for (`[]` = default; `all`, `everything`,
+/// `default` understood; unknown names contribute nothing).
+pub fn render(server: &Server, now_ms: i64, args: &[Vec<u8>]) -> String {
+    let mut want: Vec<&str> = Vec::new();
+    if args.is_empty() {
+        want.extend_from_slice(DEFAULT);
+    }
+    for a in args {
+        match a.as_slice() {
+            b"all" | b"everything" => want.extend_from_slice(ALL),
+            b"default" => want.extend_from_slice(DEFAULT),
+            other => {
+                if let Some(s) = ALL.iter().find(|s| s.as_bytes() == other) {
+                    want.push(s);
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    // Keep Redis's section order, each once.
+    for s in ALL {
+        if !want.contains(s) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        section(server, now_ms, s, &mut out);
+    }
+    out
+}
+
+fn line(out: &mut String, k: &str, v: impl std::fmt::Display) {
+    let _ = write!(out, "{k}:{v}\r\n");
+}
+
+fn section(server: &Server, now: i64, name: &str, out: &mut String) {
+    let c = &server.config;
+    let st = &server.stats;
+    match name {
+        "server" => {
+            out.push_str("# Server\r\n");
+            line(out, "redis_version", crate::REDIS_VERSION);
+            line(out, "redis_git_sha1", "00000000");
+            line(out, "redis_git_dirty", 0);
+            line(out, "redis_build_id", "0");
+            line(out, "redis_mode", "standalone");
+            line(
+                out,
+                "os",
+                format!("{} {}", os_name(), std::env::consts::ARCH),
+            );
+            line(out, "arch_bits", usize::BITS);
+            line(out, "monotonic_clock", "POSIX clock_gettime");
+            line(out, "multiplexing_api", "epoll");
+            line(out, "atomicvar_api", "c11-builtin");
+            line(out, "gcc_version", "0.0.0");
+            line(out, "process_id", std::process::id());
+            line(out, "process_supervised", "no");
+            line(out, "run_id", &server.run_id);
+            line(out, "tcp_port", c.port);
+            line(out, "server_time_usec", now.saturating_mul(1000));
+            let up = (now - server.start_ms).max(0) / 1000;
+            line(out, "uptime_in_seconds", up);
+            line(out, "uptime_in_days", up / 86400);
+            line(out, "hz", server.hz());
+            line(out, "configured_hz", c.hz);
+            line(out, "lru_clock", (now / 1000) & ((1 << 24) - 1));
+            line(out, "executable", "");
+            line(out, "config_file", "");
+            line(out, "io_threads_active", 0);
+            line(out, "gyre_module", "gyre-kv");
+        }
+        "clients" => {
+            out.push_str("# Clients\r\n");
+            line(out, "connected_clients", server.connected_clients());
+            line(out, "cluster_connections", 0);
+            line(out, "maxclients", c.maxclients);
+            line(out, "client_recent_max_input_buffer", 0);
+            line(out, "client_recent_max_output_buffer", 0);
+            line(out, "blocked_clients", 0);
+            line(out, "tracking_clients", 0);
+            line(out, "clients_in_timeout_table", 0);
+        }
+        "memory" => {
+            let used = server.used_memory();
+            let peak = st.used_memory_peak.max(used);
+            out.push_str("# Memory\r\n");
+            line(out, "used_memory", used);
+            line(out, "used_memory_human", bytes_to_human(used));
+            line(out, "used_memory_rss", used);
+            line(out, "used_memory_rss_human", bytes_to_human(used));
+            line(out, "used_memory_peak", peak);
+            line(out, "used_memory_peak_human", bytes_to_human(peak));
+            line(
+                out,
+                "used_memory_peak_perc",
+                format!("{:.2}%", used as f64 * 100.0 / peak.max(1) as f64),
+            );
+            line(out, "used_memory_dataset", used.saturating_sub(900 * 1024));
+            line(out, "maxmemory", c.maxmemory);
+            line(out, "maxmemory_human", bytes_to_human(c.maxmemory));
+            line(out, "maxmemory_policy", "noeviction");
+            line(out, "mem_fragmentation_ratio", "1.00");
+            line(out, "mem_allocator", "libc");
+            line(out, "lazyfree_pending_objects", 0);
+        }
+        "persistence" => {
+            out.push_str("# Persistence\r\n");
+            line(out, "loading", 0);
+            line(out, "async_loading", 0);
+            line(out, "rdb_changes_since_last_save", server.dirty);
+            line(out, "rdb_bgsave_in_progress", 0);
+            line(out, "rdb_last_save_time", server.last_save_ms / 1000);
+            line(out, "rdb_last_bgsave_status", "ok");
+            line(out, "aof_enabled", 0);
+            line(out, "aof_rewrite_in_progress", 0);
+            line(out, "aof_last_bgrewrite_status", "ok");
+            line(out, "aof_last_write_status", "ok");
+        }
+        "stats" => {
+            out.push_str("# Stats\r\n");
+            line(
+                out,
+                "total_connections_received",
+                st.total_connections_received,
+            );
+            line(out, "total_commands_processed", st.total_commands_processed);
+            line(out, "instantaneous_ops_per_sec", st.inst_commands.get());
+            line(out, "total_net_input_bytes", st.total_net_input_bytes);
+            line(out, "total_net_output_bytes", st.total_net_output_bytes);
+            line(
+                out,
+                "instantaneous_input_kbps",
+                format!("{:.2}", st.inst_net_input.get() as f64 / 1024.0),
+            );
+            line(
+                out,
+                "instantaneous_output_kbps",
+                format!("{:.2}", st.inst_net_output.get() as f64 / 1024.0),
+            );
+            line(out, "rejected_connections", st.rejected_connections);
+            line(out, "sync_full", 0);
+            line(out, "sync_partial_ok", 0);
+            line(out, "sync_partial_err", 0);
+            let (mut hits, mut misses, mut expired) = (0u64, 0u64, 0u64);
+            for i in 0..c.databases {
+                if let Some(db) = server.db(i) {
+                    hits += db.stats.keyspace_hits;
+                    misses += db.stats.keyspace_misses;
+                    expired += db.stats.expired_keys;
+                }
+            }
+            line(out, "expired_keys", expired);
+            line(
+                out,
+                "expired_stale_perc",
+                format!("{:.2}", st.expired_stale_perc * 100.0),
+            );
+            line(
+                out,
+                "expired_time_cap_reached_count",
+                st.expired_time_cap_reached_count,
+            );
+            line(
+                out,
+                "expire_cycle_cpu_milliseconds",
+                st.expire_cycle_time_used_us / 1000,
+            );
+            line(out, "evicted_keys", 0);
+            line(out, "evicted_clients", 0);
+            line(out, "keyspace_hits", hits);
+            line(out, "keyspace_misses", misses);
+            line(out, "pubsub_channels", 0);
+            line(out, "pubsub_patterns", 0);
+            line(out, "latest_fork_usec", 0);
+            line(out, "total_forks", 0);
+            line(out, "total_error_replies", st.total_error_replies);
+            line(out, "total_reads_processed", st.total_reads_processed);
+        }
+        "replication" => {
+            out.push_str("# Replication\r\n");
+            line(out, "role", "master");
+            line(out, "connected_slaves", 0);
+            line(out, "master_failover_state", "no-failover");
+            line(out, "master_replid", &server.run_id);
+            line(out, "master_repl_offset", 0);
+            line(out, "repl_backlog_active", 0);
+        }
+        "cpu" => {
+            // CPU times are the glue's to measure (getrusage); zero here.
+            out.push_str("# CPU\r\n");
+            line(out, "used_cpu_sys", "0.000000");
+            line(out, "used_cpu_user", "0.000000");
+        }
+        "keyspace" => {
+            out.push_str("# Keyspace\r\n");
+            for i in 0..c.databases {
+                if let Some(db) = server.db(i) {
+                    if !db.is_empty() {
+                        let _ = write!(
+                            out,
+                            "db{i}:keys={},expires={},avg_ttl={}\r\n",
+                            db.len(),
+                            db.expires_len(),
+                            db.avg_ttl
+                        );
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn os_name() -> &'static str {
+    match std::env::consts::OS {
+        "linux" => "Linux",
+        "macos" => "Darwin",
+        "freebsd" => "FreeBSD",
+        other => other,
+    }
+}

@@ -1,0 +1,786 @@
+//! Server-wide state and the sans-I/O driver: client registry, per-client
+//! input parsing and command execution ([`Server::feed`]), and
+//! [`Server::cron`] — Redis's `serverCron` minus I/O.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use crate::cmd::{self, CommandSpec, Ctx};
+use crate::db::Db;
+use crate::resp::{self, Limits, Parsed, RequestParser};
+
+/// Identifies a connected client (Redis's client id, starting at 1).
+pub type ClientId = u64;
+
+/// Redis's `CONFIG_MIN_HZ` / `CONFIG_MAX_HZ`.
+pub const MIN_HZ: u32 = 1;
+pub const MAX_HZ: u32 = 500;
+/// Redis's `MAX_CLIENTS_PER_CLOCK_TICK` (dynamic hz).
+pub const MAX_CLIENTS_PER_CLOCK_TICK: usize = 200;
+/// Redis's `CLIENTS_CRON_MIN_ITERATIONS`.
+pub const CLIENTS_CRON_MIN_ITERATIONS: usize = 5;
+/// Keys sampled per loop of the active expire cycle
+/// (`ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`).
+pub const EXPIRE_KEYS_PER_LOOP: usize = 20;
+/// Keep looping over a database while more than this percentage of the
+/// sampled keys were expired (Redis 7's `ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE`
+/// at the default effort; Redis before 6 used 25).
+pub const EXPIRE_ACCEPTABLE_STALE: u64 = 10;
+/// Share of the cron period a slow cycle may use (`..._SLOW_TIME_PERC`).
+pub const EXPIRE_SLOW_TIME_PERC: u64 = 25;
+/// Budget of a fast cycle in microseconds (`..._FAST_DURATION`).
+pub const EXPIRE_FAST_DURATION_US: u64 = 1000;
+/// Databases visited per cycle (`CRON_DBS_PER_CALL`).
+pub const CRON_DBS_PER_CALL: usize = 16;
+/// Work cap of a cycle besides its time budget: keys sampled per
+/// microsecond of budget (a sample costs ~0.1-0.3 us in a release build).
+/// It bounds each call even if the clock misbehaves, and is the only bound
+/// when `Config::expire_use_wall_clock` is off (deterministic simulation).
+pub const EXPIRE_SAMPLES_PER_US: u64 = 4;
+
+/// Server configuration (Redis names in the docs; CONFIG GET/SET names).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `hz` (configured frequency of `cron`, 1..=500).
+    pub hz: u32,
+    /// `dynamic-hz`.
+    pub dynamic_hz: bool,
+    /// `timeout`: close clients idle for more than this many seconds (0 = never).
+    pub timeout: u64,
+    /// `maxclients`.
+    pub maxclients: u64,
+    /// `databases` (immutable).
+    pub databases: usize,
+    /// `proto-max-bulk-len`.
+    pub proto_max_bulk_len: u64,
+    /// `client-query-buffer-limit`.
+    pub client_query_buffer_limit: u64,
+    /// `maxmemory` (reported only: no eviction in this module).
+    pub maxmemory: u64,
+    /// `port` (reported in INFO / CONFIG GET; the glue owns sockets).
+    pub port: u16,
+    /// `bind` (reported only).
+    pub bind: String,
+    /// Largest `*N` accepted by the parser.
+    pub max_multibulk_len: u64,
+    /// Bound the active expire cycle by wall-clock time (Redis's behaviour).
+    /// Off: bounded only by the sample budget, fully deterministic.
+    pub expire_use_wall_clock: bool,
+    /// Seed for key sampling and the run id.
+    pub seed: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            hz: 10,
+            dynamic_hz: true,
+            timeout: 0,
+            maxclients: 10000,
+            databases: 16,
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            maxmemory: 0,
+            port: 6379,
+            bind: "127.0.0.1".into(),
+            max_multibulk_len: 1024 * 1024,
+            expire_use_wall_clock: true,
+            seed: 0x5EED,
+        }
+    }
+}
+
+impl Config {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            proto_max_bulk_len: self.proto_max_bulk_len,
+            max_multibulk_len: self.max_multibulk_len,
+            inline_max_size: resp::PROTO_INLINE_MAX_SIZE,
+            client_query_buffer_limit: self.client_query_buffer_limit,
+        }
+    }
+}
+
+/// Redis's `inst_metric`: 16 samples of a per-second rate.
+#[derive(Clone, Debug, Default)]
+pub struct InstMetric {
+    samples: [i64; 16],
+    idx: usize,
+    last_sample_time: i64,
+    last_sample_count: i64,
+}
+
+impl InstMetric {
+    /// `trackInstantaneousMetric`.
+    pub fn track(&mut self, now_ms: i64, reading: i64) {
+        let t = now_ms - self.last_sample_time;
+        let ops = reading - self.last_sample_count;
+        let rate = if t > 0 {
+            ops.saturating_mul(1000) / t
+        } else {
+            0
+        };
+        self.samples[self.idx] = rate;
+        self.idx = (self.idx + 1) % self.samples.len();
+        self.last_sample_time = now_ms;
+        self.last_sample_count = reading;
+    }
+
+    /// `getInstantaneousMetric`: mean of the samples.
+    pub fn get(&self) -> i64 {
+        self.samples.iter().sum::<i64>() / self.samples.len() as i64
+    }
+}
+
+/// Server-wide counters for INFO.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub total_connections_received: u64,
+    pub total_commands_processed: u64,
+    pub rejected_connections: u64,
+    pub total_net_input_bytes: u64,
+    pub total_net_output_bytes: u64,
+    pub total_error_replies: u64,
+    pub total_reads_processed: u64,
+    pub expired_time_cap_reached_count: u64,
+    /// Microseconds spent in active expire cycles (wall clock).
+    pub expire_cycle_time_used_us: u64,
+    /// Running estimate of the share of expired keys among sampled ones.
+    pub expired_stale_perc: f64,
+    pub used_memory_peak: u64,
+    pub inst_commands: InstMetric,
+    pub inst_net_input: InstMetric,
+    pub inst_net_output: InstMetric,
+}
+
+/// A connected client as the registry sees it.
+#[derive(Debug)]
+pub struct Client {
+    pub id: ClientId,
+    pub addr: String,
+    pub laddr: String,
+    pub fd: i64,
+    pub name: Option<Vec<u8>>,
+    pub db: usize,
+    pub resp: u8,
+    pub created_ms: i64,
+    pub last_interaction_ms: i64,
+    /// Last command, Redis style (`get`, `client|list`).
+    pub last_cmd: String,
+    pub(crate) parser: RequestParser,
+    /// Scheduled for closing (killed or timed out).
+    pub closing: bool,
+}
+
+/// What the glue must do after [`Server::feed`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeedOutcome {
+    /// Input bytes consumed (drop them from the connection's buffer).
+    pub consumed: usize,
+    /// Write out the replies, then close the connection.
+    pub close: bool,
+}
+
+/// Whether a command asks for the connection to be closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    /// Close after the reply is written (QUIT, CLIENT KILL of oneself,
+    /// protocol errors).
+    CloseAfterReply,
+}
+
+/// Kind of active expire cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CycleKind {
+    /// From `cron`: 25% of the cron period.
+    Slow,
+    /// From `before_sleep`: 1 ms, only when the last slow cycle ran out of
+    /// time or many sampled keys were expired.
+    Fast,
+}
+
+/// Bound on one active expire cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpireBudget {
+    /// Wall-clock budget (`None`: unbounded in time).
+    pub time_limit: Option<Duration>,
+    /// Keys sampled at most (checked after each loop of 20).
+    pub max_samples: u64,
+}
+
+/// What one expire cycle did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExpireCycleStats {
+    pub ran: bool,
+    pub sampled: u64,
+    pub expired: u64,
+    pub loops: u64,
+    /// Stopped by the time or sample budget.
+    pub budget_exhausted: bool,
+    pub elapsed_us: u64,
+}
+
+/// What one `cron` call did and wants.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CronOutcome {
+    /// Call `cron` again in this many milliseconds (`1000 / hz`).
+    pub next_in_ms: u64,
+    /// Clients to close (idle timeout, or killed and not yet closed).
+    pub close: Vec<ClientId>,
+    /// The slow expire cycle's figures.
+    pub expire: ExpireCycleStats,
+    /// Effective hz after dynamic scaling.
+    pub hz: u32,
+}
+
+#[derive(Debug, Default)]
+struct CronState {
+    hz: u32,
+    cronloops: u64,
+    clients_cursor: ClientId,
+    current_db: usize,
+    timelimit_exit: bool,
+    last_fast_cycle_ms: i64,
+}
+
+/// The whole KV server state; one per process that serves the protocol.
+#[derive(Debug)]
+pub struct Server {
+    pub config: Config,
+    pub(crate) dbs: Vec<Db>,
+    pub stats: Stats,
+    pub(crate) clients: BTreeMap<ClientId, Client>,
+    next_client_id: ClientId,
+    to_close: Vec<ClientId>,
+    cron: CronState,
+    pub(crate) table: HashMap<&'static str, &'static CommandSpec>,
+    pub(crate) start_ms: i64,
+    pub(crate) run_id: String,
+    /// Changes since the last save (`rdb_changes_since_last_save`).
+    pub dirty: u64,
+    pub(crate) last_save_ms: i64,
+}
+
+impl Server {
+    pub fn new(mut config: Config, now_ms: i64) -> Server {
+        config.hz = config.hz.clamp(MIN_HZ, MAX_HZ);
+        config.databases = config.databases.max(1);
+        let mut rng = crate::util::Rng::new(config.seed);
+        let dbs = (0..config.databases)
+            .map(|_| Db::new(rng.next_u64()))
+            .collect();
+        let run_id = (0..40)
+            .map(|_| char::from(b"0123456789abcdef"[rng.below(16)]))
+            .collect();
+        let mut table = HashMap::new();
+        for spec in cmd::COMMANDS {
+            table.insert(spec.name, spec);
+        }
+        let hz = config.hz;
+        Server {
+            config,
+            dbs,
+            stats: Stats::default(),
+            clients: BTreeMap::new(),
+            next_client_id: 1,
+            to_close: Vec::new(),
+            cron: CronState {
+                hz,
+                ..Default::default()
+            },
+            table,
+            start_ms: now_ms,
+            run_id,
+            dirty: 0,
+            last_save_ms: now_ms,
+        }
+    }
+
+    // ---------------------------------------------------------------- clients
+
+    /// Register a new connection. `Err(reply bytes)` when `maxclients` is
+    /// reached: write them and close (Redis's behaviour).
+    pub fn connect(
+        &mut self,
+        addr: &str,
+        laddr: &str,
+        fd: i64,
+        now_ms: i64,
+    ) -> Result<ClientId, Vec<u8>> {
+        if self.clients.len() as u64 >= self.config.maxclients {
+            self.stats.rejected_connections += 1;
+            return Err(b"-ERR max number of clients reached\r\n".to_vec());
+        }
+        let id = self.next_client_id;
+        self.next_client_id += 1;
+        self.stats.total_connections_received += 1;
+        self.clients.insert(
+            id,
+            Client {
+                id,
+                addr: addr.to_string(),
+                laddr: laddr.to_string(),
+                fd,
+                name: None,
+                db: 0,
+                resp: 2,
+                created_ms: now_ms,
+                last_interaction_ms: now_ms,
+                last_cmd: "NULL".into(),
+                parser: RequestParser::new(self.config.limits()),
+                closing: false,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Forget a closed connection.
+    pub fn disconnect(&mut self, id: ClientId) {
+        self.clients.remove(&id);
+    }
+
+    pub fn client(&self, id: ClientId) -> Option<&Client> {
+        self.clients.get(&id)
+    }
+
+    pub fn connected_clients(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// Clients killed by CLIENT KILL (from another connection) since the
+    /// last call: the glue closes them.
+    pub fn take_clients_to_close(&mut self) -> Vec<ClientId> {
+        std::mem::take(&mut self.to_close)
+    }
+
+    pub(crate) fn schedule_close(&mut self, id: ClientId) {
+        if let Some(c) = self.clients.get_mut(&id) {
+            if !c.closing {
+                c.closing = true;
+                self.to_close.push(id);
+            }
+        }
+    }
+
+    /// Mark activity without input (e.g. a completed write), as Redis does.
+    pub fn touch(&mut self, id: ClientId, now_ms: i64) {
+        if let Some(c) = self.clients.get_mut(&id) {
+            c.last_interaction_ms = now_ms;
+        }
+    }
+
+    // ---------------------------------------------------------------- input
+
+    /// Parse and execute every complete command in `input` for client `id`,
+    /// appending the replies to `out`. Drop `consumed` bytes from the input
+    /// buffer; the rest is an incomplete header or inline line (at most
+    /// 64 KiB, else a protocol error). A partial bulk payload is held inside
+    /// the parser, so the input buffer never needs to grow to a bulk's size.
+    pub fn feed(
+        &mut self,
+        id: ClientId,
+        input: &[u8],
+        now_ms: i64,
+        out: &mut Vec<u8>,
+    ) -> FeedOutcome {
+        let out_start = out.len();
+        let limits = self.config.limits();
+        let Some(c) = self.clients.get_mut(&id) else {
+            return FeedOutcome {
+                consumed: input.len(),
+                close: true,
+            };
+        };
+        if c.closing {
+            return FeedOutcome {
+                consumed: input.len(),
+                close: true,
+            };
+        }
+        c.last_interaction_ms = now_ms;
+        c.parser.set_limits(limits);
+        let mut parser = std::mem::take(&mut c.parser);
+        self.stats.total_reads_processed += 1;
+        let mut pos = 0;
+        let mut close = false;
+        loop {
+            let (n, parsed) = parser.parse_next(&input[pos..]);
+            pos += n;
+            match parsed {
+                Parsed::Command(argv) => {
+                    if self.execute(id, &argv, now_ms, out) == Flow::CloseAfterReply {
+                        close = true;
+                        break;
+                    }
+                    if self.clients.get(&id).is_none_or(|c| c.closing) {
+                        close = true;
+                        break;
+                    }
+                }
+                Parsed::NeedMore => break,
+                Parsed::Error(e) => {
+                    let reply = e.reply_bytes();
+                    if !reply.is_empty() {
+                        self.stats.total_error_replies += 1;
+                    }
+                    out.extend_from_slice(&reply);
+                    close = true;
+                    break;
+                }
+            }
+        }
+        if let Some(c) = self.clients.get_mut(&id) {
+            c.parser = parser;
+        }
+        self.stats.total_net_input_bytes += pos as u64;
+        self.stats.total_net_output_bytes += (out.len() - out_start) as u64;
+        FeedOutcome {
+            consumed: if close { input.len() } else { pos },
+            close,
+        }
+    }
+
+    /// Execute one command (`argv[0]` is the name) for client `id`, appending
+    /// the reply to `out`. An unknown `id` runs with a default state (db 0,
+    /// RESP2) and no client to update.
+    pub fn execute(
+        &mut self,
+        id: ClientId,
+        argv: &[Vec<u8>],
+        now_ms: i64,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        let Some(name) = argv.first() else {
+            return Flow::Continue;
+        };
+        let (db, proto) = self.clients.get(&id).map_or((0, 2), |c| (c.db, c.resp));
+        let lookup = self.lookup_command(argv);
+        let spec = match lookup {
+            Ok(spec) => spec,
+            Err(msg) => {
+                resp::write_error(out, &msg);
+                self.stats.total_error_replies += 1;
+                return Flow::Continue;
+            }
+        };
+        let mut ctx = Ctx {
+            argv,
+            now: now_ms,
+            out,
+            client_id: id,
+            db,
+            proto,
+            close: false,
+            errors: 0,
+        };
+        (spec.handler)(self, &mut ctx);
+        self.stats.total_commands_processed += 1;
+        self.stats.total_error_replies += ctx.errors;
+        let (db, proto, close) = (ctx.db, ctx.proto, ctx.close);
+        if let Some(c) = self.clients.get_mut(&id) {
+            c.db = db;
+            c.resp = proto;
+            c.last_cmd = cmd::full_name(spec, argv, name);
+        }
+        if close {
+            Flow::CloseAfterReply
+        } else {
+            Flow::Continue
+        }
+    }
+
+    /// Resolve `argv` to a command spec (with subcommands), checking arity.
+    /// `Err` carries Redis's error text.
+    fn lookup_command(&self, argv: &[Vec<u8>]) -> Result<&'static CommandSpec, Vec<u8>> {
+        let name = argv.first().map(Vec::as_slice).unwrap_or_default();
+        let lower = name.to_ascii_lowercase();
+        let found = std::str::from_utf8(&lower)
+            .ok()
+            .and_then(|s| self.table.get(s))
+            .copied();
+        let Some(spec) = found else {
+            return Err(cmd::unknown_command_error(argv));
+        };
+        if !spec.subcommands.is_empty() && argv.len() >= 2 {
+            let sub = argv[1].to_ascii_lowercase();
+            let Some(subspec) = spec
+                .subcommands
+                .iter()
+                .find(|s| s.name.as_bytes() == sub.as_slice())
+            else {
+                return Err(cmd::unknown_subcommand_error(spec, &argv[1]));
+            };
+            if !cmd::arity_ok(subspec.arity, argv.len()) {
+                return Err(format!(
+                    "ERR wrong number of arguments for '{}|{}' command",
+                    spec.name, subspec.name
+                )
+                .into_bytes());
+            }
+            return Ok(subspec);
+        }
+        if !cmd::arity_ok(spec.arity, argv.len()) {
+            return Err(
+                format!("ERR wrong number of arguments for '{}' command", spec.name).into_bytes(),
+            );
+        }
+        Ok(spec)
+    }
+
+    // ---------------------------------------------------------------- keyspace
+
+    pub fn db(&self, index: usize) -> Option<&Db> {
+        self.dbs.get(index)
+    }
+
+    pub fn db_mut(&mut self, index: usize) -> Option<&mut Db> {
+        self.dbs.get_mut(index)
+    }
+
+    /// Estimated memory in use: data plus a fixed base plus per-client state.
+    pub fn used_memory(&self) -> u64 {
+        const BASE: u64 = 900 * 1024;
+        const PER_CLIENT: u64 = 2 * 1024;
+        let data: u64 = self.dbs.iter().map(Db::used_memory).sum();
+        let clients: u64 = self
+            .clients
+            .values()
+            .map(|c| PER_CLIENT + c.parser.buffered_capacity() as u64)
+            .sum();
+        BASE + data + clients
+    }
+
+    // ---------------------------------------------------------------- cron
+
+    /// Effective hz (after dynamic scaling in the last `cron`).
+    pub fn hz(&self) -> u32 {
+        self.cron.hz
+    }
+
+    /// Redis's `run_with_period(ms)`.
+    fn run_with_period(&self, ms: u64) -> bool {
+        let period = 1000 / u64::from(self.cron.hz.max(1));
+        ms <= period || self.cron.cronloops % (ms / period.max(1)).max(1) == 0
+    }
+
+    /// `serverCron` minus I/O. Call it as a periodic timer; it returns when
+    /// to run next. Duties, in Redis's order: dynamic hz, instantaneous
+    /// metrics (every 100 ms), memory peak, clients cron (idle timeouts,
+    /// `numclients / hz` clients per call, at least 5), databases cron (slow
+    /// active expire cycle), persistence hook.
+    pub fn cron(&mut self, now_ms: i64) -> CronOutcome {
+        // Dynamic hz: double while there are many clients per tick.
+        let mut hz = self.config.hz.clamp(MIN_HZ, MAX_HZ);
+        if self.config.dynamic_hz {
+            while self.clients.len() / hz as usize > MAX_CLIENTS_PER_CLOCK_TICK {
+                hz *= 2;
+                if hz > MAX_HZ {
+                    hz = MAX_HZ;
+                    break;
+                }
+            }
+        }
+        self.cron.hz = hz;
+
+        if self.run_with_period(100) {
+            let s = &mut self.stats;
+            s.inst_commands
+                .track(now_ms, s.total_commands_processed as i64);
+            s.inst_net_input
+                .track(now_ms, s.total_net_input_bytes as i64);
+            s.inst_net_output
+                .track(now_ms, s.total_net_output_bytes as i64);
+        }
+
+        let used = self.used_memory();
+        if used > self.stats.used_memory_peak {
+            self.stats.used_memory_peak = used;
+        }
+
+        let mut close = self.clients_cron(now_ms);
+        close.append(&mut self.to_close);
+
+        let expire = self.active_expire_cycle(now_ms, CycleKind::Slow, self.slow_budget());
+
+        self.persistence_cron(now_ms);
+
+        self.cron.cronloops += 1;
+        CronOutcome {
+            next_in_ms: 1000 / u64::from(hz),
+            close,
+            expire,
+            hz,
+        }
+    }
+
+    /// Where RDB snapshots / AOF rewrites and fsyncs would be scheduled:
+    /// Redis's serverCron checks here whether `dirty` changes and elapsed
+    /// time since `last_save_ms` match a `save` rule (then forks a BGSAVE)
+    /// and whether the AOF needs a rewrite or an fsync. This module has no
+    /// persistence yet; `dirty` and `last_save_ms` are maintained for it.
+    fn persistence_cron(&mut self, _now_ms: i64) {}
+
+    /// Redis's `clientsCron` timeout part: visit `numclients / hz` clients
+    /// (at least 5), round robin, and pick those idle longer than `timeout`.
+    fn clients_cron(&mut self, now_ms: i64) -> Vec<ClientId> {
+        let mut close = Vec::new();
+        let n = self.clients.len();
+        if n == 0 {
+            return close;
+        }
+        let mut iterations = n / self.cron.hz.max(1) as usize;
+        if iterations < CLIENTS_CRON_MIN_ITERATIONS {
+            iterations = n.min(CLIENTS_CRON_MIN_ITERATIONS);
+        }
+        let timeout = self.config.timeout;
+        let mut cursor = self.cron.clients_cursor;
+        for _ in 0..iterations {
+            let next = self
+                .clients
+                .range(cursor.saturating_add(1)..)
+                .next()
+                .or_else(|| self.clients.iter().next())
+                .map(|(id, _)| *id);
+            let Some(id) = next else { break };
+            cursor = id;
+            if timeout == 0 {
+                continue;
+            }
+            if let Some(c) = self.clients.get_mut(&id) {
+                let idle_s = now_ms.div_euclid(1000) - c.last_interaction_ms.div_euclid(1000);
+                if !c.closing && idle_s > 0 && idle_s as u64 > timeout {
+                    c.closing = true;
+                    close.push(id);
+                }
+            }
+        }
+        self.cron.clients_cursor = cursor;
+        close
+    }
+
+    fn slow_budget(&self) -> ExpireBudget {
+        let us = EXPIRE_SLOW_TIME_PERC * 1_000_000 / u64::from(self.cron.hz.max(1)) / 100;
+        ExpireBudget {
+            time_limit: self
+                .config
+                .expire_use_wall_clock
+                .then(|| Duration::from_micros(us)),
+            max_samples: us * EXPIRE_SAMPLES_PER_US,
+        }
+    }
+
+    /// Call before the event loop sleeps (Redis's `beforeSleep`): runs a
+    /// fast expire cycle when the last one ran out of budget or many keys
+    /// are stale, at most once per 2 ms.
+    pub fn before_sleep(&mut self, now_ms: i64) -> ExpireCycleStats {
+        if !self.cron.timelimit_exit
+            && self.stats.expired_stale_perc < EXPIRE_ACCEPTABLE_STALE as f64 / 100.0
+        {
+            return ExpireCycleStats::default();
+        }
+        if now_ms < self.cron.last_fast_cycle_ms + (2 * EXPIRE_FAST_DURATION_US / 1000) as i64 {
+            return ExpireCycleStats::default();
+        }
+        self.cron.last_fast_cycle_ms = now_ms;
+        let budget = ExpireBudget {
+            time_limit: self
+                .config
+                .expire_use_wall_clock
+                .then(|| Duration::from_micros(EXPIRE_FAST_DURATION_US)),
+            max_samples: EXPIRE_FAST_DURATION_US * EXPIRE_SAMPLES_PER_US,
+        };
+        self.active_expire_cycle(now_ms, CycleKind::Fast, budget)
+    }
+
+    /// Redis's `activeExpireCycle`: visit the databases round robin; in each,
+    /// sample 20 keys with a TTL, reclaim the expired ones, and repeat while
+    /// more than 10% of a sample was expired. Stops when the budget is spent
+    /// (time checked every 16 loops, as Redis does; samples after each loop).
+    /// Every step is O(20) whatever the keyspace size.
+    pub fn active_expire_cycle(
+        &mut self,
+        now_ms: i64,
+        kind: CycleKind,
+        budget: ExpireBudget,
+    ) -> ExpireCycleStats {
+        let start = Instant::now();
+        let mut st = ExpireCycleStats {
+            ran: true,
+            ..Default::default()
+        };
+        let ndb = self.dbs.len();
+        let mut dbs_per_call = CRON_DBS_PER_CALL.min(ndb);
+        if self.cron.timelimit_exit {
+            dbs_per_call = ndb;
+        }
+        self.cron.timelimit_exit = false;
+        let mut exhausted = false;
+        let mut j = 0;
+        while j < dbs_per_call && !exhausted {
+            let idx = self.cron.current_db % ndb;
+            self.cron.current_db = self.cron.current_db.wrapping_add(1);
+            j += 1;
+            let db = &mut self.dbs[idx];
+            loop {
+                let num = db.expires_len();
+                if num == 0 {
+                    db.avg_ttl = 0;
+                    break;
+                }
+                st.loops += 1;
+                let o = db.expire_sample(now_ms, num.min(EXPIRE_KEYS_PER_LOOP));
+                st.sampled += o.sampled;
+                st.expired += o.expired;
+                if o.ttl_samples > 0 {
+                    let avg = o.ttl_sum / o.ttl_samples as i64;
+                    db.avg_ttl = if db.avg_ttl == 0 {
+                        avg
+                    } else {
+                        (db.avg_ttl / 50) * 49 + avg / 50
+                    };
+                }
+                if st.sampled >= budget.max_samples {
+                    exhausted = true;
+                } else if st.loops & 0xf == 0 {
+                    if let Some(limit) = budget.time_limit {
+                        if start.elapsed() > limit {
+                            exhausted = true;
+                        }
+                    }
+                }
+                if exhausted {
+                    self.stats.expired_time_cap_reached_count += 1;
+                    break;
+                }
+                if o.sampled == 0 || o.expired * 100 / o.sampled <= EXPIRE_ACCEPTABLE_STALE {
+                    break;
+                }
+            }
+        }
+        self.cron.timelimit_exit = exhausted;
+        let _ = kind;
+        st.budget_exhausted = exhausted;
+        st.elapsed_us = start.elapsed().as_micros() as u64;
+        self.stats.expire_cycle_time_used_us += st.elapsed_us;
+        let perc = if st.sampled > 0 {
+            st.expired as f64 / st.sampled as f64
+        } else {
+            0.0
+        };
+        self.stats.expired_stale_perc = perc * 0.05 + self.stats.expired_stale_perc * 0.95;
+        st
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset_stats(&mut self) {
+        let peak = self.stats.used_memory_peak;
+        self.stats = Stats {
+            used_memory_peak: peak,
+            ..Default::default()
+        };
+        for db in &mut self.dbs {
+            db.stats = Default::default();
+        }
+    }
+}
