@@ -41,6 +41,7 @@ pub mod conf;
 pub mod db;
 pub mod float;
 pub mod glob;
+pub mod glue;
 pub mod info;
 pub mod resp;
 pub mod server;

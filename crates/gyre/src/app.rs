@@ -9,10 +9,11 @@ use gyre_core::conn::{ListenOptions, Listener};
 use gyre_core::event::Core;
 use gyre_core::process::App;
 use gyre_http::conf::{HttpConf, HTTP_MODULE};
+use gyre_kv::conf::KV_MODULE;
 
 /// The configuration modules, after the core's own.
 pub fn modules() -> Vec<&'static dyn Module> {
-    vec![&HTTP_MODULE]
+    vec![&HTTP_MODULE, &KV_MODULE]
 }
 
 pub struct GyreApp;
@@ -35,5 +36,32 @@ impl App for GyreApp {
             gyre_http::glue::init_worker(http, core, listeners)?;
         }
         Ok(())
+    }
+
+    /// The keyspace lives in one process: the kv process.
+    fn singleton_listeners(&self, conf: &Conf) -> Vec<ListenOptions> {
+        gyre_kv::glue::conf_of(conf)
+            .map(gyre_kv::glue::listeners)
+            .unwrap_or_default()
+    }
+
+    fn init_singleton(
+        &self,
+        conf: &Conf,
+        core: &mut Core,
+        listeners: Vec<Listener>,
+    ) -> io::Result<()> {
+        match gyre_kv::glue::conf_of(conf) {
+            Some(kv) => gyre_kv::glue::init(kv, core, listeners),
+            None => Ok(()),
+        }
+    }
+
+    fn singleton_changed(&self, old: &Conf, new: &Conf) -> bool {
+        gyre_kv::glue::changed(gyre_kv::glue::conf_of(old), gyre_kv::glue::conf_of(new))
+    }
+
+    fn singleton_name(&self) -> &'static str {
+        "kv process"
     }
 }

@@ -46,6 +46,7 @@ pub struct Clock {
     /// before the wrap point.
     offset: Msec,
     now: Msec,
+    unix_ms: u64,
     unix_secs: u64,
     http_date: String,
 }
@@ -61,6 +62,7 @@ impl Clock {
         let mut c = Clock {
             offset,
             now: 0,
+            unix_ms: 0,
             unix_secs: u64::MAX,
             http_date: String::with_capacity(29),
         };
@@ -72,10 +74,11 @@ impl Clock {
     /// per wake-up; handlers never need to.
     pub fn update(&mut self) {
         self.now = monotonic_ms().wrapping_add(self.offset);
-        let secs = SystemTime::now()
+        self.unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
+            .map(|d| d.as_millis() as u64)
             .unwrap_or(0);
+        let secs = self.unix_ms / 1000;
         if secs != self.unix_secs {
             self.unix_secs = secs;
             self.http_date.clear();
@@ -87,6 +90,13 @@ impl Clock {
     #[inline]
     pub fn now(&self) -> Msec {
         self.now
+    }
+
+    /// The cached wall-clock time in milliseconds since the Unix epoch
+    /// (what Redis's EXPIREAT and TTLs are measured in).
+    #[inline]
+    pub fn unix_ms(&self) -> u64 {
+        self.unix_ms
     }
 
     /// The cached wall-clock time in seconds since the Unix epoch.

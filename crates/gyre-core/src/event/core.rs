@@ -194,6 +194,7 @@ pub struct Core {
     pub(crate) listeners: Vec<ListenerSlot>,
     notify: Option<Arc<EventFd>>,
     on_notify: Option<NotifyHandler>,
+    before_wait: Option<NotifyHandler>,
     tick: Option<TimerFd>,
     accept_mutex: Option<Box<dyn AcceptMutex>>,
     pub(crate) accept_mutex_held: bool,
@@ -244,6 +245,7 @@ impl Core {
             listeners: Vec::new(),
             notify: None,
             on_notify: None,
+            before_wait: None,
             tick,
             accept_mutex: None,
             accept_mutex_held: false,
@@ -330,6 +332,7 @@ impl Core {
             timer = Some(0);
         }
 
+        self.run_before_wait();
         self.process_events(timer, post_events)?;
 
         self.process_posted(Queue::Accept);
@@ -770,6 +773,21 @@ impl Core {
             .add(n.as_fd(), NOTIFY_TOKEN, Interest::READ, Trigger::Level)?;
         self.notify = Some(n.clone());
         Ok(Notifier(n))
+    }
+
+    /// Sets what runs just before each wait (Redis's `beforeSleep`: the
+    /// fast expire cycle). Keep it short: it runs every iteration.
+    pub fn before_wait(&mut self, f: impl FnMut(&mut Core) + 'static) {
+        self.before_wait = Some(Box::new(f));
+    }
+
+    fn run_before_wait(&mut self) {
+        if let Some(mut f) = self.before_wait.take() {
+            f(self);
+            if self.before_wait.is_none() {
+                self.before_wait = Some(f);
+            }
+        }
     }
 
     /// Sets what runs in the loop when a [`Notifier`] fires.

@@ -1,0 +1,296 @@
+//! Connects the sans-I/O [`Server`] to gyre-core: the kv listeners' protocol,
+//! per-connection reads and batched replies, and serverCron as a periodic
+//! time event (Redis's `aeCreateTimeEvent(serverCron)`, seed 000: its return
+//! value, `1000 / hz` ms, makes it periodic).
+//!
+//! The keyspace lives in exactly one process: gyre runs this module in the
+//! process model's singleton process (the "kv process"), which the master
+//! respawns if it dies and replaces on reload only when `kv {}` changed.
+//!
+//! A read is parsed and executed whole (every pipelined command in it) and
+//! its replies go out in one send. While replies are pending (the client
+//! is not reading) the connection stops reading, so a pipelining client
+//! cannot grow the output without bound.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io;
+use std::rc::Rc;
+
+use gyre_core::conn::{ConnId, ListenOptions, Listener, Protocol};
+use gyre_core::event::{Core, Ev, Handler, Next};
+
+use crate::conf::KvConf;
+use crate::server::{ClientId, Config, Server};
+
+/// Read buffer shared by every connection.
+const READ_BUF: usize = 16 * 1024;
+
+/// The sockets `conf` listens on.
+pub fn listeners(conf: &KvConf) -> Vec<ListenOptions> {
+    conf.listen
+        .iter()
+        .map(|l| ListenOptions {
+            addr: l.addr,
+            backlog: l.backlog,
+            reuseport: false,
+            deferred: l.deferred,
+        })
+        .collect()
+}
+
+/// The server configuration for `conf`.
+pub fn config(conf: &KvConf) -> Config {
+    let first = conf.listen.first();
+    Config {
+        hz: conf.hz,
+        dynamic_hz: conf.dynamic_hz,
+        timeout: conf.timeout_secs,
+        maxclients: conf.maxclients,
+        databases: conf.databases as usize,
+        proto_max_bulk_len: conf.proto_max_bulk_len,
+        client_query_buffer_limit: conf.client_query_buffer_limit,
+        port: first.map_or(6379, |l| l.addr.port()),
+        bind: first.map_or_else(|| "127.0.0.1".into(), |l| l.addr.ip().to_string()),
+        seed: std::process::id() as u64 ^ 0x5EED,
+        ..Config::default()
+    }
+}
+
+struct Shared {
+    server: RefCell<Server>,
+    /// Client id → connection, to close clients the cron or CLIENT KILL
+    /// picked.
+    conns: RefCell<HashMap<ClientId, ConnId>>,
+    buf: RefCell<Vec<u8>>,
+}
+
+fn now_ms(core: &Core) -> i64 {
+    core.clock().unix_ms() as i64
+}
+
+/// Puts the KV protocol on `listeners` and registers serverCron.
+pub fn init(conf: &KvConf, core: &mut Core, listeners: Vec<Listener>) -> io::Result<()> {
+    let shared = Rc::new(Shared {
+        server: RefCell::new(Server::new(config(conf), now_ms(core))),
+        conns: RefCell::new(HashMap::new()),
+        buf: RefCell::new(vec![0; READ_BUF]),
+    });
+    for ls in listeners {
+        log::info!("kv listening on {}", ls.local_addr());
+        core.add_listener(
+            ls,
+            Box::new(KvProtocol {
+                shared: shared.clone(),
+            }),
+        )?;
+    }
+    let s = shared.clone();
+    let period = 1000 / u64::from(conf.hz.max(1));
+    core.create_time_event(period, move |core, _| server_cron(&s, core));
+    let s = shared;
+    core.before_wait(move |core| {
+        let now = now_ms(core);
+        s.server.borrow_mut().before_sleep(now);
+        close_scheduled(&s, core);
+    });
+    Ok(())
+}
+
+/// serverCron: Redis's periodic duties; returns when to run again.
+fn server_cron(s: &Rc<Shared>, core: &mut Core) -> Next {
+    let now = now_ms(core);
+    let out = s.server.borrow_mut().cron(now);
+    for id in out.close {
+        close_client(s, core, id);
+    }
+    Next::Again(out.next_in_ms.max(1))
+}
+
+/// Closes clients CLIENT KILL picked from another connection.
+fn close_scheduled(s: &Rc<Shared>, core: &mut Core) {
+    let ids = s.server.borrow_mut().take_clients_to_close();
+    for id in ids {
+        close_client(s, core, id);
+    }
+}
+
+fn close_client(s: &Rc<Shared>, core: &mut Core, id: ClientId) {
+    s.server.borrow_mut().disconnect(id);
+    if let Some(c) = s.conns.borrow_mut().remove(&id) {
+        core.close(c);
+    }
+}
+
+struct KvProtocol {
+    shared: Rc<Shared>,
+}
+
+impl Protocol for KvProtocol {
+    fn init_connection(&mut self, core: &mut Core, c: ConnId) -> Option<Box<dyn Handler>> {
+        let (addr, laddr, fd) = {
+            let x = core.conn(c)?;
+            let addr = x.peer.map(|p| p.to_string()).unwrap_or_default();
+            let laddr = x
+                .fd()
+                .and_then(|fd| gyre_core::sys::socket::local_addr(fd).ok())
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            let fd = x.fd().map_or(-1, |fd| {
+                use std::os::fd::AsRawFd;
+                i64::from(fd.as_raw_fd())
+            });
+            (addr, laddr, fd)
+        };
+        if let Some(fd) = core.fd(c) {
+            let _ = gyre_core::sys::socket::set_nodelay(fd, true);
+        }
+        let now = now_ms(core);
+        let id = match self
+            .shared
+            .server
+            .borrow_mut()
+            .connect(&addr, &laddr, fd, now)
+        {
+            Ok(id) => id,
+            Err(reply) => {
+                // maxclients: Redis answers and closes.
+                let _ = core.send(c, &reply);
+                return None;
+            }
+        };
+        self.shared.conns.borrow_mut().insert(id, c);
+        core.handle_read_event(c).ok()?;
+        core.set_idle(c, true);
+        Some(Box::new(KvConn {
+            id,
+            shared: self.shared.clone(),
+            inbuf: Vec::new(),
+            out: Vec::new(),
+            out_off: 0,
+            close_after: false,
+        }))
+    }
+}
+
+/// One client connection.
+struct KvConn {
+    id: ClientId,
+    shared: Rc<Shared>,
+    /// An incomplete command line kept between reads (bulk payloads are
+    /// held by the parser itself).
+    inbuf: Vec<u8>,
+    /// Replies not yet written.
+    out: Vec<u8>,
+    out_off: usize,
+    close_after: bool,
+}
+
+impl KvConn {
+    fn close(&mut self, core: &mut Core, c: ConnId) {
+        self.shared.server.borrow_mut().disconnect(self.id);
+        self.shared.conns.borrow_mut().remove(&self.id);
+        core.close(c);
+    }
+
+    /// Writes pending replies; true when all went out.
+    fn flush(&mut self, core: &mut Core, c: ConnId) -> io::Result<bool> {
+        while self.out_off < self.out.len() {
+            match core.send(c, &self.out[self.out_off..]) {
+                Ok(n) => self.out_off += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        // Release the buffer: an idle client holds none.
+        self.out = Vec::new();
+        self.out_off = 0;
+        Ok(true)
+    }
+
+    /// Reads and executes until the socket is drained or replies back up.
+    fn step(&mut self, core: &mut Core, c: ConnId) -> io::Result<bool> {
+        loop {
+            if !self.flush(core, c)? {
+                return Ok(true);
+            }
+            if self.close_after {
+                return Ok(false);
+            }
+            if !core.conn(c).is_some_and(|x| x.read.ready) {
+                return Ok(true);
+            }
+            let shared = self.shared.clone();
+            let mut buf = shared.buf.borrow_mut();
+            let n = match core.recv(c, &mut buf) {
+                Ok(0) => return Ok(false),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
+                Err(e) => return Err(e),
+            };
+            let now = now_ms(core);
+            let mut server = shared.server.borrow_mut();
+            let outcome = if self.inbuf.is_empty() {
+                let r = server.feed(self.id, &buf[..n], now, &mut self.out);
+                if r.consumed < n && !r.close {
+                    self.inbuf.extend_from_slice(&buf[r.consumed..n]);
+                }
+                r
+            } else {
+                self.inbuf.extend_from_slice(&buf[..n]);
+                let r = server.feed(self.id, &self.inbuf, now, &mut self.out);
+                self.inbuf.drain(..r.consumed.min(self.inbuf.len()));
+                if self.inbuf.is_empty() {
+                    self.inbuf = Vec::new();
+                }
+                r
+            };
+            if outcome.close {
+                self.close_after = true;
+            }
+        }
+    }
+}
+
+impl Handler for KvConn {
+    fn handle(&mut self, core: &mut Core, ev: Ev) {
+        let c = ev.conn;
+        if core.conn(c).is_some_and(|x| x.close) && self.out.is_empty() {
+            self.close(core, c);
+            return;
+        }
+        match self.step(core, c) {
+            Ok(true) => {}
+            Ok(false) | Err(_) => {
+                self.close(core, c);
+                close_scheduled(&self.shared, core);
+                return;
+            }
+        }
+        close_scheduled(&self.shared, core);
+        if !core.is_live(c) {
+            return;
+        }
+        let pending = self.out_off < self.out.len();
+        let r = if pending {
+            core.disable_read(c)
+                .and_then(|_| core.handle_write_event(c))
+        } else {
+            core.handle_read_event(c)
+        };
+        core.set_idle(c, !pending);
+        if r.is_err() {
+            self.close(core, c);
+        }
+    }
+}
+
+/// Whether a reload from `old` to `new` must restart the kv process.
+pub fn changed(old: Option<&KvConf>, new: Option<&KvConf>) -> bool {
+    old != new
+}
+
+/// `KvConf` for a module's configuration lookups.
+pub fn conf_of(conf: &gyre_core::conf::Conf) -> Option<&KvConf> {
+    conf.module::<KvConf>().filter(|k| k.present)
+}
