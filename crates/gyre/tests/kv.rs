@@ -1,0 +1,354 @@
+//! The Redis-protocol module through the real binary with the `redis` crate
+//! as client (and raw sockets for protocol errors): commands, pipelining,
+//! lazy and active expiry, idle-client timeout, protocol errors closing only
+//! the offending client, INFO, and the kv process being respawned.
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use util::{wait_for, Prefix, Server};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Kv {
+    _p: Prefix,
+    s: Server,
+    addr: SocketAddr,
+}
+
+fn start(name: &str, kv_extra: &str) -> Kv {
+    let p = Prefix::new(name);
+    let port = free_port();
+    p.conf(&format!(
+        "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
+         kv {{\n    listen 127.0.0.1:{port};\n{kv_extra}\n}}\n"
+    ));
+    let s = p.start();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    assert!(
+        wait_for(Duration::from_secs(5), || TcpStream::connect(addr).is_ok()),
+        "{}",
+        s.log()
+    );
+    Kv { _p: p, s, addr }
+}
+
+/// The kv process's pid, from the master's "start kv process N" line.
+fn kv_pid(kv: &Kv) -> u32 {
+    assert!(kv.s.logged("start kv process", Duration::from_secs(5)));
+    kv.s.log()
+        .lines()
+        .find_map(|l| l.split("start kv process ").nth(1))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn client(kv: &Kv) -> redis::Connection {
+    let c = redis::Client::open(format!("redis://{}/", kv.addr)).unwrap();
+    c.get_connection_with_timeout(Duration::from_secs(5))
+        .unwrap()
+}
+
+#[test]
+fn strings_keys_and_errors_like_redis() {
+    let kv = start("kv-cmds", "");
+    let mut c = client(&kv);
+    let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut c).unwrap();
+    let v: String = redis::cmd("GET").arg("k").query(&mut c).unwrap();
+    assert_eq!(v, "v");
+    let n: i64 = redis::cmd("INCRBY").arg("n").arg(41).query(&mut c).unwrap();
+    assert_eq!(n, 41);
+    let n: i64 = redis::cmd("INCR").arg("n").query(&mut c).unwrap();
+    assert_eq!(n, 42);
+    let f: String = redis::cmd("INCRBYFLOAT")
+        .arg("f")
+        .arg("10.1")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(f, "10.1");
+    let len: i64 = redis::cmd("APPEND")
+        .arg("k")
+        .arg("xyz")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(len, 4);
+    let r: String = redis::cmd("GETRANGE")
+        .arg("k")
+        .arg(1)
+        .arg(-1)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(r, "xyz");
+    let _: () = redis::cmd("MSET")
+        .arg("a")
+        .arg(1)
+        .arg("b")
+        .arg(2)
+        .query(&mut c)
+        .unwrap();
+    let m: Vec<Option<String>> = redis::cmd("MGET")
+        .arg("a")
+        .arg("b")
+        .arg("zz")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(m, vec![Some("1".into()), Some("2".into()), None]);
+    let t: String = redis::cmd("TYPE").arg("a").query(&mut c).unwrap();
+    assert_eq!(t, "string");
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    keys.sort();
+    assert_eq!(keys, vec!["a", "b", "f", "k", "n"]);
+    let d: i64 = redis::cmd("DEL")
+        .arg("a")
+        .arg("b")
+        .arg("zz")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(d, 2);
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 3);
+    // Errors in Redis 7's words.
+    let e = redis::cmd("GET").query::<String>(&mut c).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("wrong number of arguments for 'get' command"),
+        "{e}"
+    );
+    let e = redis::cmd("NOSUCH")
+        .arg("x")
+        .query::<String>(&mut c)
+        .unwrap_err();
+    assert!(e.to_string().contains("unknown command 'NOSUCH'"), "{e}");
+    let e = redis::cmd("INCR")
+        .arg("k")
+        .query::<i64>(&mut c)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("not an integer or out of range"),
+        "{e}"
+    );
+    let e = redis::cmd("SET")
+        .arg("x")
+        .arg("y")
+        .arg("EX")
+        .arg(0)
+        .query::<String>(&mut c)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("invalid expire time in 'set' command"),
+        "{e}"
+    );
+    // SELECT isolates databases.
+    let _: () = redis::cmd("SELECT").arg(3).query(&mut c).unwrap();
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 0);
+}
+
+#[test]
+fn ten_thousand_pipelined_commands() {
+    let kv = start("kv-pipe", "");
+    let mut c = client(&kv);
+    let mut pipe = redis::pipe();
+    for i in 0..10_000 {
+        pipe.cmd("SET").arg(format!("key:{i}")).arg(i).ignore();
+    }
+    for i in (0..10_000).step_by(1000) {
+        pipe.cmd("GET").arg(format!("key:{i}"));
+    }
+    let got: Vec<i64> = pipe.query(&mut c).unwrap();
+    assert_eq!(got, (0..10_000).step_by(1000).collect::<Vec<i64>>());
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 10_000);
+}
+
+#[test]
+fn keys_expire_lazily_and_actively() {
+    let kv = start("kv-expire", "    hz 10;");
+    let mut c = client(&kv);
+    let mut pipe = redis::pipe();
+    for i in 0..1000 {
+        pipe.cmd("SET")
+            .arg(format!("t:{i}"))
+            .arg("x")
+            .arg("PX")
+            .arg(100)
+            .ignore();
+    }
+    pipe.cmd("SET").arg("keep").arg("y").ignore();
+    pipe.cmd("SET")
+        .arg("lazy")
+        .arg("z")
+        .arg("PX")
+        .arg(50)
+        .ignore();
+    let _: () = pipe.query(&mut c).unwrap();
+    let ttl: i64 = redis::cmd("PTTL").arg("t:1").query(&mut c).unwrap();
+    assert!(ttl > 0 && ttl <= 100);
+    std::thread::sleep(Duration::from_millis(60));
+    let v: Option<String> = redis::cmd("GET").arg("lazy").query(&mut c).unwrap();
+    assert_eq!(v, None, "an expired key is gone on access");
+    // Untouched keys disappear from DBSIZE within 1 s (active expiry).
+    let t0 = Instant::now();
+    let gone = wait_for(Duration::from_secs(1), || {
+        redis::cmd("DBSIZE").query::<i64>(&mut c).unwrap() == 1
+    });
+    assert!(gone, "keys left after {:?}", t0.elapsed());
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    assert!(info.contains("expired_keys:1001"), "{info}");
+}
+
+#[test]
+fn idle_clients_are_closed_after_timeout() {
+    let kv = start("kv-timeout", "    timeout 1;");
+    let mut idle = TcpStream::connect(kv.addr).unwrap();
+    idle.write_all(b"PING\r\n").unwrap();
+    let mut b = [0u8; 16];
+    let n = idle.read(&mut b).unwrap();
+    assert_eq!(&b[..n], b"+PONG\r\n");
+    idle.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let t0 = Instant::now();
+    let n = idle.read(&mut b).unwrap_or(0);
+    assert_eq!(n, 0, "closed by the server");
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900),
+        "closed too early: {waited:?}"
+    );
+}
+
+#[test]
+fn protocol_errors_close_only_that_client() {
+    let kv = start("kv-proto", "");
+    let mut good = client(&kv);
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query(&mut good)
+        .unwrap();
+    for (bad, reply) in [
+        (
+            &b"*1\r\n$-5\r\n"[..],
+            "-ERR Protocol error: invalid bulk length\r\n",
+        ),
+        (
+            &b"*99999999999\r\n"[..],
+            "-ERR Protocol error: invalid multibulk length\r\n",
+        ),
+        (
+            &b"*1\r\nxyz\r\n"[..],
+            "-ERR Protocol error: expected '$', got 'x'\r\n",
+        ),
+        (
+            &b"*1\r\n$536870913\r\n"[..],
+            "-ERR Protocol error: invalid bulk length\r\n",
+        ),
+    ] {
+        let mut s = TcpStream::connect(kv.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(bad).unwrap();
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        assert_eq!(String::from_utf8_lossy(&got), reply);
+    }
+    // A huge announced bulk is not allocated: the kv process stays small.
+    let mut s = TcpStream::connect(kv.addr).unwrap();
+    s.write_all(b"*2\r\n$3\r\nSET\r\n$536870911\r\nabc")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let kvp = kv_pid(&kv);
+    let rss_kb: u64 = std::fs::read_to_string(format!("/proc/{kvp}/status"))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("VmRSS"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(
+        rss_kb < 64 * 1024,
+        "RSS {rss_kb} KiB after a 512 MB announcement"
+    );
+    drop(s);
+    let v: String = redis::cmd("GET").arg("k").query(&mut good).unwrap();
+    assert_eq!(v, "v", "other clients unaffected");
+}
+
+#[test]
+fn info_and_inline_commands() {
+    let kv = start("kv-info", "");
+    let mut c = client(&kv);
+    let _: () = redis::cmd("SET")
+        .arg("x")
+        .arg(1)
+        .arg("EX")
+        .arg(100)
+        .query(&mut c)
+        .unwrap();
+    let info: String = redis::cmd("INFO").query(&mut c).unwrap();
+    for field in [
+        "# Server\r\n",
+        "redis_version:7.0.15\r\n",
+        &format!("tcp_port:{}\r\n", kv.addr.port()),
+        "connected_clients:1\r\n",
+        "# Keyspace\r\ndb0:keys=1,expires=1,avg_ttl=",
+        "total_connections_received:",
+        "instantaneous_ops_per_sec:",
+        "keyspace_hits:",
+    ] {
+        assert!(info.contains(field), "missing {field:?} in INFO:\n{info}");
+    }
+    // Inline commands, as telnet sends them.
+    let mut s = TcpStream::connect(kv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"set \"a b\" 'c d'\r\nget \"a b\"\r\nquit\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    assert_eq!(String::from_utf8_lossy(&got), "+OK\r\n$3\r\nc d\r\n+OK\r\n");
+}
+
+#[test]
+fn the_kv_process_is_respawned_after_kill_9() {
+    let kv = start("kv-respawn", "");
+    let mut c = client(&kv);
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut c).unwrap();
+    // The master's children: one worker and the kv process; the kv process
+    // is the one holding the kv port's connection.
+    let kids = util::children(kv.s.pid());
+    assert_eq!(kids.len(), 2, "{kids:?}");
+    let kvpid = kv_pid(&kv);
+    std::process::Command::new("kill")
+        .args(["-9", &kvpid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kv.s.logged(
+        &format!("kv process {kvpid} exited on signal 9"),
+        Duration::from_secs(5)
+    ));
+    assert!(wait_for(Duration::from_secs(2), || {
+        redis::Client::open(format!("redis://{}/", kv.addr))
+            .and_then(|cl| cl.get_connection_with_timeout(Duration::from_millis(500)))
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+            .is_ok()
+    }));
+    let mut c = client(&kv);
+    let v: Option<String> = redis::cmd("GET").arg("k").query(&mut c).unwrap();
+    assert_eq!(
+        v, None,
+        "a new kv process starts empty (no persistence yet)"
+    );
+}
