@@ -14,11 +14,15 @@ use util::{wait_for, Prefix};
 fn built_in_default_config_serves_html_and_status_on_8080() {
     // Another program (or a parallel run) may hold 8080: then there is
     // nothing to test here.
-    match TcpListener::bind("127.0.0.1:8080") {
-        Ok(l) => drop(l),
-        Err(e) => {
-            eprintln!("SKIPPED: 127.0.0.1:8080 is busy ({e}); cannot test the built-in default");
-            return;
+    for port in [8080, 6380] {
+        match TcpListener::bind(("127.0.0.1", port)) {
+            Ok(l) => drop(l),
+            Err(e) => {
+                eprintln!(
+                    "SKIPPED: 127.0.0.1:{port} is busy ({e}); cannot test the built-in default"
+                );
+                return;
+            }
         }
     }
     let p = Prefix::new("default-conf");
@@ -52,13 +56,20 @@ fn built_in_default_config_serves_html_and_status_on_8080() {
     let counts = parse_status(&st.text()).unwrap();
     assert!(counts.requests >= 2, "{counts:?}");
 
-    // worker_processes auto: one per core.
+    // worker_processes auto: one per core, plus the kv process (RESP on
+    // 127.0.0.1:6380).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert!(
-        wait_for(Duration::from_secs(5), || s.workers().len() == cores),
+        wait_for(Duration::from_secs(5), || s.workers().len() == cores + 1),
         "workers {:?}, cores {cores}",
         s.workers()
     );
+    let mut kv = std::net::TcpStream::connect("127.0.0.1:6380").unwrap();
+    kv.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    std::io::Write::write_all(&mut kv, b"PING\r\n").unwrap();
+    let mut pong = [0u8; 7];
+    std::io::Read::read_exact(&mut kv, &mut pong).unwrap();
+    assert_eq!(&pong, b"+PONG\r\n", "the kv process serves 127.0.0.1:6380");
     // The pid file's directory was created; access_log off writes nothing.
     assert!(p.path("logs/gyre.pid").exists());
     std::thread::sleep(Duration::from_millis(1200));
