@@ -267,6 +267,10 @@ def stop_all():
 
 
 atexit.register(stop_all)
+if not os.environ.get("BENCH_TMP"):  # run directly, not from run.sh: clean up ourselves
+    import shutil
+    atexit.register(lambda: os.getpid() == _MAIN_PID and shutil.rmtree(TMP, ignore_errors=True))
+_MAIN_PID = os.getpid()
 for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(_sig, lambda *a: sys.exit(130))
 
