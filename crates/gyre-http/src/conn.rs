@@ -123,7 +123,7 @@ pub enum Disposition {
 }
 
 /// Per-request facts for the access log (nginx's `combined` fields).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogRecord {
     /// `$request`: the request line, empty if none was parsed.
     pub request_line: String,
@@ -535,16 +535,20 @@ impl Connection {
                     collect: false,
                     body_end_sent: false,
                     expect_continue,
-                    log: LogRecord {
-                        request_line: req.request_line.clone(),
-                        status: 0,
-                        body_bytes_sent: 0,
-                        bytes_sent: 0,
-                        referer: req.referer(),
-                        user_agent: req.user_agent(),
-                        host: req.host.clone(),
-                        start: self.head_start,
-                        end: now,
+                    log: if self.st.log_requests {
+                        LogRecord {
+                            request_line: req.request_line.clone(),
+                            status: 0,
+                            body_bytes_sent: 0,
+                            bytes_sent: 0,
+                            referer: req.referer(),
+                            user_agent: req.user_agent(),
+                            host: req.host.clone(),
+                            start: self.head_start,
+                            end: now,
+                        }
+                    } else {
+                        LogRecord::default()
                     },
                 });
                 self.state = State::Pending;
@@ -656,7 +660,9 @@ impl Connection {
         cur.log.body_bytes_sent = body;
         cur.log.bytes_sent = all;
         cur.log.end = now;
-        self.logs.push(cur.log.clone());
+        if self.st.log_requests {
+            self.logs.push(std::mem::take(&mut cur.log));
+        }
         if !keep_alive {
             let unread = !cur.decoder.is_done();
             self.close_after_response(unread);

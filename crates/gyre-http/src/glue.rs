@@ -161,8 +161,9 @@ struct HttpProtocol {
     default: usize,
 }
 
-fn settings_for(s: &ServerConf, loc: &LocConf) -> HttpSettings {
+fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettings {
     HttpSettings {
+        log_requests,
         client_header_buffer_size: s.client_header_buffer_size,
         large_header_buffers: s.large_client_header_buffers.0,
         large_header_buffer_size: s.large_client_header_buffers.1,
@@ -257,7 +258,7 @@ impl HttpConn {
                 .conf
                 .servers
                 .get(default)
-                .and_then(|s| s.fallback.as_ref().map(|f| settings_for(s, f)))
+                .and_then(|s| s.fallback.as_ref().map(|f| settings_for(s, f, shared.any_access_log)))
                 .unwrap_or_default();
             Box::new(Connection::resume(settings, now, requests, created))
         })

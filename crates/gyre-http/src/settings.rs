@@ -49,6 +49,9 @@ pub struct HttpSettings {
     pub underscores_in_headers: bool,
     /// `ignore_invalid_headers` (on): names with odd bytes are ignored.
     pub ignore_invalid_headers: bool,
+    /// Keep per-request log records ([`take_logs`](crate::Connection::take_logs));
+    /// off when no access log is written, which saves their allocations.
+    pub log_requests: bool,
 }
 
 impl Default for HttpSettings {
@@ -69,6 +72,7 @@ impl Default for HttpSettings {
             merge_slashes: true,
             underscores_in_headers: false,
             ignore_invalid_headers: true,
+            log_requests: true,
         }
     }
 }

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# gyre vs nginx (and later redis) benchmarks and fault tests; issue 6.
+#   bench/run.sh [http|core|memory|balance|ceiling|faults|kv|all|report]...
+# Needs: Debian's nginx wrk strace redis-server redis-tools (installed with
+# apt-get when missing), gcc, python3 (no packages), cargo. Runs everything on
+# 127.0.0.1; rewrites BENCHMARKS.md and bench/results.svg from bench/results/.
+# Knobs: BENCH_SECS BENCH_ROUNDS BENCH_CONNS BENCH_STRACE_SECS BENCH_CHURN_SECS
+#        BENCH_FAULTS_QUICK=1 (skip the long connection-churn test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for t in nginx:nginx wrk:wrk strace:strace redis-server:redis-server redis-cli:redis-tools; do
+    command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
+done
+if ((${#need[@]})); then
+    echo "installing: ${need[*]}"
+    apt-get install -y "${need[@]}" || { apt-get update && apt-get install -y "${need[@]}"; }
+fi
+command -v gcc >/dev/null || { echo "gcc is needed for bench/ceiling.c" >&2; exit 1; }
+
+[[ "${1:-all}" == kv ]] && [[ $# -le 1 ]] && { echo "kv: not yet available (gyre has no KV module yet)"; exit 0; }
+
+cargo build --release -p gyre
+
+export BENCH_TMP
+BENCH_TMP=$(mktemp -d /tmp/gyre-bench-XXXXXX)
+cleanup() {
+    # bench.py stops its servers itself; this catches anything left behind.
+    if [[ -f "$BENCH_TMP/pids" ]]; then
+        # Only processes that are still ours: their command line names the
+        # temp dir (servers, the ceiling) or bench.py (client processes).
+        ours() { tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qE "$BENCH_TMP|bench/bench.py"; }
+        for sig in TERM KILL; do
+            while read -r pid; do
+                ours "$pid" || continue
+                kill -"$sig" -- "-$pid" 2>/dev/null || kill -"$sig" "$pid" 2>/dev/null || true
+            done <"$BENCH_TMP/pids"
+            sleep 0.5
+        done
+    fi
+    rm -rf "$BENCH_TMP"
+}
+trap cleanup EXIT
+
+ulimit -n 20000 2>/dev/null || true
+python3 bench/bench.py "${@:-all}"
