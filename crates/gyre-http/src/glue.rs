@@ -35,6 +35,10 @@ use crate::static_file::{map_uri, FileCache, FileInfo, Open};
 /// Read buffer shared by every connection of a worker.
 const READ_BUF: usize = 16 * 1024;
 
+/// How long an idle keep-alive connection of a gracefully exiting worker
+/// waits for one last request.
+const LAST_CALL_MS: u64 = 1000;
+
 /// The sockets `conf` listens on: one per distinct address, with the
 /// options of its first `listen` (nginx merges them the same way).
 pub fn listeners(conf: &HttpConf) -> Vec<ListenOptions> {
@@ -182,11 +186,6 @@ impl Protocol for HttpProtocol {
         let conf = &self.shared.conf;
         let server = conf.servers.get(self.default)?;
         let fallback = server.fallback.clone()?;
-        if fallback.tcp_nodelay {
-            if let Some(fd) = core.fd(c) {
-                let _ = gyre_core::sys::socket::set_nodelay(fd, true);
-            }
-        }
         let now = core.now();
         core.handle_read_event(c).ok()?;
         // A fresh connection waits for its first request: reusable (may be
@@ -209,6 +208,8 @@ impl Protocol for HttpProtocol {
             stat: Stat::None,
             send_timeout: fallback.send_timeout,
             lingering: false,
+            nodelay: !fallback.tcp_nodelay,
+            last_call: false,
         }))
     }
 }
@@ -241,6 +242,13 @@ struct HttpConn {
     stat: Stat,
     send_timeout: u64,
     lingering: bool,
+    /// TCP_NODELAY is set (or not wanted). Like nginx, it is set when the
+    /// connection first goes keep-alive: a connection closed after one
+    /// response never pays the system call.
+    nodelay: bool,
+    /// The worker is shutting down gracefully: answer at most one more
+    /// request, with `Connection: close`, or close after a short wait.
+    last_call: bool,
 }
 
 enum Flow {
@@ -258,7 +266,11 @@ impl HttpConn {
                 .conf
                 .servers
                 .get(default)
-                .and_then(|s| s.fallback.as_ref().map(|f| settings_for(s, f, shared.any_access_log)))
+                .and_then(|s| {
+                    s.fallback
+                        .as_ref()
+                        .map(|f| settings_for(s, f, shared.any_access_log))
+                })
                 .unwrap_or_default();
             Box::new(Connection::resume(settings, now, requests, created))
         })
@@ -451,11 +463,12 @@ impl HttpConn {
                 }
                 self.set_stat(core, Stat::Writing);
                 let (mut resp, ka) = self.handle(core, &req);
+                let last_call = self.last_call;
                 let m = self.machine(now);
                 let st = m.settings_mut();
                 st.keepalive_timeout = ka.0;
                 st.keepalive_requests = ka.1;
-                if ka.0 == 0 || m.requests() >= ka.1 {
+                if ka.0 == 0 || m.requests() >= ka.1 || last_call {
                     resp.close = true;
                 }
                 let _ = m.respond(resp, now, &date);
@@ -867,7 +880,22 @@ impl Handler for HttpConn {
     fn handle(&mut self, core: &mut Core, ev: Ev) {
         let c = ev.conn;
         let closing = core.conn(c).is_some_and(|x| x.close);
-        if closing && self.is_idle() && self.pending.is_empty() {
+        if closing && self.is_idle() && self.pending.is_empty() && !self.last_call {
+            if core.is_exiting() && !ev.timedout {
+                // Graceful shutdown: closing now would race a client that is
+                // sending its next request on this connection (it would see
+                // a reset). Give it a moment to send one, answered with
+                // `Connection: close`; the non-cancelable timer keeps the
+                // exiting worker until then.
+                self.last_call = true;
+                core.set_cancelable(Ev::read(c), false);
+                core.add_timer(Ev::read(c), LAST_CALL_MS);
+                return;
+            }
+            self.close(core, c);
+            return;
+        }
+        if self.last_call && ev.timedout && self.is_idle() {
             self.close(core, c);
             return;
         }
@@ -906,8 +934,29 @@ impl HttpConn {
         }
         core.del_timer(Ev::write(c));
         let now = core.now();
+        if self.is_idle() && !self.last_call && core.is_exiting() {
+            // Went idle after a graceful shutdown began: the client may be
+            // sending its next request already, so wait for one last call
+            // instead of being closed with the exiting worker.
+            self.last_call = true;
+            core.set_cancelable(Ev::read(c), false);
+            core.add_timer(Ev::read(c), LAST_CALL_MS);
+        }
+        if self.is_idle() && self.last_call {
+            self.set_stat(core, Stat::None);
+            if core.handle_read_event(c).is_err() {
+                self.close(core, c);
+            }
+            return;
+        }
         if self.is_idle() {
             self.set_stat(core, Stat::None);
+            if !self.nodelay {
+                self.nodelay = true;
+                if let Some(fd) = core.fd(c) {
+                    let _ = gyre_core::sys::socket::set_nodelay(fd, true);
+                }
+            }
             core.set_reusable(c, true);
             core.set_idle(c, true);
             core.set_cancelable(Ev::read(c), true);

@@ -414,3 +414,96 @@ fn binary_upgrade_hands_the_sockets_to_a_new_master() {
     kill("QUIT", new);
     assert!(wait_for(Duration::from_secs(5), || !pid_file.exists()));
 }
+
+/// Keep-alive requests: reconnects only when a response says
+/// `Connection: close`; anything else (EOF or reset before a response) is a
+/// failed request.
+fn keepalive_load(
+    addr: SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (u32, Vec<String>) {
+    let (mut ok, mut failed) = (0u32, Vec::new());
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    let mut conn: Option<TcpStream> = None;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) && std::time::Instant::now() < end {
+        let s = match conn.as_mut() {
+            Some(s) => s,
+            None => {
+                let s = TcpStream::connect(addr).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                conn.insert(s)
+            }
+        };
+        if let Err(e) = s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n") {
+            failed.push(format!("write: {e}"));
+            conn = None;
+            continue;
+        }
+        // Read one response (headers + Content-Length body).
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let done = loop {
+            match s.read(&mut chunk) {
+                Ok(0) => break Err("eof before response".to_string()),
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length: "))
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                        if buf.len() >= i + 4 + len {
+                            break Ok(head.contains("connection: close"));
+                        }
+                    }
+                }
+                Err(e) => break Err(e.to_string()),
+            }
+        };
+        match done {
+            Ok(close) => {
+                ok += 1;
+                if close {
+                    conn = None;
+                }
+            }
+            Err(e) => {
+                failed.push(e);
+                conn = None;
+            }
+        }
+    }
+    (ok, failed)
+}
+
+#[test]
+fn reload_under_keepalive_load_fails_no_request() {
+    let p = Prefix::new("proc-http-reload-ka");
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    p.write("html/index.html", "index\n");
+    p.conf(&http_conf(port, 2, ""));
+    let s = p.start();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load: Vec<_> = (0..8)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || keepalive_load(addr, stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    for _ in 0..4 {
+        assert!(s.signal("reload").status.success());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut total = 0;
+    for h in load {
+        let (ok, failed) = h.join().unwrap();
+        assert!(failed.is_empty(), "failed during reload: {failed:?}");
+        total += ok;
+    }
+    assert!(total > 100, "only {total} requests ran");
+}

@@ -396,7 +396,7 @@ impl Core {
                     slot: slot as u32,
                     gen: x.gen,
                 };
-                self.ask_to_close(c);
+                self.ask_to_close(c, false);
             }
         }
     }
@@ -922,19 +922,30 @@ impl Core {
                 break;
             };
             self.stats.drained += 1;
-            self.ask_to_close(c);
+            self.ask_to_close(c, true);
         }
     }
 
     /// Sets `close` and runs the read handler, which should close the
-    /// connection; closes it if the handler did not.
-    fn ask_to_close(&mut self, c: ConnId) {
+    /// connection. With `force` (slots are short) the core closes it if the
+    /// handler did not; on graceful shutdown the handler may keep it a
+    /// little longer (to answer one more request with `Connection: close`
+    /// instead of racing the client), provided it arms a non-cancelable
+    /// timer so the exiting worker waits for it.
+    fn ask_to_close(&mut self, c: ConnId, force: bool) {
         if let Some(x) = self.pool.get_mut(c) {
             x.close = true;
+            x.idle = false;
         }
         self.set_reusable(c, false);
         self.call(c, EvKind::Read, false);
-        self.close(c);
+        let timer_held = self
+            .pool
+            .get(c)
+            .is_some_and(|x| x.read.timer_set() && !x.read.cancelable);
+        if force || !timer_held {
+            self.close(c);
+        }
     }
 
     /// Marks `c` as reusable (an idle keep-alive connection that may be closed
