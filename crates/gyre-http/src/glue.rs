@@ -510,15 +510,15 @@ impl HttpConn {
                 let want: usize = iov.iter().map(|b| b.len()).sum();
                 let r = core.writev(c, iov);
                 match r {
-                    Ok(n) => self.consume(n as u64),
+                    Ok(n) => {
+                        self.consume(n as u64);
+                        if n < want {
+                            // A short write: the socket buffer is full.
+                            return Ok(false);
+                        }
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                     Err(e) => return Err(e),
-                }
-                if core.conn(c).is_some_and(|x| !x.write.ready)
-                    && want > 0
-                    && !self.pending.is_empty()
-                {
-                    return Ok(false);
                 }
                 continue;
             }

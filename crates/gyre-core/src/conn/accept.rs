@@ -68,6 +68,9 @@ impl Core {
                         x.peer = peer;
                         x.listener = Some(ls.0);
                         x.read.ready = deferred;
+                        // A new socket can be written at once (nginx sets
+                        // wev->ready on accept); it turns false on EAGAIN.
+                        x.write.ready = true;
                     }
                     self.init_connection(ls, c);
                     self.reorder_accept_events(ls);

@@ -888,6 +888,9 @@ impl Core {
     pub fn adopt(&mut self, fd: std::os::fd::OwnedFd, h: Box<dyn Handler>) -> io::Result<ConnId> {
         crate::sys::socket::set_nonblocking(fd.as_fd())?;
         let c = self.get_connection(fd)?;
+        if let Some(x) = self.pool.get_mut(c) {
+            x.write.ready = true;
+        }
         self.set_handler(c, h);
         Ok(c)
     }
