@@ -3,32 +3,15 @@
 //! Kept alone in its own test binary: `waitpid(-1)` collects *any* child of
 //! the process, so it would steal statuses from tests running in parallel.
 
+mod util;
+
 use std::collections::HashMap;
+
 use std::time::{Duration, Instant};
+use util::fork::spawn;
 
-use gyre_core::sys::process::{exit_now, fork, reap_all, reap_one, ExitStatus, Fork, Pid};
+use gyre_core::sys::process::{reap_all, reap_one, ExitStatus};
 use gyre_core::sys::signal::send_kill;
-
-struct ExitOnUnwind;
-impl Drop for ExitOnUnwind {
-    fn drop(&mut self) {
-        exit_now(99);
-    }
-}
-
-fn spawn(f: impl FnOnce() -> i32) -> Pid {
-    // SAFETY: the child only runs `f`, which keeps to raw system calls, then
-    // calls `_exit`.
-    match unsafe { fork() }.expect("fork") {
-        Fork::Child => {
-            let guard = ExitOnUnwind;
-            let code = f();
-            std::mem::forget(guard);
-            exit_now(code)
-        }
-        Fork::Parent { child } => child,
-    }
-}
 
 #[test]
 fn reap_collects_every_ended_child() {

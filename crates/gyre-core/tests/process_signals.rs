@@ -5,60 +5,22 @@
 //! Handlers are only ever installed in forked children, never in the test
 //! binary itself, so tests stay independent of each other.
 
+mod util;
+
+use util::fork::{spawn, wait_exit};
+
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::time::{Duration, Instant};
 
-use gyre_core::sys::process::{exit_now, fork, getpid, try_wait_child, ExitStatus, Fork, Pid};
+use gyre_core::sys::process::{getpid, ExitStatus};
 use gyre_core::sys::shm::Shm;
 use gyre_core::sys::signal::{
-    block, clear_pending, install, is_pending, reset_to_default, send, send_kill,
-    set_interval_timer, set_mask, set_notify_fd, suspend, take, SigSet, Signal,
+    block, clear_pending, install, is_pending, reset_to_default, send, set_interval_timer,
+    set_mask, set_notify_fd, suspend, take, SigSet, Signal,
 };
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::pipe::{pipe_with, PipeFlags};
-
-/// Ends the child with 99 if `f` unwinds, so a panicking child never returns
-/// into the test harness.
-struct ExitOnUnwind;
-impl Drop for ExitOnUnwind {
-    fn drop(&mut self) {
-        exit_now(99);
-    }
-}
-
-/// Forks a child that runs `f` (atomics and raw syscalls only: the test binary
-/// is multithreaded) and `_exit`s with its result.
-fn spawn(f: impl FnOnce() -> i32) -> Pid {
-    // SAFETY: the child only runs `f`, which the callers keep to atomics and
-    // raw system calls (no allocation, no locks), then calls `_exit`.
-    match unsafe { fork() }.expect("fork") {
-        Fork::Child => {
-            let guard = ExitOnUnwind;
-            let code = f();
-            std::mem::forget(guard);
-            exit_now(code)
-        }
-        Fork::Parent { child } => child,
-    }
-}
-
-/// Waits for `pid` with a deadline so a hung child fails the test instead of
-/// hanging it.
-fn wait_exit(pid: Pid, limit: Duration) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(st) = try_wait_child(pid).expect("waitpid") {
-            return st;
-        }
-        if start.elapsed() > limit {
-            let _ = send_kill(pid);
-            let _ = gyre_core::sys::process::wait_child(pid);
-            panic!("child {pid:?} did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// Spins (politely) until the child reports readiness through `flag`.
 fn wait_ready(flag: &AtomicU64) {

@@ -2,6 +2,8 @@
 //! real process and reading what it logs.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod fork;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
