@@ -1854,7 +1854,7 @@ fn get(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
     let v = server.dbs[db]
         .lookup_read(ctx.arg(1), now)
-        .map(|e| e.value.clone());
+        .map(|e| e.value.to_vec());
     match v {
         Some(v) => ctx.bulk(&v),
         None => ctx.null(),
@@ -1981,7 +1981,7 @@ fn set_generic(
     if flags & F_GET != 0 {
         let old = server.dbs[db]
             .lookup_read(&key, now)
-            .map(|e| e.value.clone());
+            .map(|e| e.value.to_vec());
         match old {
             Some(v) => ctx.bulk(&v),
             None => ctx.null(),
@@ -2036,7 +2036,7 @@ fn getset(server: &mut Server, ctx: &mut Ctx<'_>) {
     let key = ctx.arg(1).to_vec();
     let old = server.dbs[db]
         .lookup_read(&key, now)
-        .map(|e| e.value.clone());
+        .map(|e| e.value.to_vec());
     match old {
         Some(v) => ctx.bulk(&v),
         None => ctx.null(),
@@ -2050,7 +2050,7 @@ fn getdel(server: &mut Server, ctx: &mut Ctx<'_>) {
     let key = ctx.arg(1).to_vec();
     let old = server.dbs[db]
         .lookup_read(&key, now)
-        .map(|e| e.value.clone());
+        .map(|e| e.value.to_vec());
     match old {
         Some(v) => {
             ctx.bulk(&v);
@@ -2069,7 +2069,7 @@ fn getex(server: &mut Server, ctx: &mut Ctx<'_>) {
     let key = ctx.arg(1).to_vec();
     let Some(v) = server.dbs[db]
         .lookup_read(&key, now)
-        .map(|e| e.value.clone())
+        .map(|e| e.value.to_vec())
     else {
         return ctx.null();
     };
@@ -2100,7 +2100,7 @@ fn mget(server: &mut Server, ctx: &mut Ctx<'_>) {
     for i in 1..ctx.argc() {
         let v = server.dbs[db]
             .lookup_read(&ctx.argv[i], now)
-            .map(|e| e.value.clone());
+            .map(|e| e.value.to_vec());
         match v {
             Some(v) => ctx.bulk(&v),
             None => ctx.null(),
@@ -2236,7 +2236,7 @@ fn incrbyfloat(server: &mut Server, ctx: &mut Ctx<'_>) {
     let key = ctx.arg(1).to_vec();
     let cur = server.dbs[db]
         .lookup_write(&key, now)
-        .map(|e| e.value.clone());
+        .map(|e| e.value.to_vec());
     let exists = cur.is_some();
     let new = match incr_by_float(cur.as_deref().unwrap_or(b"0"), ctx.arg(2)) {
         Ok(s) => s.into_bytes(),
@@ -2262,7 +2262,7 @@ fn getrange(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
     let Some(v) = server.dbs[db]
         .lookup_read(ctx.arg(1), now)
-        .map(|e| e.value.clone())
+        .map(|e| e.value.to_vec())
     else {
         return ctx.bulk(b"");
     };

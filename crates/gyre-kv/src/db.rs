@@ -1,79 +1,172 @@
 //! The keyspace: one [`Db`] per logical database (`SELECT n`).
 //!
-//! Values are strings (the only type this module serves). Besides the hash
-//! map each database keeps two dense vectors of keys (shared `Arc` with the
-//! map, so no key bytes are copied):
+//! Values are strings (the only type this module serves).
 //!
-//! * `keys` — every key. RANDOMKEY picks a random index in O(1), SCAN walks
-//!   it from the top down (see [`Db::scan`] for the guarantees).
-//! * `ttl_keys` — keys with a TTL. The active expire cycle samples random
-//!   indexes here in O(1) per sample, whatever the size of the keyspace.
+//! # Layout (why it looks like this)
 //!
-//! Removal is `swap_remove` plus fixing the moved key's stored index, O(1).
+//! Reclaiming an expired key is memory-latency bound: every cache miss and
+//! every allocator call per key shows directly in how fast the active
+//! expire cycle empties a keyspace. So a key lives in **one** place:
+//!
+//! * `nodes: Vec<Node>` — every key, dense. A node holds the key's hash,
+//!   its TTL, its slot in `ttl`, and the key and value bytes, both inline
+//!   when short (keys up to 22 bytes, values up to 30): a typical key costs
+//!   no allocation at all. The dense vector is also what RANDOMKEY samples
+//!   in O(1) and what SCAN walks from the top down.
+//! * `map: HashMap<u64, u32>` — the key's 64-bit hash (keyed SipHash,
+//!   random per database, so no one can aim collisions) to its node index.
+//!   The map never touches key bytes: removal and fix-ups go by the stored
+//!   hash. Full-hash collisions chain through `Node::next` (and are
+//!   resolved by comparing key bytes).
+//! * `ttl: Vec<TtlRef>` — keys with a TTL as `(expire, node index)`. The
+//!   active expire cycle samples random slots here in O(1) whatever the
+//!   keyspace size, and a live sample is judged from the slot alone (one
+//!   memory access, no node, no map).
+//!
+//! Removal is `swap_remove` in `nodes` (and `ttl`) plus re-pointing the
+//! moved node's map entry and TTL slot: O(1), no key hashing, no frees for
+//! inline keys and values. The vectors and the map keep their capacity
+//! when keys go (as before): giving back the tables of a million keys
+//! stalls the loop for tens of ms (rehash plus unmapping), which would be
+//! a latency spike in the middle of an expiry wave; an incremental or
+//! background shrink is future work.
+//!
 //! Expiry is lazy (every lookup checks) plus active ([`Db::expire_sample`],
 //! driven by `Server`'s expire cycle).
 
-use std::borrow::Borrow;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering::Relaxed};
-use std::sync::Arc;
+use std::collections::hash_map::{Entry as MapEntry, HashMap};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
 use crate::glob::stringmatch;
 use crate::util::Rng;
 
-/// Estimated per-key overhead in bytes (map slot, key object, index
-/// vector slots), for the `used_memory` estimate.
+/// Estimated per-key overhead in bytes (node, map slot, TTL slot), for the
+/// `used_memory` estimate.
 pub const ENTRY_OVERHEAD: u64 = 112;
-const NO_SLOT: usize = usize::MAX;
+const NONE: u32 = u32::MAX;
 const NO_EXPIRE: i64 = -1;
+/// Keys up to this many bytes are stored inside the node.
+const KEY_INLINE: usize = 22;
+/// Values up to this many bytes are stored inside the node.
+const VAL_INLINE: usize = 30;
 
-/// A key's shared metadata. The map, `keys` and `ttl_keys` hold the same
-/// `Arc`; the TTL and both vector indexes live here so the expire cycle and
-/// the swap_remove fix-ups never need a hash lookup (atomics only for
-/// interior mutability; the keyspace is used from one thread).
+/// Immutable key bytes, inline when short.
 #[derive(Debug)]
-struct KeyInner {
-    expire: AtomicI64,
-    slot: AtomicUsize,
-    ttl_slot: AtomicUsize,
-    bytes: Box<[u8]>,
+enum KeyBytes {
+    Inline(u8, [u8; KEY_INLINE]),
+    Heap(Box<[u8]>),
 }
 
-#[derive(Clone, Debug)]
-struct Key(Arc<KeyInner>);
+impl KeyBytes {
+    fn new(b: &[u8]) -> KeyBytes {
+        if b.len() <= KEY_INLINE {
+            let mut buf = [0; KEY_INLINE];
+            buf[..b.len()].copy_from_slice(b);
+            KeyBytes::Inline(b.len() as u8, buf)
+        } else {
+            KeyBytes::Heap(b.into())
+        }
+    }
 
-impl Key {
-    fn expire(&self) -> i64 {
-        self.0.expire.load(Relaxed)
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            KeyBytes::Inline(n, buf) => &buf[..usize::from(*n)],
+            KeyBytes::Heap(b) => b,
+        }
     }
 }
 
-impl Hash for Key {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        // Must hash exactly like `[u8]` for `Borrow<[u8]>` lookups.
-        self.0.bytes.hash(h);
+/// A string value, inline when short.
+#[derive(Debug)]
+enum Value {
+    Inline(u8, [u8; VAL_INLINE]),
+    Heap(Vec<u8>),
+}
+
+impl Value {
+    fn new(v: Vec<u8>) -> Value {
+        if v.len() <= VAL_INLINE {
+            let mut buf = [0; VAL_INLINE];
+            buf[..v.len()].copy_from_slice(&v);
+            Value::Inline(v.len() as u8, buf)
+        } else {
+            Value::Heap(v)
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Value::Inline(n, buf) => &buf[..usize::from(*n)],
+            Value::Heap(v) => v,
+        }
+    }
+
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            Value::Inline(n, buf) => buf[..usize::from(n)].to_vec(),
+            Value::Heap(v) => v,
+        }
+    }
+
+    /// Run `f` on the value as a `Vec` (a heap value in place, so APPEND
+    /// stays amortized O(1)); a result that fits goes back inline.
+    fn update<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        let mut v = match self {
+            Value::Heap(v) => std::mem::take(v),
+            Value::Inline(..) => self.as_slice().to_vec(),
+        };
+        let r = f(&mut v);
+        *self = Value::new(v);
+        r
     }
 }
 
-impl PartialEq for Key {
-    fn eq(&self, o: &Key) -> bool {
-        self.0.bytes == o.0.bytes
+/// One key (80 bytes).
+#[derive(Debug)]
+struct Node {
+    hash: u64,
+    expire: i64,
+    /// Next node with the same 64-bit hash (`NONE`: end of chain).
+    next: u32,
+    /// Index in `ttl`, `NONE` without a TTL.
+    ttl_slot: u32,
+    key: KeyBytes,
+    value: Value,
+}
+
+/// A key with a TTL, as the expire cycle samples it.
+#[derive(Clone, Copy, Debug)]
+struct TtlRef {
+    expire: i64,
+    node: u32,
+}
+
+/// The map's keys already are keyed hashes: use them as they are.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
     }
 }
 
-impl Eq for Key {}
-
-impl Borrow<[u8]> for Key {
-    fn borrow(&self) -> &[u8] {
-        &self.0.bytes
-    }
-}
+type IdMap = HashMap<u64, u32, BuildHasherDefault<IdHasher>>;
 
 /// A looked-up key: its value and TTL.
 #[derive(Debug)]
 pub struct Entry<'a> {
-    pub value: &'a Vec<u8>,
+    pub value: &'a [u8],
     expire: i64,
 }
 
@@ -103,9 +196,12 @@ pub struct SampleOutcome {
 
 #[derive(Debug)]
 pub struct Db {
-    map: HashMap<Key, Vec<u8>>,
-    keys: Vec<Key>,
-    ttl_keys: Vec<Key>,
+    map: IdMap,
+    nodes: Vec<Node>,
+    ttl: Vec<TtlRef>,
+    hasher: RandomState,
+    /// All ones; tests clear bits to force full-hash collisions.
+    hash_mask: u64,
     /// Running average TTL of sampled keys (Redis's `avg_ttl`), in ms.
     pub avg_ttl: i64,
     pub stats: DbStats,
@@ -122,27 +218,17 @@ fn entry_mem(key: &[u8], value: &[u8]) -> u64 {
     ENTRY_OVERHEAD + key.len() as u64 + value.len() as u64
 }
 
-/// swap_remove `slot` from `v` and record the moved key's new index.
-fn unlink_slot(v: &mut Vec<Key>, slot: usize, ttl: bool) {
-    if slot >= v.len() {
-        return;
-    }
-    v.swap_remove(slot);
-    if let Some(moved) = v.get(slot) {
-        if ttl {
-            moved.0.ttl_slot.store(slot, Relaxed);
-        } else {
-            moved.0.slot.store(slot, Relaxed);
-        }
-    }
-}
+/// Keys the expire cycle samples (and warms) at once.
+const SAMPLE_BATCH: usize = 32;
 
 impl Db {
     pub fn new(seed: u64) -> Db {
         Db {
-            map: HashMap::new(),
-            keys: Vec::new(),
-            ttl_keys: Vec::new(),
+            map: IdMap::default(),
+            nodes: Vec::new(),
+            ttl: Vec::new(),
+            hasher: RandomState::new(),
+            hash_mask: u64::MAX,
             avg_ttl: 0,
             stats: DbStats::default(),
             mem: 0,
@@ -152,16 +238,16 @@ impl Db {
 
     /// Keys stored, including expired ones not yet reclaimed (DBSIZE).
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.nodes.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.nodes.is_empty()
     }
 
     /// Keys with a TTL.
     pub fn expires_len(&self) -> usize {
-        self.ttl_keys.len()
+        self.ttl.len()
     }
 
     /// Estimated bytes used by this database's data.
@@ -169,48 +255,167 @@ impl Db {
         self.mem
     }
 
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key) & self.hash_mask
+    }
+
+    /// Node index of `key` (hash already computed).
+    fn find_hashed(&self, h: u64, key: &[u8]) -> Option<usize> {
+        let mut i = *self.map.get(&h)?;
+        loop {
+            let n = self.nodes.get(i as usize)?;
+            if n.key.as_slice() == key {
+                return Some(i as usize);
+            }
+            if n.next == NONE {
+                return None;
+            }
+            i = n.next;
+        }
+    }
+
+    fn find(&self, key: &[u8]) -> Option<usize> {
+        self.find_hashed(self.hash(key), key)
+    }
+
+    /// Re-point whatever referenced node `from` (its map entry or its
+    /// predecessor in a collision chain) to `to`.
+    fn repoint_chain(&mut self, hash: u64, from: u32, to: u32) {
+        let Some(head) = self.map.get_mut(&hash) else {
+            return;
+        };
+        if *head == from {
+            *head = to;
+            return;
+        }
+        let mut j = *head as usize;
+        while let Some(n) = self.nodes.get_mut(j) {
+            if n.next == from {
+                n.next = to;
+                return;
+            }
+            if n.next == NONE {
+                return;
+            }
+            j = n.next as usize;
+        }
+    }
+
+    /// Drop node `i` from its collision chain (or the map).
+    fn unlink_chain(&mut self, i: usize) {
+        let (hash, next) = (self.nodes[i].hash, self.nodes[i].next);
+        match self.map.entry(hash) {
+            MapEntry::Occupied(mut e) if *e.get() as usize == i => {
+                if next == NONE {
+                    e.remove();
+                } else {
+                    *e.get_mut() = next;
+                }
+            }
+            MapEntry::Occupied(_) => self.repoint_chain(hash, i as u32, next),
+            MapEntry::Vacant(_) => {}
+        }
+    }
+
+    /// swap_remove TTL slot `ts`, fixing the moved slot's node.
+    fn unlink_ttl(&mut self, ts: u32) {
+        let ts = ts as usize;
+        if ts >= self.ttl.len() {
+            return;
+        }
+        self.ttl.swap_remove(ts);
+        if let Some(moved) = self.ttl.get(ts) {
+            self.nodes[moved.node as usize].ttl_slot = ts as u32;
+        }
+    }
+
+    /// Remove node `i` everywhere. O(1): the last node moves into its slot
+    /// and its map entry (by stored hash) and TTL slot are re-pointed.
+    fn remove_at(&mut self, i: usize) -> Node {
+        self.unlink_chain(i);
+        let ts = self.nodes[i].ttl_slot;
+        if ts != NONE {
+            self.unlink_ttl(ts);
+        }
+        let node = self.nodes.swap_remove(i);
+        let from = self.nodes.len() as u32;
+        if let Some(moved) = self.nodes.get(i) {
+            let (hash, ts) = (moved.hash, moved.ttl_slot);
+            self.repoint_chain(hash, from, i as u32);
+            if let Some(t) = self.ttl.get_mut(ts as usize) {
+                t.node = i as u32;
+            }
+        }
+        self.mem = self
+            .mem
+            .saturating_sub(entry_mem(node.key.as_slice(), node.value.as_slice()));
+        node
+    }
+
     fn stored_expire(&self, key: &[u8]) -> Option<i64> {
-        self.map.get_key_value(key).map(|(k, _)| k.expire())
+        self.find(key).map(|i| self.nodes[i].expire)
     }
 
     /// Remove `key` if its TTL has passed; true if it did (counts
     /// `expired_keys`).
     pub fn expire_if_needed(&mut self, key: &[u8], now: i64) -> bool {
-        let expired = self.stored_expire(key).is_some_and(|e| is_expired(e, now));
-        if expired {
-            self.remove(key);
-            self.stats.expired_keys += 1;
+        match self.find(key) {
+            Some(i) => self.expire_at_if_needed(i, now),
+            None => false,
         }
-        expired
     }
 
-    fn entry(&self, key: &[u8]) -> Option<Entry<'_>> {
-        self.map.get_key_value(key).map(|(k, v)| Entry {
-            value: v,
-            expire: k.expire(),
-        })
+    fn expire_at_if_needed(&mut self, i: usize, now: i64) -> bool {
+        if is_expired(self.nodes[i].expire, now) {
+            self.remove_at(i);
+            self.stats.expired_keys += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Live node index of `key` after lazy expiry.
+    fn find_live(&mut self, key: &[u8], now: i64) -> Option<usize> {
+        let i = self.find(key)?;
+        if self.expire_at_if_needed(i, now) {
+            None
+        } else {
+            Some(i)
+        }
+    }
+
+    fn entry_at(&self, i: usize) -> Entry<'_> {
+        let n = &self.nodes[i];
+        Entry {
+            value: n.value.as_slice(),
+            expire: n.expire,
+        }
     }
 
     /// Read lookup: lazy expiry, counts keyspace hits/misses.
     pub fn lookup_read(&mut self, key: &[u8], now: i64) -> Option<Entry<'_>> {
-        self.expire_if_needed(key, now);
-        if self.map.contains_key(key) {
-            self.stats.keyspace_hits += 1;
-        } else {
-            self.stats.keyspace_misses += 1;
+        match self.find_live(key, now) {
+            Some(i) => {
+                self.stats.keyspace_hits += 1;
+                Some(self.entry_at(i))
+            }
+            None => {
+                self.stats.keyspace_misses += 1;
+                None
+            }
         }
-        self.entry(key)
     }
 
     /// Write lookup: lazy expiry, no hit/miss accounting.
     pub fn lookup_write(&mut self, key: &[u8], now: i64) -> Option<Entry<'_>> {
-        self.expire_if_needed(key, now);
-        self.entry(key)
+        let i = self.find_live(key, now)?;
+        Some(self.entry_at(i))
     }
 
     /// True if a live key exists (write lookup).
     pub fn exists(&mut self, key: &[u8], now: i64) -> bool {
-        self.lookup_write(key, now).is_some()
+        self.find_live(key, now).is_some()
     }
 
     /// Modify a live key's value in place (keeps its TTL). `None` if the
@@ -221,11 +426,11 @@ impl Db {
         now: i64,
         f: impl FnOnce(&mut Vec<u8>) -> R,
     ) -> Option<R> {
-        self.expire_if_needed(key, now);
-        let v = self.map.get_mut(key)?;
-        let before = v.len() as u64;
-        let r = f(v);
-        let after = v.len() as u64;
+        let i = self.find_live(key, now)?;
+        let v = &mut self.nodes[i].value;
+        let before = v.as_slice().len() as u64;
+        let r = v.update(f);
+        let after = v.as_slice().len() as u64;
         self.mem = self.mem.saturating_sub(before) + after;
         Some(r)
     }
@@ -233,72 +438,92 @@ impl Db {
     /// Store `value` under `key`. Without `keep_ttl` any TTL is removed
     /// (SET semantics). Does not check expiry: callers did a lookup.
     pub fn set(&mut self, key: &[u8], value: Vec<u8>, keep_ttl: bool) {
-        if let Some(v) = self.map.get_mut(key) {
-            self.mem = self.mem.saturating_sub(v.len() as u64) + value.len() as u64;
-            *v = value;
+        let h = self.hash(key);
+        if let Some(i) = self.find_hashed(h, key) {
+            let n = &mut self.nodes[i];
+            self.mem =
+                self.mem.saturating_sub(n.value.as_slice().len() as u64) + value.len() as u64;
+            n.value = Value::new(value);
             if !keep_ttl {
-                self.remove_expire(key);
+                self.remove_expire_at(i);
             }
             return;
         }
-        let k = Key(Arc::new(KeyInner {
-            expire: AtomicI64::new(NO_EXPIRE),
-            slot: AtomicUsize::new(self.keys.len()),
-            ttl_slot: AtomicUsize::new(NO_SLOT),
-            bytes: key.into(),
-        }));
+        let idx = self.nodes.len() as u32;
+        let next = match self.map.entry(h) {
+            MapEntry::Occupied(mut e) => std::mem::replace(e.get_mut(), idx),
+            MapEntry::Vacant(e) => {
+                e.insert(idx);
+                NONE
+            }
+        };
         self.mem += entry_mem(key, &value);
-        self.keys.push(k.clone());
-        self.map.insert(k, value);
+        self.nodes.push(Node {
+            hash: h,
+            expire: NO_EXPIRE,
+            next,
+            ttl_slot: NONE,
+            key: KeyBytes::new(key),
+            value: Value::new(value),
+        });
     }
 
     /// Remove a key unconditionally, returning its value.
     pub fn remove(&mut self, key: &[u8]) -> Option<Vec<u8>> {
-        let (k, v) = self.map.remove_entry(key)?;
-        self.mem = self.mem.saturating_sub(entry_mem(key, &v));
-        unlink_slot(&mut self.keys, k.0.slot.load(Relaxed), false);
-        let ts = k.0.ttl_slot.load(Relaxed);
-        if ts != NO_SLOT {
-            unlink_slot(&mut self.ttl_keys, ts, true);
-        }
-        Some(v)
+        let i = self.find(key)?;
+        Some(self.remove_at(i).value.into_vec())
     }
 
     /// Delete a live key (DEL): true if something was deleted.
     pub fn delete(&mut self, key: &[u8], now: i64) -> bool {
-        if self.expire_if_needed(key, now) {
-            return false;
+        match self.find(key) {
+            Some(i) if self.expire_at_if_needed(i, now) => false,
+            Some(i) => {
+                self.remove_at(i);
+                true
+            }
+            None => false,
         }
-        self.remove(key).is_some()
     }
 
     /// Set an absolute expire time (ms, clamped to >= 0) on an existing key.
     pub fn set_expire(&mut self, key: &[u8], when: i64) -> bool {
-        let Some((k, _)) = self.map.get_key_value(key) else {
+        let Some(i) = self.find(key) else {
             return false;
         };
-        k.0.expire.store(when.max(0), Relaxed);
-        if k.0.ttl_slot.load(Relaxed) == NO_SLOT {
-            k.0.ttl_slot.store(self.ttl_keys.len(), Relaxed);
-            let k = k.clone();
-            self.ttl_keys.push(k);
+        let when = when.max(0);
+        let n = &mut self.nodes[i];
+        n.expire = when;
+        if n.ttl_slot == NONE {
+            n.ttl_slot = self.ttl.len() as u32;
+            self.ttl.push(TtlRef {
+                expire: when,
+                node: i as u32,
+            });
+        } else if let Some(t) = self.ttl.get_mut(n.ttl_slot as usize) {
+            t.expire = when;
         }
+        true
+    }
+
+    fn remove_expire_at(&mut self, i: usize) -> bool {
+        let n = &mut self.nodes[i];
+        let slot = n.ttl_slot;
+        if slot == NONE {
+            return false;
+        }
+        n.ttl_slot = NONE;
+        n.expire = NO_EXPIRE;
+        self.unlink_ttl(slot);
         true
     }
 
     /// Remove a key's TTL; true if it had one.
     pub fn remove_expire(&mut self, key: &[u8]) -> bool {
-        let Some((k, _)) = self.map.get_key_value(key) else {
-            return false;
-        };
-        let slot = k.0.ttl_slot.load(Relaxed);
-        if slot == NO_SLOT {
-            return false;
+        match self.find(key) {
+            Some(i) => self.remove_expire_at(i),
+            None => false,
         }
-        k.0.ttl_slot.store(NO_SLOT, Relaxed);
-        k.0.expire.store(NO_EXPIRE, Relaxed);
-        unlink_slot(&mut self.ttl_keys, slot, true);
-        true
     }
 
     /// Absolute expire time of a stored key (no expiry check).
@@ -308,10 +533,10 @@ impl Db {
 
     /// FLUSHDB: drop everything (counters are kept).
     pub fn flush(&mut self) -> usize {
-        let n = self.map.len();
-        self.map = HashMap::new();
-        self.keys = Vec::new();
-        self.ttl_keys = Vec::new();
+        let n = self.nodes.len();
+        self.map = IdMap::default();
+        self.nodes = Vec::new();
+        self.ttl = Vec::new();
         self.avg_ttl = 0;
         self.mem = 0;
         n
@@ -321,12 +546,12 @@ impl Db {
     /// of them in one call it gives up and answers none (bounded work).
     pub fn random_key(&mut self, now: i64) -> Option<Vec<u8>> {
         for _ in 0..100 {
-            if self.keys.is_empty() {
+            if self.nodes.is_empty() {
                 return None;
             }
-            let k = self.keys[self.rng.below(self.keys.len())].clone();
-            if !self.expire_if_needed(&k.0.bytes, now) {
-                return Some(k.0.bytes.to_vec());
+            let i = self.rng.below(self.nodes.len());
+            if !self.expire_at_if_needed(i, now) {
+                return Some(self.nodes[i].key.as_slice().to_vec());
             }
         }
         None
@@ -335,16 +560,16 @@ impl Db {
     /// KEYS pattern: all live keys matching `pattern`.
     pub fn keys_matching(&self, pattern: &[u8], now: i64) -> Vec<Vec<u8>> {
         let all = pattern == b"*";
-        self.keys
+        self.nodes
             .iter()
-            .filter(|k| {
-                !is_expired(k.expire(), now) && (all || stringmatch(pattern, &k.0.bytes, false))
+            .filter(|n| {
+                !is_expired(n.expire, now) && (all || stringmatch(pattern, n.key.as_slice(), false))
             })
-            .map(|k| k.0.bytes.to_vec())
+            .map(|n| n.key.as_slice().to_vec())
             .collect()
     }
 
-    /// One SCAN step. The cursor is an upper bound into the dense key
+    /// One SCAN step. The cursor is an upper bound into the dense node
     /// vector, walked from the top down (cursor 0 starts at the top and a
     /// returned 0 means done). Removal only moves the *last* key (already
     /// visited) down, and inserts append at the top, so like Redis's SCAN:
@@ -359,7 +584,7 @@ impl Db {
         type_ok: bool,
         now: i64,
     ) -> (u64, Vec<Vec<u8>>) {
-        let len = self.keys.len() as u64;
+        let len = self.nodes.len() as u64;
         let upper = if cursor == 0 || cursor > len {
             len
         } else {
@@ -369,51 +594,120 @@ impl Db {
         let mut out = Vec::new();
         let mut expired = Vec::new();
         for i in (lower..upper).rev() {
-            let Some(k) = self.keys.get(i as usize) else {
+            let Some(n) = self.nodes.get(i as usize) else {
                 continue;
             };
-            if is_expired(k.expire(), now) {
-                expired.push(k.clone());
+            let key = n.key.as_slice();
+            if is_expired(n.expire, now) {
+                expired.push(key.to_vec());
                 continue;
             }
             if !type_ok {
                 continue;
             }
             if let Some(p) = pattern {
-                if !stringmatch(p, &k.0.bytes, false) {
+                if !stringmatch(p, key, false) {
                     continue;
                 }
             }
-            out.push(k.0.bytes.to_vec());
+            out.push(key.to_vec());
         }
         for k in expired {
-            self.expire_if_needed(&k.0.bytes, now);
+            self.expire_if_needed(&k, now);
         }
         (lower, out)
     }
 
     /// Sample up to `n` random keys with a TTL, reclaim the expired ones.
-    /// O(n) whatever the database size; a live sample costs no hash lookup.
+    /// O(n) whatever the database size; a live sample reads one TTL slot.
+    ///
+    /// Samples are drawn in batches and [`Db::warm`] first touches what
+    /// reclaiming them will touch, so their cache misses overlap instead of
+    /// being paid one after the other.
     pub fn expire_sample(&mut self, now: i64, n: usize) -> SampleOutcome {
         let mut o = SampleOutcome::default();
-        for _ in 0..n {
-            if self.ttl_keys.is_empty() {
-                break;
+        let mut left = n;
+        let mut picks = [0usize; SAMPLE_BATCH];
+        while left > 0 && !self.ttl.is_empty() {
+            let m = left.min(SAMPLE_BATCH);
+            left -= m;
+            let len = self.ttl.len();
+            for p in &mut picks[..m] {
+                *p = self.rng.below(len);
             }
-            let i = self.rng.below(self.ttl_keys.len());
-            let expire = self.ttl_keys[i].expire();
-            o.sampled += 1;
-            if is_expired(expire, now) {
-                let k = self.ttl_keys[i].clone();
-                self.remove(&k.0.bytes);
-                self.stats.expired_keys += 1;
-                o.expired += 1;
-            } else {
-                o.ttl_sum = o.ttl_sum.saturating_add(expire - now);
-                o.ttl_samples += 1;
+            self.warm(&picks[..m], now);
+            for &p in &picks[..m] {
+                if self.ttl.is_empty() {
+                    break;
+                }
+                // Reclaiming shrank the vector: draw again past its end.
+                let s = if p < self.ttl.len() {
+                    p
+                } else {
+                    self.rng.below(self.ttl.len())
+                };
+                let t = self.ttl[s];
+                o.sampled += 1;
+                if is_expired(t.expire, now) {
+                    self.remove_at(t.node as usize);
+                    self.stats.expired_keys += 1;
+                    o.expired += 1;
+                } else {
+                    o.ttl_sum = o.ttl_sum.saturating_add(t.expire - now);
+                    o.ttl_samples += 1;
+                }
             }
         }
         o
+    }
+
+    /// Software prefetch without `unsafe`: read, with loads that do not
+    /// depend on each other, the TTL slots of `picks`, the nodes and map
+    /// entries of the expired ones, and the tail nodes (and their map
+    /// entries and TTL slots) that their removal will move. The CPU runs
+    /// these misses in parallel; the removals that follow then hit cache.
+    fn warm(&self, picks: &[usize], now: i64) {
+        let mut refs = [TtlRef {
+            expire: NO_EXPIRE,
+            node: NONE,
+        }; SAMPLE_BATCH];
+        for (r, &p) in refs.iter_mut().zip(picks) {
+            if let Some(t) = self.ttl.get(p) {
+                *r = *t;
+            }
+        }
+        let mut hashes = [0u64; 2 * SAMPLE_BATCH];
+        let mut k = 0;
+        let mut acc = 0u64;
+        for r in &refs[..picks.len()] {
+            if is_expired(r.expire, now) {
+                if let Some(n) = self.nodes.get(r.node as usize) {
+                    hashes[k] = n.hash;
+                    k += 1;
+                }
+            }
+        }
+        let expired = k;
+        if expired == 0 {
+            return;
+        }
+        // Each removal moves the current last node (and last TTL slot).
+        for n in self.nodes.iter().rev().take(expired) {
+            hashes[k] = n.hash;
+            k += 1;
+            if let Some(t) = self.ttl.get(n.ttl_slot as usize) {
+                acc = acc.wrapping_add(t.expire as u64);
+            }
+        }
+        for t in self.ttl.iter().rev().take(expired) {
+            if let Some(n) = self.nodes.get(t.node as usize) {
+                acc = acc.wrapping_add(u64::from(n.ttl_slot));
+            }
+        }
+        for h in &hashes[..k] {
+            acc = acc.wrapping_add(self.map.get(h).map_or(0, |&i| u64::from(i)));
+        }
+        std::hint::black_box(acc);
     }
 
     /// Move `src` to `dst` keeping the TTL (RENAME). Both were looked up.
@@ -432,22 +726,173 @@ impl Db {
 
     /// Check internal index invariants (tests).
     pub fn check_invariants(&self) -> bool {
-        self.keys.len() == self.map.len()
-            && self
-                .keys
-                .iter()
-                .enumerate()
-                .all(|(i, k)| self.map.contains_key(&*k.0.bytes) && k.0.slot.load(Relaxed) == i)
-            && self.ttl_keys.iter().enumerate().all(|(i, k)| {
-                self.map.contains_key(&*k.0.bytes)
-                    && k.0.ttl_slot.load(Relaxed) == i
-                    && k.expire() >= 0
-            })
-            && self
-                .keys
-                .iter()
-                .filter(|k| k.0.ttl_slot.load(Relaxed) != NO_SLOT)
-                .count()
-                == self.ttl_keys.len()
+        let nodes_ok = self.nodes.iter().enumerate().all(|(i, n)| {
+            let key = n.key.as_slice();
+            n.hash == self.hash(key)
+                && self.find(key) == Some(i)
+                && match n.ttl_slot {
+                    NONE => n.expire == NO_EXPIRE,
+                    ts => self
+                        .ttl
+                        .get(ts as usize)
+                        .is_some_and(|t| t.node as usize == i && t.expire == n.expire),
+                }
+        });
+        let ttl_ok = self.ttl.iter().enumerate().all(|(s, t)| {
+            t.expire >= 0
+                && self
+                    .nodes
+                    .get(t.node as usize)
+                    .is_some_and(|n| n.ttl_slot as usize == s)
+        });
+        let mut chained = 0;
+        for &head in self.map.values() {
+            let mut i = head;
+            while let Some(n) = self.nodes.get(i as usize) {
+                chained += 1;
+                i = n.next;
+            }
+        }
+        nodes_ok && ttl_ok && chained == self.nodes.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Random operations against a plain map model; with `mask` the hashes
+    /// collide a lot, exercising the collision chains.
+    fn model_check(mask: u64, seed: u64) {
+        let mut db = Db::new(seed);
+        db.hash_mask = mask;
+        let mut model: HashMap<Vec<u8>, (Vec<u8>, Option<i64>)> = HashMap::new();
+        let mut rng = Rng::new(seed);
+        let now = 1000;
+        for step in 0..20_000 {
+            // Short and long keys and values (inline and heap).
+            let key = if rng.below(4) == 0 {
+                format!("a-rather-long-key-{:032}", rng.below(200)).into_bytes()
+            } else {
+                format!("k{}", rng.below(200)).into_bytes()
+            };
+            let val = vec![b'x'; [0, 1, 30, 31, 100][rng.below(5)]];
+            match rng.below(8) {
+                0 | 1 => {
+                    let keep = rng.below(2) == 0;
+                    db.set(&key, val.clone(), keep);
+                    let e = model.get(&key).and_then(|x| x.1).filter(|_| keep);
+                    model.insert(key.clone(), (val, e));
+                }
+                2 => assert_eq!(db.remove(&key), model.remove(&key).map(|x| x.0)),
+                3 => {
+                    let when = now + rng.below(3) as i64 - 1;
+                    let had = model.contains_key(&key);
+                    assert_eq!(db.set_expire(&key, when), had);
+                    if let Some(x) = model.get_mut(&key) {
+                        x.1 = Some(when);
+                    }
+                }
+                4 => {
+                    let had = model.get(&key).is_some_and(|x| x.1.is_some());
+                    assert_eq!(db.remove_expire(&key), had);
+                    if let Some(x) = model.get_mut(&key) {
+                        x.1 = None;
+                    }
+                }
+                5 => {
+                    let r = db.update_value(&key, 0, |v| {
+                        v.extend_from_slice(b"yy");
+                        v.len()
+                    });
+                    let m = model.get_mut(&key).map(|x| {
+                        x.0.extend_from_slice(b"yy");
+                        x.0.len()
+                    });
+                    assert_eq!(r, m);
+                }
+                6 => {
+                    let o = db.expire_sample(now, 20);
+                    // Only expired keys went, and as many as reported.
+                    let before = model.len();
+                    model.retain(|k, x| {
+                        let kept = db.find(k).is_some();
+                        assert!(kept || x.1.is_some_and(|e| now > e));
+                        kept
+                    });
+                    assert_eq!((before - model.len()) as u64, o.expired);
+                }
+                _ => {
+                    let got = db.entry_at_key(&key);
+                    let want = model.get(&key).map(|x| (x.0.clone(), x.1));
+                    assert_eq!(got, want);
+                }
+            }
+            assert_eq!(db.len(), model.len());
+            if step % 500 == 0 {
+                assert!(db.check_invariants(), "step {step}");
+            }
+        }
+        assert!(db.check_invariants());
+        assert_eq!(
+            db.expires_len(),
+            model.values().filter(|x| x.1.is_some()).count()
+        );
+    }
+
+    impl Db {
+        fn entry_at_key(&self, key: &[u8]) -> Option<(Vec<u8>, Option<i64>)> {
+            let i = self.find(key)?;
+            let e = self.entry_at(i);
+            Some((e.value.to_vec(), e.expire()))
+        }
+    }
+
+    #[test]
+    fn matches_a_plain_map() {
+        model_check(u64::MAX, 1);
+    }
+
+    #[test]
+    fn matches_a_plain_map_with_colliding_hashes() {
+        model_check(0b111, 2);
+        model_check(0, 3);
+    }
+
+    #[test]
+    fn expire_sample_reclaims_expired_keys_only() {
+        let mut db = Db::new(9);
+        db.hash_mask = 0xf;
+        for i in 0..1000 {
+            let k = format!("k{i}");
+            db.set(k.as_bytes(), b"v".to_vec(), false);
+            db.set_expire(k.as_bytes(), if i % 2 == 0 { 10 } else { 1_000_000 });
+        }
+        while db.len() > 500 {
+            db.expire_sample(100, 20);
+        }
+        assert_eq!(db.len(), 500);
+        assert!(db.check_invariants());
+        assert!(db.nodes.iter().all(|n| n.expire == 1_000_000));
+        assert_eq!(db.stats.expired_keys, 500);
+    }
+
+    #[test]
+    fn inline_values_grow_to_heap_and_back() {
+        let mut db = Db::new(1);
+        db.set(b"k", vec![b'a'; 30], false);
+        db.update_value(b"k", 0, |v| v.push(b'b'));
+        assert_eq!(db.lookup_write(b"k", 0).unwrap().value.len(), 31);
+        db.update_value(b"k", 0, |v| v.truncate(2));
+        assert_eq!(db.lookup_write(b"k", 0).unwrap().value, b"aa");
+        assert!(matches!(db.nodes[0].value, Value::Inline(..)));
+        let long = vec![b'k'; 23];
+        db.set(&long, b"v".to_vec(), false);
+        assert!(matches!(db.nodes[1].key, KeyBytes::Heap(_)));
+        assert_eq!(
+            db.random_key(0).map(|k| k.len() == 1 || k == long),
+            Some(true)
+        );
     }
 }

@@ -7,12 +7,32 @@
 //! process model's singleton process (the "kv process"), which the master
 //! respawns if it dies and replaces on reload only when `kv {}` changed.
 //!
+//! # Active expiry in slices
+//!
+//! Redis works off expired keys in one slow cycle per cron tick (25% of
+//! the period: 25 ms at hz 10) plus 1 ms fast cycles before sleeping. A
+//! request arriving during a slow cycle waits up to 25 ms, and the work is
+//! paced by the cron (1e6 keys with a 1 s TTL take Redis ~14 s to reclaim).
+//! Here the server runs in sliced mode ([`Config::expire_slices`]): the
+//! cron's own expire cycle is a 1 ms slice, and when it reports a backlog
+//! ([`crate::server::CronOutcome::expire_backlog`]: out of budget, or many
+//! sampled keys stale) the glue starts a second time event that runs one
+//! [`Server::expire_slice`] (at most
+//! [`EXPIRE_SLICE_US`](crate::server::EXPIRE_SLICE_US)) and re-arms
+//! itself [`EXPIRE_SLICE_GAP_MS`] after returning, until the backlog is
+//! gone, then removes itself. So expiry gets about a third of the CPU
+//! while there is a backlog and none otherwise, and no request waits more
+//! than about one slice behind it. It is a time event rather than work in
+//! `before_wait` so its pace does not depend on traffic (an idle server
+//! still reclaims memory) and so at most one slice runs per loop
+//! iteration.
+//!
 //! A read is parsed and executed whole (every pipelined command in it) and
 //! its replies go out in one send. While replies are pending (the client
 //! is not reading) the connection stops reading, so a pipelining client
 //! cannot grow the output without bound.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::io;
 use std::rc::Rc;
@@ -21,7 +41,7 @@ use gyre_core::conn::{ConnId, ListenOptions, Listener, Protocol};
 use gyre_core::event::{Core, Ev, Handler, Next};
 
 use crate::conf::KvConf;
-use crate::server::{ClientId, Config, Server};
+use crate::server::{ClientId, Config, Server, EXPIRE_SLICE_GAP_MS};
 
 /// Read buffer shared by every connection.
 const READ_BUF: usize = 16 * 1024;
@@ -53,6 +73,7 @@ pub fn config(conf: &KvConf) -> Config {
         port: first.map_or(6379, |l| l.addr.port()),
         bind: first.map_or_else(|| "127.0.0.1".into(), |l| l.addr.ip().to_string()),
         seed: std::process::id() as u64 ^ 0x5EED,
+        expire_slices: true,
         ..Config::default()
     }
 }
@@ -63,6 +84,8 @@ struct Shared {
     /// picked.
     conns: RefCell<HashMap<ClientId, ConnId>>,
     buf: RefCell<Vec<u8>>,
+    /// The expire-slice time event is armed.
+    slicing: Cell<bool>,
 }
 
 fn now_ms(core: &Core) -> i64 {
@@ -75,6 +98,7 @@ pub fn init(conf: &KvConf, core: &mut Core, listeners: Vec<Listener>) -> io::Res
         server: RefCell::new(Server::new(config(conf), now_ms(core))),
         conns: RefCell::new(HashMap::new()),
         buf: RefCell::new(vec![0; READ_BUF]),
+        slicing: Cell::new(false),
     });
     for ls in listeners {
         log::info!("kv listening on {}", ls.local_addr());
@@ -104,7 +128,26 @@ fn server_cron(s: &Rc<Shared>, core: &mut Core) -> Next {
     for id in out.close {
         close_client(s, core, id);
     }
+    if out.expire_backlog && !s.slicing.get() {
+        s.slicing.set(true);
+        let sh = s.clone();
+        core.create_time_event(EXPIRE_SLICE_GAP_MS, move |core, _| expire_slice(&sh, core));
+    }
     Next::Again(out.next_in_ms.max(1))
+}
+
+/// One expire slice (see the module documentation); runs again
+/// `EXPIRE_SLICE_GAP_MS` after returning while the backlog lasts.
+fn expire_slice(s: &Rc<Shared>, core: &mut Core) -> Next {
+    let now = now_ms(core);
+    let mut server = s.server.borrow_mut();
+    server.expire_slice(now);
+    if server.expire_backlog() {
+        Next::Again(EXPIRE_SLICE_GAP_MS)
+    } else {
+        s.slicing.set(false);
+        Next::NoMore
+    }
 }
 
 /// Closes clients CLIENT KILL picked from another connection.

@@ -3,8 +3,9 @@
 //! * [`resp`] — incremental RESP2 request parser (multibulk + inline,
 //!   pipelined, Redis's limits and protocol error texts) and RESP2/RESP3
 //!   reply encoding.
-//! * [`db`] — the keyspace: strings with TTLs, lazy expiry, O(1) random
-//!   sampling for the active expire cycle, SCAN cursor.
+//! * [`db`] — the keyspace: strings with TTLs (one dense node per key,
+//!   short keys and values inline), lazy expiry, O(1) random sampling for
+//!   the active expire cycle, SCAN cursor.
 //! * [`cmd`] — the command table and Redis 7.0 command semantics.
 //! * [`server`] — server state, client registry, [`server::Server::feed`]
 //!   (parse + execute a read's worth of input), [`server::Server::cron`]
@@ -29,8 +30,13 @@
 //! on closed(conn):      server.disconnect(id)
 //! timer (periodic):     r = server.cron(now_ms)
 //!                       for k in r.close { close k; server.disconnect(k) }
+//!                       if r.expire_backlog and no slicer: start the slicer
 //!                       Next::Again(r.next_in_ms)
-//! before epoll_wait:    server.before_sleep(now_ms)
+//! slicer (Config::expire_slices):
+//!                       server.expire_slice(now_ms)        (<= 1 ms)
+//!                       if server.expire_backlog() { Next::Again(EXPIRE_SLICE_GAP_MS) }
+//!                       else { Next::NoMore }
+//! before epoll_wait:    server.before_sleep(now_ms)        (fast cycle; off when sliced)
 //! ```
 //!
 //! `now_ms` is Unix time in milliseconds (TTLs are absolute Unix times).

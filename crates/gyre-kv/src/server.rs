@@ -37,6 +37,14 @@ pub const CRON_DBS_PER_CALL: usize = 16;
 /// It bounds each call even if the clock misbehaves, and is the only bound
 /// when `Config::expire_use_wall_clock` is off (deterministic simulation).
 pub const EXPIRE_SAMPLES_PER_US: u64 = 4;
+/// Budget of one expire slice in microseconds (sliced mode, see
+/// [`Config::expire_slices`]).
+pub const EXPIRE_SLICE_US: u64 = 1000;
+/// Pause between two expire slices in milliseconds: a slice of at most
+/// 1 ms every ~3 ms bounds the expiry's share of the CPU to about a third
+/// while a backlog lasts, and the longest a request waits behind it to
+/// about 1 ms.
+pub const EXPIRE_SLICE_GAP_MS: u64 = 2;
 
 /// Server configuration (Redis names in the docs; CONFIG GET/SET names).
 #[derive(Clone, Debug)]
@@ -66,6 +74,13 @@ pub struct Config {
     /// Bound the active expire cycle by wall-clock time (Redis's behaviour).
     /// Off: bounded only by the sample budget, fully deterministic.
     pub expire_use_wall_clock: bool,
+    /// Latency-flat active expiry: the cron's expire cycle is one short
+    /// slice ([`EXPIRE_SLICE_US`]) instead of 25% of the cron period, and
+    /// a backlog ([`CronOutcome::expire_backlog`]) is worked off by
+    /// [`Server::expire_slice`] calls that the driver schedules every
+    /// [`EXPIRE_SLICE_GAP_MS`] (replacing `before_sleep`'s fast cycles).
+    /// Off: Redis's schedule.
+    pub expire_slices: bool,
     /// Seed for key sampling and the run id.
     pub seed: u64,
 }
@@ -85,6 +100,7 @@ impl Default for Config {
             bind: "127.0.0.1".into(),
             max_multibulk_len: 1024 * 1024,
             expire_use_wall_clock: true,
+            expire_slices: false,
             seed: 0x5EED,
         }
     }
@@ -232,6 +248,10 @@ pub struct CronOutcome {
     pub expire: ExpireCycleStats,
     /// Effective hz after dynamic scaling.
     pub hz: u32,
+    /// Expired keys are piling up (the cycle ran out of budget or many
+    /// sampled keys were stale): in sliced mode, schedule
+    /// [`Server::expire_slice`] until [`Server::expire_backlog`] is false.
+    pub expire_backlog: bool,
 }
 
 #[derive(Debug, Default)]
@@ -601,7 +621,12 @@ impl Server {
         let mut close = self.clients_cron(now_ms);
         close.append(&mut self.to_close);
 
-        let expire = self.active_expire_cycle(now_ms, CycleKind::Slow, self.slow_budget());
+        let budget = if self.config.expire_slices {
+            self.slice_budget()
+        } else {
+            self.slow_budget()
+        };
+        let expire = self.active_expire_cycle(now_ms, CycleKind::Slow, budget);
 
         self.persistence_cron(now_ms);
 
@@ -611,6 +636,32 @@ impl Server {
             close,
             expire,
             hz,
+            expire_backlog: self.expire_backlog(),
+        }
+    }
+
+    /// Whether expired keys are piling up: the last expire cycle ran out of
+    /// budget, or the running share of stale samples is above
+    /// [`EXPIRE_ACCEPTABLE_STALE`] (the condition of Redis's fast cycle).
+    pub fn expire_backlog(&self) -> bool {
+        self.cron.timelimit_exit
+            || self.stats.expired_stale_perc >= EXPIRE_ACCEPTABLE_STALE as f64 / 100.0
+    }
+
+    /// One short expire cycle ([`EXPIRE_SLICE_US`] of budget) for a driver
+    /// working off a backlog in slices (see [`Config::expire_slices`]).
+    pub fn expire_slice(&mut self, now_ms: i64) -> ExpireCycleStats {
+        let budget = self.slice_budget();
+        self.active_expire_cycle(now_ms, CycleKind::Fast, budget)
+    }
+
+    fn slice_budget(&self) -> ExpireBudget {
+        ExpireBudget {
+            time_limit: self
+                .config
+                .expire_use_wall_clock
+                .then(|| Duration::from_micros(EXPIRE_SLICE_US)),
+            max_samples: EXPIRE_SLICE_US * EXPIRE_SAMPLES_PER_US,
         }
     }
 
@@ -672,11 +723,10 @@ impl Server {
 
     /// Call before the event loop sleeps (Redis's `beforeSleep`): runs a
     /// fast expire cycle when the last one ran out of budget or many keys
-    /// are stale, at most once per 2 ms.
+    /// are stale, at most once per 2 ms. Nothing in sliced mode (the
+    /// driver's slices do that work on a timer).
     pub fn before_sleep(&mut self, now_ms: i64) -> ExpireCycleStats {
-        if !self.cron.timelimit_exit
-            && self.stats.expired_stale_perc < EXPIRE_ACCEPTABLE_STALE as f64 / 100.0
-        {
+        if self.config.expire_slices || !self.expire_backlog() {
             return ExpireCycleStats::default();
         }
         if now_ms < self.cron.last_fast_cycle_ms + (2 * EXPIRE_FAST_DURATION_US / 1000) as i64 {

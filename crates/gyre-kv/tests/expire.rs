@@ -178,3 +178,79 @@ fn avg_ttl_is_estimated_by_the_cycle() {
     let avg = s.db(0).unwrap().avg_ttl;
     assert!((99_000..=100_000).contains(&avg), "{avg}");
 }
+
+/// The glue's latency-flat schedule on a simulated clock: cron every
+/// 100 ms runs one slice; on a backlog, a slice every
+/// `1 + EXPIRE_SLICE_GAP_MS` ms until the backlog is gone. 1e6 keys with a
+/// 1 s TTL are gone within 3 s of the TTL, every call stays within one
+/// slice's budget, before_sleep does nothing, and the slicer stops once
+/// the keyspace is clean.
+#[test]
+fn sliced_expiry_reclaims_a_million_keys_in_short_slices() {
+    use gyre_kv::server::{EXPIRE_SLICE_GAP_MS, EXPIRE_SLICE_US};
+    let config = Config {
+        expire_use_wall_clock: false,
+        expire_slices: true,
+        ..Config::default()
+    };
+    let mut s = Server::new(config, T0);
+    fill(&mut s, 1_000_000, T0, 1000);
+    fill_live(&mut s);
+    let budget = EXPIRE_SLICE_US * EXPIRE_SAMPLES_PER_US;
+    let period = 1 + EXPIRE_SLICE_GAP_MS as i64;
+    let (mut now, mut next_cron, mut next_slice) = (T0, T0, None::<i64>);
+    let (mut slices, mut empty_at, mut stopped_at) = (0, None, None);
+    while now <= T0 + 6000 {
+        let st = match next_slice {
+            Some(t) if t < next_cron => {
+                now = t;
+                slices += 1;
+                let st = s.expire_slice(now);
+                next_slice = s.expire_backlog().then_some(now + period);
+                if next_slice.is_none() && empty_at.is_some() && stopped_at.is_none() {
+                    stopped_at = Some(now - T0);
+                }
+                st
+            }
+            _ => {
+                now = next_cron;
+                let o = s.cron(now);
+                assert_eq!(o.expire_backlog, s.expire_backlog());
+                next_cron = now + o.next_in_ms as i64;
+                if o.expire_backlog && next_slice.is_none() {
+                    next_slice = Some(now + period);
+                }
+                o.expire
+            }
+        };
+        assert!(st.sampled <= budget + 20, "{} > {budget}", st.sampled);
+        assert!(!s.before_sleep(now).ran, "no fast cycles in sliced mode");
+        if empty_at.is_none() && s.db(0).unwrap().len() == 10 {
+            empty_at = Some(now - T0);
+        }
+    }
+    let empty_at = empty_at.expect("expired keys reclaimed");
+    println!("sliced: 1e6 keys empty at simulated {empty_at} ms after {slices} slices; slicer stopped at {stopped_at:?} ms");
+    assert!(empty_at <= 1000 + 3000, "empty at {empty_at} ms");
+    assert!(
+        stopped_at.is_some(),
+        "the slicer stops when the backlog is gone"
+    );
+    assert!(!s.expire_backlog());
+    let db = s.db(0).unwrap();
+    assert!(db.check_invariants());
+    assert_eq!(db.stats.expired_keys, 1_000_000);
+}
+
+#[test]
+fn redis_schedule_is_the_default() {
+    let config = Config {
+        expire_use_wall_clock: false,
+        ..Config::default()
+    };
+    let mut s = Server::new(config, T0);
+    fill(&mut s, 200_000, T0, 10);
+    let o = s.cron(T0 + 100);
+    assert!(o.expire.budget_exhausted && o.expire_backlog);
+    assert!(s.before_sleep(T0 + 100).ran, "fast cycle on a backlog");
+}
