@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""gyre vs nginx benchmark and fault harness (issue 6). Driven by bench/run.sh.
+"""gyre vs nginx (and gyre's kv process vs redis-server) benchmark and fault
+harness (issue 6). Driven by bench/run.sh.
 
     python3 bench/bench.py SECTION      # http core memory balance ceiling faults kv all
+    python3 bench/bench.py faults-kv    # re-run only the kv kill -9 row of faults
     python3 bench/bench.py report       # rebuild BENCHMARKS.md and bench/results.svg only
 
 Every section writes bench/results/SECTION.md (a Markdown fragment) and
@@ -14,7 +16,9 @@ trap kills whatever pid is left in $TMP/pids).
 Environment: BENCH_SECS (wrk seconds per run, default 5), BENCH_ROUNDS
 (runs per server, default 3), BENCH_CONNS (wrk connections, default 50),
 BENCH_STRACE_SECS (default 2), BENCH_CHURN_SECS (1M-connection test bound, 60),
-GYRE (gyre binary), NGINX (nginx binary).
+GYRE (gyre binary), NGINX (nginx binary); kv: BENCH_KV_N (redis-benchmark -n at
+-P 1, default 200000), BENCH_KV_NP (at -P 16, 2000000), BENCH_KV_IDLE (idle clients,
+10000), BENCH_KV_KEYS (keys with a 1 s TTL for the expiry test, 1000000).
 """
 import atexit
 import json
@@ -776,21 +780,51 @@ def sec_faults():
             fault_churn(record)
         except Exception as e:
             record("churn", False, f"harness error: {e!r}")
-    record("kill -9 of the kv process", "SKIPPED", "skipped: no kv module yet")
+    try:
+        kv_fault_kill9(record)
+    except Exception as e:
+        record("kill -9 of the kv process", False, f"harness error: {e!r}")
     if subprocess.run(["cargo", "fuzz", "--version"], capture_output=True).returncode != 0:
         record("fuzzing (cargo fuzz)", "SKIPPED", "cargo-fuzz is not installed")
     else:
         record("fuzzing (cargo fuzz)", "SKIPPED", "no fuzz targets under bench/fuzz yet")
+    save("faults", faults_md(m, results), {"machine": m, "rows": results})
+
+
+def faults_md(m, results, note=""):
     rows = [[r["name"], r["server"], f"**{r['status']}**", r["figures"]] for r in results]
-    md = f"""## Faults (`bench/run.sh faults`)
+    return f"""## Faults (`bench/run.sh faults`)
 
 {mline(m)}. Each test on a fresh server; nginx runs the same test where that
 says something about gyre's figures (nginx's rows are comparisons: PASS/FAIL uses
-the same criteria).
+the same criteria).{note}
 
 {table(["test", "server", "result", "figures"], rows)}
 """
-    save("faults", md, {"machine": m, "rows": results})
+
+
+def sec_faults_kv():
+    """Re-runs only the kv kill -9 row and splices it into faults.json/md
+    (`bench/run.sh faults-kv`), so the row can be refreshed without the
+    ~5 minutes of the other fault tests."""
+    p = os.path.join(RESULTS, "faults.json")
+    j = json.load(open(p)) if os.path.exists(p) else {"machine": machine(), "rows": []}
+    new = []
+
+    def record(name, ok, figures, server="gyre"):
+        status = "PASS" if ok is True else ("FAIL" if ok is False else ok)
+        log(f"  [{status}] {name} ({server}): {figures}")
+        new.append({"name": name, "server": server, "status": status, "figures": figures})
+
+    kv_fault_kill9(record)
+    rows = [r for r in j["rows"] if not r["name"].startswith("kill -9 of the kv process")]
+    at = next((i for i, r in enumerate(rows) if r["name"].startswith("fuzzing")), len(rows))
+    rows[at:at] = new
+    j["rows"] = rows
+    mk = machine()
+    j["kv_row_run"] = mk["date"]
+    save("faults", faults_md(j["machine"], rows, f" The kv kill -9 row was re-run alone "
+                             f"(`bench/run.sh faults-kv`) on {mk['date']}."), j)
 
 
 def fault_kill9(record):
@@ -1095,13 +1129,478 @@ def sec_core():
     save("core", md, {"machine": m})
 
 
+# ------------------------------------------------------------------------- kv
+
+KV_GOALS = {1: 1.1, 16: 1.3}
+
+
+class Redis:
+    """redis-server from Debian as a child (no persistence), in a temp dir
+    named on its command line (set-proc-title no) so run.sh's trap finds it."""
+
+    def __init__(self, port=None):
+        self.kind = "redis"
+        self.port = port or free_port()
+        self.prefix = tempfile.mkdtemp(prefix="redis-", dir=TMP)
+        self.proc = None
+
+    def start(self):
+        out = open(os.path.join(self.prefix, "redis.log"), "ab")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--daemonize", "no", "--maxclients", "20000",
+             "--set-proc-title", "no", "--dir", self.prefix],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+        register_pid(self.proc.pid)
+        SERVERS.append(self)
+        if not wait_for(lambda: resp_cmd(self.port, b"PING") == b"+PONG", 10):
+            raise RuntimeError("redis-server did not start")
+        return self
+
+    def kv_pid(self):
+        return self.proc.pid
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def gyre_kv(kv_extra=""):
+    """gyre with one worker and a kv block; .kv_port, .kv_pid()."""
+    kp = free_port()
+    s = Server("gyre", 1, conns=20000, nofile=20000,
+               main=f"kv {{\n listen 127.0.0.1:{kp};\n hz 10;\n maxclients 20000;\n{kv_extra}\n}}")
+    s.kv_port = kp
+    s.start()
+    if not wait_for(lambda: resp_cmd(kp, b"PING") == b"+PONG", 10):
+        raise RuntimeError(f"gyre kv did not answer PING; log:\n{s.log()}")
+    return s
+
+
+def kv_pids(srv):
+    """The kv process pids the master logged, oldest first."""
+    return [int(x) for x in re.findall(r"start kv process (\d+)", srv.log())]
+
+
+def kv_proc(srv):
+    """(port, pid of the serving process) of gyre's kv process or redis-server."""
+    if srv.kind == "redis":
+        return srv.port, srv.proc.pid
+    return srv.kv_port, kv_pids(srv)[-1]
+
+
+def resp_cmd(port, *args, timeout=1.0):
+    """One command on a fresh connection; the first reply line (no CRLF)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(resp_enc(*args))
+        data = b""
+        while b"\r\n" not in data:
+            c = s.recv(4096)
+            if not c:
+                break
+            data += c
+        return data.split(b"\r\n")[0]
+    finally:
+        s.close()
+
+
+def resp_enc(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def redis_benchmark(port, test, n, pipeline, conns=50, timeout=120):
+    """{TEST: req/s} from one `redis-benchmark -q` run (bounded by timeout:
+    redis-benchmark spins forever against a dead port)."""
+    cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-t", test, "-c", str(conns),
+           "-n", str(n), "-P", str(pipeline), "-q"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout).stdout
+    except subprocess.TimeoutExpired:
+        return {}
+    res = {}
+    for part in re.split(r"[\r\n]", out):
+        m = re.match(r"\s*([A-Z_]+): ([\d.]+) requests per second", part)
+        if m:
+            res[m.group(1)] = float(m.group(2))
+    return res
+
+
 def sec_kv():
-    log("kv: not yet available (gyre has no KV module yet)")
+    m = machine()
+    data = {"machine": m}
+    log("== kv: gyre kv process vs redis-server " + redis_version())
+    data["throughput"] = kv_throughput()
+    data["memory"] = kv_memory()
+    data["expiry"] = kv_expiry()
+    res = []
+    kv_fault_kill9(lambda name, ok, fig, server="gyre": res.append(
+        {"name": name, "server": server, "status": "PASS" if ok else "FAIL", "figures": fig}))
+    data["faults"] = res
+    save("kv", kv_md(data), data)
+
+
+def redis_version():
+    r = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"v=([\d.]+)", r)
+    return m.group(1) if m else "?"
+
+
+def kv_throughput():
+    rows = []
+    for pipeline, n in ((1, int(os.environ.get("BENCH_KV_N", "200000"))),
+                        (16, int(os.environ.get("BENCH_KV_NP", "2000000")))):
+        g, r = gyre_kv(), Redis().start()
+        res = {}  # (test, kind) -> [(rps, cpu_us)]
+        for rnd in range(ROUNDS):
+            for test in ("ping", "set", "get"):
+                for srv in (g, r):
+                    port, pid = kv_proc(srv)
+                    c0 = cpu_secs([pid])
+                    t0 = time.time()
+                    out = redis_benchmark(port, test, n, pipeline)
+                    cpu = cpu_secs([pid]) - c0
+                    wall = time.time() - t0
+                    for name, rps in out.items():
+                        # CPU is shared between the names of one run (PING_INLINE
+                        # and PING_MBULK): split by their share of the requests.
+                        cpu_us = cpu * 1e6 / (n * len(out))
+                        res.setdefault((name, srv.kind), []).append((rps, cpu_us))
+                        log(f"  -P {pipeline:2} round {rnd + 1} {name:11} {srv.kind:5} {rps:10.0f} req/s "
+                            f"cpu {cpu_us:.2f} µs/req (run {wall:.1f} s)")
+                    if not out:
+                        log(f"  -P {pipeline} {test} {srv.kind}: redis-benchmark gave no result")
+        for name in ("PING_INLINE", "PING_MBULK", "SET", "GET"):
+            d = {"pipeline": pipeline, "test": name, "n": n}
+            for k in ("gyre", "redis"):
+                xs = res.get((name, k), [])
+                d[k] = {"rps": med([x[0] for x in xs]), "cpu_us": med([x[1] for x in xs]),
+                        "runs": [round(x[0]) for x in xs]}
+            d["ratio_rps"] = d["gyre"]["rps"] / max(d["redis"]["rps"], 1e-9)
+            d["ratio_cpu"] = d["redis"]["cpu_us"] / max(d["gyre"]["cpu_us"], 1e-9)
+            rows.append(d)
+        g.stop()
+        r.stop()
+    return rows
+
+
+def kv_hold(port, n):
+    p = subprocess.Popen([sys.executable, __file__, "_kvhold", str(port), str(n)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    register_pid(p.pid)
+    return p
+
+
+def _kvhold_main(port, n):
+    """Connects n sockets (prints 'connected OK FAILED'); on a stdin line sends
+    one PING on each and reads +PONG (prints 'pinged OK'); exits on stdin EOF."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))
+    socks, failed = [], 0
+    for _ in range(n):
+        s = socket.socket()
+        s.settimeout(5)
+        try:
+            s.connect(("127.0.0.1", port))
+            socks.append(s)
+        except OSError:
+            failed += 1
+            s.close()
+    # redis accepts asynchronously: make sure every connection is registered.
+    time.sleep(0.5)
+    print(f"connected {len(socks)} {failed}", flush=True)
+    if sys.stdin.readline():
+        ok = 0
+        for i in range(0, len(socks), 200):
+            group = socks[i:i + 200]
+            for s in group:
+                s.sendall(b"PING\r\n")
+            for s in group:
+                try:
+                    d = b""
+                    while not d.endswith(b"\r\n"):
+                        c = s.recv(64)
+                        if not c:
+                            break
+                        d += c
+                    ok += d == b"+PONG\r\n"
+                except OSError:
+                    pass
+        print(f"pinged {ok}", flush=True)
+        sys.stdin.readline()
+    for s in socks:
+        s.close()
+
+
+def kv_memory():
+    N = int(os.environ.get("BENCH_KV_IDLE", "10000"))
+    log(f"== kv memory: {N} idle clients")
+    out = {}
+    for kind in ("gyre", "redis", "gyre", "redis"):
+        srv = gyre_kv() if kind == "gyre" else Redis().start()
+        port, pid = kv_proc(srv)
+        time.sleep(0.3)
+        r0 = rss_bytes(pid)
+        p = kv_hold(port, N)
+        line = p.stdout.readline().split()
+        ok = int(line[1]) if len(line) > 2 else 0
+        time.sleep(0.5)
+        r1 = rss_bytes(pid)
+        p.stdin.write("ping\n")
+        p.stdin.flush()
+        line = p.stdout.readline().split()
+        pinged = int(line[1]) if len(line) > 1 else 0
+        time.sleep(0.5)
+        r2 = rss_bytes(pid)
+        release(p)
+        srv.stop()
+        d = {"clients": ok, "pinged": pinged, "rss0": r0, "rss1": r1, "rss2": r2,
+             "per_connected": (r1 - r0) / max(ok, 1), "per_after_cmd": (r2 - r0) / max(ok, 1)}
+        log(f"  {kind}: {ok} connected, {pinged} PONGs; RSS {r0 / 2**20:.1f} → {r1 / 2**20:.1f} → "
+            f"{r2 / 2**20:.1f} MiB: {d['per_connected']:.0f} B/client connected, "
+            f"{d['per_after_cmd']:.0f} B after one command")
+        out.setdefault(kind, []).append(d)
+    return {"n": N, **out}
+
+
+def kv_expiry():
+    KEYS = int(os.environ.get("BENCH_KV_KEYS", "1000000"))
+    out = {}
+    for kind in ("gyre", "redis"):
+        srv = gyre_kv() if kind == "gyre" else Redis().start()
+        port, pid = kv_proc(srv)
+        log(f"== kv expiry: {kind}, {KEYS} keys with PX 1000")
+        out[kind] = _expiry_one(port, pid, KEYS)
+        log(f"  {kind}: {out[kind]}")
+        srv.stop()
+    return out
+
+
+def _read_n_replies(s, n, buf):
+    """Reads n simple-string/integer replies; returns the leftover bytes."""
+    while buf.count(b"\r\n") < n:
+        c = s.recv(1 << 20)
+        if not c:
+            raise OSError("eof")
+        buf += c
+    i = 0
+    for _ in range(n):
+        i = buf.index(b"\r\n", i) + 2
+    return buf[i:]
+
+
+def _expiry_one(port, pid, keys):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(resp_enc("SET", "stay", "x"))
+    _read_n_replies(s, 1, b"")
+    # Commands built before the clock starts, and one batch kept in flight
+    # (write batch i, then read batch i-1's replies): the load must be short
+    # next to the 1 s TTL or most keys expire while it runs.
+    B = 10000
+    batches = [b"".join(b"*5\r\n$3\r\nSET\r\n$%d\r\nk:%d\r\n$1\r\nv\r\n$2\r\nPX\r\n$4\r\n1000\r\n"
+                        % (len(b"k:%d" % j), j) for j in range(i, min(i + B, keys)))
+               for i in range(0, keys, B)]
+    t0 = time.time()
+    buf, pending = b"", 0
+    for i, batch in enumerate(batches):
+        s.sendall(batch)
+        if pending:
+            buf = _read_n_replies(s, pending, buf)
+        pending = min(B, keys - i * B)
+    buf = _read_n_replies(s, pending, buf)
+    t_last = time.time()
+    ttl_end = t_last + 1.0  # the last key's TTL ends here
+    probe = subprocess.Popen([sys.executable, __file__, "_kvprobe", str(port)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    register_pid(probe.pid)
+    probe.stdout.readline()
+    c0 = cpu_secs([pid])
+
+    def dbsize():
+        s.sendall(b"*1\r\n$6\r\nDBSIZE\r\n")
+        d = b""
+        while not d.endswith(b"\r\n"):
+            d += s.recv(64)
+        return int(d[1:-2])
+
+    peak = dbsize()
+    t_empty, end, trace = None, ttl_end + 60, []
+    while time.time() < end:
+        n = dbsize() - 1  # minus "stay"
+        now = time.time()
+        trace.append((round(now - ttl_end, 2), n))
+        if n <= 0 and now >= ttl_end:
+            t_empty = now
+            break
+        time.sleep(0.1)
+    cpu = cpu_secs([pid]) - c0
+    probe.stdin.close()
+    lat = [float(x) for x in probe.stdout.read().split()]
+    probe.wait(10)
+    s.close()
+    lat.sort()
+    q = lambda f: lat[min(len(lat) - 1, int(f * len(lat)))] if lat else float("nan")  # noqa: E731
+    # keep ~40 points of the DBSIZE trace
+    step = max(1, len(trace) // 40)
+    return {"keys": keys, "load_secs": round(t_last - t0, 2), "dbsize_after_load": peak - 1,
+            "secs_after_ttl": (t_empty - ttl_end) if t_empty else None,
+            "gets": len(lat), "p50_ms": q(0.5), "p99_ms": q(0.99), "max_ms": lat[-1] if lat else float("nan"),
+            "cpu_secs": round(cpu, 2), "trace": trace[::step]}
+
+
+def _kvprobe_main(port):
+    """GET of a key that never expires about every 1 ms until stdin closes;
+    prints one latency in ms per line."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    print("ready", flush=True)
+    sel = selectors.DefaultSelector()
+    sel.register(sys.stdin, selectors.EVENT_READ)
+    lat = []
+    req = b"*2\r\n$3\r\nGET\r\n$4\r\nstay\r\n"
+    end = time.time() + 120
+    while time.time() < end and len(lat) < 200000:
+        t = time.perf_counter()
+        s.sendall(req)
+        d = b""
+        while not d.endswith(b"x\r\n"):
+            d += s.recv(64)
+        lat.append((time.perf_counter() - t) * 1000)
+        if sel.select(timeout=0.001):
+            break
+    sys.stdout.write("\n".join(f"{x:.3f}" for x in lat) + "\n")
+
+
+def kv_fault_kill9(record):
+    """kill -9 of gyre's kv process under redis-benchmark load."""
+    g = gyre_kv()
+    old = kv_pids(g)[-1]
+    bp = subprocess.Popen(["redis-benchmark", "-h", "127.0.0.1", "-p", str(g.kv_port), "-t", "set,get",
+                           "-c", "50", "-n", "100000000", "-q"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    register_pid(bp.pid)
+    time.sleep(2)
+    c_before = cpu_secs([old])
+    t0 = time.time()
+    os.kill(old, signal.SIGKILL)
+    logged = wait_for(lambda: f"kv process {old} exited on signal 9" in g.log(), 5, step=0.002)
+    answered = wait_for(lambda: resp_cmd(g.kv_port, b"PING", timeout=0.5) == b"+PONG", 5, step=0.002)
+    dt = (time.time() - t0) * 1000
+    new = [p for p in kv_pids(g) if p != old]
+    time.sleep(1)
+    bp_alive = bp.poll() is None
+    try:
+        os.killpg(bp.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    bp.wait(5)
+    after = resp_cmd(g.kv_port, b"PING") if answered else b""
+    ok = logged and answered and len(new) == 1 and alive(new[0]) and dt < 1000
+    record("kill -9 of the kv process under redis-benchmark load (-t set,get -c 50)", ok,
+           f"master logged `kv process {old} exited on signal 9`: {'yes' if logged else 'no'}; "
+           f"new kv process {new[0] if new else '–'} answered PING {dt:.0f} ms after the kill "
+           f"(criterion < 1 s); old process had used {c_before:.1f} s CPU; redis-benchmark "
+           f"{'still running (reconnecting)' if bp_alive else 'had exited'} 1 s later; PING after "
+           f"stopping it: {after.decode(errors='replace') or '–'}")
+    g.stop()
+
+
+def kv_md(d):
+    m = d["machine"]
+    rows = []
+    for r in d.get("throughput", []):
+        goal = KV_GOALS[r["pipeline"]]
+        rows.append([f"{r['test']}, -P {r['pipeline']}",
+                     f"{fmt(r['gyre']['rps'], 0)} / {fmt(r['redis']['rps'], 0)}",
+                     f"**{r['ratio_rps']:.2f}×** {'✓' if r['ratio_rps'] >= goal else '✗'} (≥ {goal})",
+                     f"{r['gyre']['cpu_us']:.2f} / {r['redis']['cpu_us']:.2f}",
+                     f"**{r['ratio_cpu']:.2f}×** {'✓' if r['ratio_cpu'] >= goal else '✗'}",
+                     f"{' '.join(fmt(x, 0) for x in r['gyre']['runs'])} / "
+                     f"{' '.join(fmt(x, 0) for x in r['redis']['runs'])}"])
+    mem = d.get("memory", {})
+    mrows = []
+    for k in ("gyre", "redis"):
+        for x in mem.get(k, []):
+            mrows.append([k, f"{x['clients']} ({x['pinged']} PONG)",
+                          f"{x['rss0'] / 2**20:.1f} → {x['rss1'] / 2**20:.1f} → {x['rss2'] / 2**20:.1f}",
+                          f"{x['per_connected']:,.0f}", f"{x['per_after_cmd']:,.0f}"])
+    gc = med([x["per_connected"] for x in mem.get("gyre", [])])
+    ga = med([x["per_after_cmd"] for x in mem.get("gyre", [])])
+    ex = d.get("expiry", {})
+    erows = []
+    for k in ("gyre", "redis"):
+        e = ex.get(k)
+        if not e:
+            continue
+        secs = e["secs_after_ttl"]
+        ok = "" if k != "gyre" else (" ✓" if secs is not None and secs <= 3 else " ✗")
+        lok = "" if k != "gyre" else (" ✓" if e["p99_ms"] <= 2 else " ✗")
+        erows.append([k, f"{e['load_secs']:.1f}", f"{e['dbsize_after_load']:,}",
+                      (f"**{secs:.1f}**" if secs is not None else "**not empty after 60 s**") + ok,
+                      f"{e['gets']:,}", f"{e['p50_ms']:.2f}", f"{e['p99_ms']:.2f}{lok}",
+                      f"{e['max_ms']:.2f}", f"{e['cpu_secs']:.1f}"])
+    frows = [[f["name"], f["server"], f"**{f['status']}**", f["figures"]] for f in d.get("faults", [])]
+    return f"""## KV vs redis (`bench/run.sh kv`)
+
+{mline(m)}. gyre (release, 1 worker, `kv {{ listen 127.0.0.1:P; hz 10; maxclients 20000; }}`,
+`worker_connections 20000`) against redis-server {redis_version()} from Debian (`--save ''
+--appendonly no --maxclients 20000`; the fd limit here is 20000, so redis lowers
+maxclients to ~19,968), each fresh per table. CPU is utime+stime from /proc of gyre's
+kv process (found from the master's `start kv process PID` line) or of redis-server.
+redis-benchmark takes about one of the two cores, so read the ratios and CPU/request.
+
+### Throughput: `redis-benchmark -t ping|set|get -c 50 -q`
+
+-P 1 with `-n {d['throughput'][0]['n'] if d.get('throughput') else '?'}`, -P 16 with `-n
+{d['throughput'][-1]['n'] if d.get('throughput') else '?'}`; one redis-benchmark run per
+test, alternating gyre, redis, {ROUNDS} rounds; medians (the ping run's CPU is split
+evenly between PING_INLINE and PING_MBULK). Goals: ≥ 1.1× redis at -P 1, ≥ 1.3× at -P 16
+(applied to req/s and to CPU per request). Cells are gyre / redis.
+
+{table(["test", "req/s gyre / redis", "req/s ratio (goal)", "µs CPU/req", "CPU ratio redis/gyre", "every round's req/s"], rows)}
+
+### Memory per idle client
+
+A separate client process opens {mem.get('n', '?')} connections and holds them, then
+sends one `PING` on each and reads `+PONG`; RSS of the serving process before →
+connected → after one command; two fresh runs per server, alternating. Goal: ≤ 1 KB per
+idle client.
+
+{table(["server", "clients", "RSS MiB", "B/client connected", "B/client after one command"], mrows)}
+
+gyre median: **{gc:,.0f} B** per connected client, **{ga:,.0f} B** after one command
+(goal ≤ 1,024 {'✓' if ga <= 1024 else '✗'}).
+
+### Active expiry: 1e6 keys `SET k:i v PX 1000`
+
+Loaded over one connection, 10,000 pipelined commands per write (one write's replies
+read while the next is in flight; "load s" is how long that took, and keys set first
+begin to expire before it ends, hence "DBSIZE after load"); then `DBSIZE` every
+100 ms until it reaches 0 (bounded at 60 s), while a second process GETs a key without
+TTL about every 1 ms. "Empty after" counts from the last key's TTL (load end + 1 s);
+keys loaded first start expiring during the load. Goal: empty within 3 s at hz 10,
+GET p99 ≤ 2 ms.
+
+{table(["server", "load s", "DBSIZE after load", "empty after (s)", "GETs", "GET p50 ms", "GET p99 ms", "GET max ms", "server CPU s"], erows)}
+
+### Fault
+
+{table(["test", "server", "result", "figures"], frows)}
+"""
 
 
 # --------------------------------------------------------------------- report
 
-ORDER = ["http", "ceiling", "memory", "balance", "faults", "core"]
+ORDER = ["http", "ceiling", "memory", "balance", "faults", "kv", "core"]
 
 
 def report():
@@ -1117,7 +1616,6 @@ def report():
                 frags.append(open(kept).read())
         else:
             frags.append(f"## {sec}\n\nNot run yet: `bench/run.sh {sec}`.\n")
-    frags.append("## KV vs redis (`bench/run.sh kv`)\n\nNot yet available: gyre has no KV module yet.\n")
     svg_ok = write_svg()
     head = f"""<!-- Generated by bench/run.sh (bench/bench.py report); edits are overwritten.
      Machine: nproc {m['nproc']}, {m['model']}, kernel {m['kernel']}, generated {m['date']}. -->
@@ -1126,12 +1624,12 @@ def report():
 Speed goals are judged here, never in timed tests. Every figure below comes from
 `bench/run.sh [http|core|memory|balance|ceiling|faults|kv|all]`; each section names
 the machine and time of its run. The machine is a {m['nproc']}-core {m['model']} VM
-where wrk itself takes about one core, so gyre and nginx are always measured side
-by side in one run and compared as ratios; server CPU per request and syscalls per
+where wrk (or redis-benchmark) itself takes about one core, so gyre and nginx (or
+redis-server) are always measured side by side in one run and compared as ratios; server CPU per request and syscalls per
 request are steadier than req/s.
 """
     if svg_ok:
-        head += "\n![gyre / nginx ratios](bench/results.svg)\n"
+        head += "\n![gyre / nginx and gyre / redis ratios](bench/results.svg)\n"
     notes = os.path.join(BENCH, "notes.md")  # hand-written reading of the latest runs
     if os.path.exists(notes):
         frags.insert(0, open(notes).read())
@@ -1146,6 +1644,12 @@ def write_svg():
         for d in json.load(open(p))["rows"]:
             lab = f"{d['case']}, {d['conn']}, {d['workers']}w"
             bars.append((lab, d["ratio_rps"], d["ratio_cpu"], goal_for(d["case"], d["conn"])))
+    p = os.path.join(RESULTS, "kv.json")
+    if os.path.exists(p):  # kv rows: the ratios are gyre / redis-server
+        for d in json.load(open(p)).get("throughput", []):
+            if d["ratio_rps"] == d["ratio_rps"]:
+                bars.append((f"kv vs redis: {d['test']}, -P {d['pipeline']}", d["ratio_rps"],
+                             d["ratio_cpu"], KV_GOALS[d["pipeline"]]))
     p = os.path.join(RESULTS, "ceiling.json")
     cbars = []
     if os.path.exists(p):
@@ -1162,8 +1666,8 @@ def write_svg():
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 40}" height="{h}" '
            'font-family="sans-serif" font-size="11">',
            '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="10" y="18" font-size="13" font-weight="bold">gyre vs nginx: req/s ratio '
-           f'(blue) and CPU-per-request ratio nginx/gyre (orange); | = goal</text>']
+           f'<text x="10" y="18" font-size="13" font-weight="bold">gyre vs nginx (kv: vs redis): '
+           f'req/s ratio (blue), CPU-per-request ratio other/gyre (orange); | = goal</text>']
     y = 34
     for t in range(0, int(vmax) + 1):
         out.append(f'<line x1="{x(t)}" y1="{y}" x2="{x(t)}" y2="{h - 20}" stroke="#ddd"/>'
@@ -1195,7 +1699,8 @@ def write_svg():
 
 
 SECTIONS = {"http": sec_http, "core": sec_core, "memory": sec_memory, "balance": sec_balance,
-            "ceiling": sec_ceiling, "faults": sec_faults, "kv": sec_kv, "report": report}
+            "ceiling": sec_ceiling, "faults": sec_faults, "faults-kv": sec_faults_kv, "kv": sec_kv,
+            "report": report}
 
 
 def main():
@@ -1206,6 +1711,10 @@ def main():
     if args[0] == "_render_http":  # re-render the http fragment from its json
         j = json.load(open(os.path.join(RESULTS, "http.json")))
         return save("http", http_md(j["machine"], j["rows"]), j)
+    if args[0] == "_kvhold":
+        return _kvhold_main(int(args[1]), int(args[2]))
+    if args[0] == "_kvprobe":
+        return _kvprobe_main(int(args[1]))
     if args[0] == "_slowget":
         return _slowget_main(int(args[1]), int(args[2]), int(args[3]))
     if args[0] == "_slowloris":

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# gyre vs nginx (and later redis) benchmarks and fault tests; issue 6.
-#   bench/run.sh [http|core|memory|balance|ceiling|faults|kv|all|report]...
+# gyre vs nginx (and gyre's kv process vs redis-server) benchmarks and fault tests; issue 6.
+#   bench/run.sh [http|core|memory|balance|ceiling|faults|faults-kv|kv|all|report]...
 # Needs: Debian's nginx wrk strace redis-server redis-tools (installed with
 # apt-get when missing), gcc, python3 (no packages), cargo. Runs everything on
 # 127.0.0.1; rewrites BENCHMARKS.md and bench/results.svg from bench/results/.
 # Knobs: BENCH_SECS BENCH_ROUNDS BENCH_CONNS BENCH_STRACE_SECS BENCH_CHURN_SECS
-#        BENCH_FAULTS_QUICK=1 (skip the long connection-churn test).
+#        BENCH_FAULTS_QUICK=1 (skip the long connection-churn test);
+#        kv: BENCH_KV_N BENCH_KV_NP (redis-benchmark -n at -P 1 / -P 16),
+#        BENCH_KV_IDLE (idle clients), BENCH_KV_KEYS (keys for the expiry test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,8 +20,6 @@ if ((${#need[@]})); then
     apt-get install -y "${need[@]}" || { apt-get update && apt-get install -y "${need[@]}"; }
 fi
 command -v gcc >/dev/null || { echo "gcc is needed for bench/ceiling.c" >&2; exit 1; }
-
-[[ "${1:-all}" == kv ]] && [[ $# -le 1 ]] && { echo "kv: not yet available (gyre has no KV module yet)"; exit 0; }
 
 cargo build --release -p gyre
 
