@@ -183,8 +183,10 @@ impl HttpConf {
     }
 
     /// Finds the location for a (normalised) path: an exact match, else the
-    /// longest prefix (nginx's static location tree, without regexes).
-    pub fn find_location<'a>(server: &'a ServerConf, path: &str) -> &'a Arc<LocConf> {
+    /// longest prefix (nginx's static location tree, without regexes). Gives
+    /// the URI the location was declared with (what `alias` replaces) and its
+    /// settings; the server's own settings under `/` when none matches.
+    pub fn find_location<'a>(server: &'a ServerConf, path: &str) -> (&'a str, &'a Arc<LocConf>) {
         let mut best: Option<&Location> = None;
         for l in &server.locations {
             match l.kind {
@@ -203,9 +205,9 @@ impl HttpConf {
                 }
             }
         }
-        match best.and_then(|l| l.conf.as_ref()) {
-            Some(c) => c,
-            None => server.fallback.as_ref().unwrap_or(&EMPTY_FALLBACK.0),
+        match best.and_then(|l| l.conf.as_ref().map(|c| (l.uri.as_str(), c))) {
+            Some(found) => found,
+            None => ("/", server.fallback.as_ref().unwrap_or(&EMPTY_FALLBACK.0)),
         }
     }
 }

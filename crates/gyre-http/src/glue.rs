@@ -337,7 +337,7 @@ impl HttpConn {
             .split('?')
             .next()
             .unwrap_or("/");
-        HttpConf::find_location(s, path).access_log.clone()
+        HttpConf::find_location(s, path).1.access_log.clone()
     }
 
     /// nginx's server selection: exact name, then `*.suffix`, then
@@ -453,10 +453,10 @@ impl HttpConn {
     }
 
     /// Answers every request the machine has parsed.
-    fn answer(&mut self, core: &mut Core, c: ConnId) {
+    fn answer(&mut self, core: &Core, c: ConnId) {
         let now = core.now();
-        let date = core.clock().http_date().to_string();
-        while let Some(ev) = self.m.as_mut().and_then(|m| m.poll(now, &date)) {
+        let date = core.clock().http_date();
+        while let Some(ev) = self.m.as_mut().and_then(|m| m.poll(now, date)) {
             if let Event::Request(req) = ev {
                 if let Some(z) = core.shared() {
                     z.stats().requests.inc();
@@ -471,7 +471,7 @@ impl HttpConn {
                 if ka.0 == 0 || m.requests() >= ka.1 || last_call {
                     resp.close = true;
                 }
-                let _ = m.respond(resp, now, &date);
+                let _ = m.respond(resp, now, date);
             }
         }
         if let Some(m) = self.m.as_mut() {
@@ -580,13 +580,16 @@ impl HttpConn {
     /// Chooses the response for one request, and the keep-alive settings
     /// (timeout, requests) of its location.
     fn handle(&mut self, core: &Core, req: &Request) -> (Response, (u64, u64)) {
-        let conf = self.shared.conf.clone();
+        // An Rc clone (no atomic) keeps the configuration while `self` is
+        // borrowed mutably below.
+        let shared = self.shared.clone();
+        let conf = &shared.conf;
         let server_i = self.pick_server(req.host.as_deref());
         let Some(server) = conf.servers.get(server_i) else {
             return (Response::error(500), (0, 0));
         };
         let path = req.path_str().unwrap_or("/");
-        let (loc_uri, loc) = find_location_with_uri(server, path);
+        let (loc_uri, loc) = HttpConf::find_location(server, path);
         self.send_timeout = loc.send_timeout;
         let ka = (loc.keepalive_timeout, loc.keepalive_requests);
         if let crate::body::BodyKind::Length(n) = req.body {
@@ -617,7 +620,7 @@ impl HttpConn {
         status: u16,
         uri: &str,
     ) -> Response {
-        let (loc_uri, loc) = find_location_with_uri(server, uri);
+        let (loc_uri, loc) = HttpConf::find_location(server, uri);
         let mut get = req.clone();
         get.method = "GET".into();
         get.body = crate::body::BodyKind::None;
@@ -677,22 +680,23 @@ impl HttpConn {
         if req.method != "GET" && req.method != "HEAD" {
             return Response::error(405);
         }
-        let conf = self.shared.conf.clone();
+        let shared = self.shared.clone();
+        let conf = &shared.conf;
         let now = core.now();
         let mut fpath = map_uri(loc, loc_uri, path);
-        let mut uri_path = path.to_string();
-        let mut files = self.shared.files.borrow_mut();
+        // Set when a directory request is answered by its index file.
+        let mut index_uri: Option<String> = None;
+        let mut files = shared.files.borrow_mut();
         let mut opened = files.open(&fpath, now, loc.open_file_cache);
         if path.ends_with('/') {
-            opened = Open::NotFound;
-            let dir = files.open(&fpath, now, loc.open_file_cache);
-            if !matches!(dir, Open::Dir) {
-                return Response::error(match dir {
+            if !matches!(opened, Open::Dir) {
+                return Response::error(match opened {
                     Open::Forbidden => 403,
                     Open::Error(_) => 500,
                     _ => 404,
                 });
             }
+            opened = Open::NotFound;
             for idx in &loc.index {
                 let candidate = fpath.join(idx);
                 match files.open(&candidate, now, loc.open_file_cache) {
@@ -700,7 +704,7 @@ impl HttpConn {
                     o => {
                         opened = o;
                         fpath = candidate;
-                        uri_path = format!("{path}{idx}");
+                        index_uri = Some(format!("{path}{idx}"));
                         break;
                     }
                 }
@@ -714,7 +718,8 @@ impl HttpConn {
         match opened {
             Open::File(info) => {
                 drop(files);
-                self.file_response(req, loc, &conf, info, &uri_path)
+                let uri_path = index_uri.as_deref().unwrap_or(path);
+                self.file_response(req, loc, conf, info, uri_path)
             }
             Open::Dir => {
                 let mut r = Response::error(301);
@@ -817,17 +822,6 @@ fn etag_matches(header: &[u8], etag: &str) -> bool {
             let t = t.trim();
             t.strip_prefix("W/").unwrap_or(t) == etag
         })
-}
-
-/// The location for `path` and the URI it was declared with.
-fn find_location_with_uri<'a>(server: &'a ServerConf, path: &str) -> (&'a str, &'a Arc<LocConf>) {
-    let conf = HttpConf::find_location(server, path);
-    let uri = server
-        .locations
-        .iter()
-        .find(|l| l.conf.as_ref().is_some_and(|c| Arc::ptr_eq(c, conf)))
-        .map_or("/", |l| l.uri.as_str());
-    (uri, conf)
 }
 
 fn stub_status(core: &Core, req: &Request) -> Response {

@@ -101,11 +101,13 @@ pub fn init(conf: &KvConf, core: &mut Core, listeners: Vec<Listener>) -> io::Res
         slicing: Cell::new(false),
     });
     for ls in listeners {
-        log::info!("kv listening on {}", ls.local_addr());
+        let laddr = ls.local_addr().to_string();
+        log::info!("kv listening on {laddr}");
         core.add_listener(
             ls,
             Box::new(KvProtocol {
                 shared: shared.clone(),
+                laddr,
             }),
         )?;
     }
@@ -167,23 +169,21 @@ fn close_client(s: &Rc<Shared>, core: &mut Core, id: ClientId) {
 
 struct KvProtocol {
     shared: Rc<Shared>,
+    /// The listener's address: every connection it accepts has this local
+    /// address (CLIENT LIST's laddr), so no getsockname per connection.
+    laddr: String,
 }
 
 impl Protocol for KvProtocol {
     fn init_connection(&mut self, core: &mut Core, c: ConnId) -> Option<Box<dyn Handler>> {
-        let (addr, laddr, fd) = {
+        let (addr, fd) = {
             let x = core.conn(c)?;
             let addr = x.peer.map(|p| p.to_string()).unwrap_or_default();
-            let laddr = x
-                .fd()
-                .and_then(|fd| gyre_core::sys::socket::local_addr(fd).ok())
-                .map(|a| a.to_string())
-                .unwrap_or_default();
             let fd = x.fd().map_or(-1, |fd| {
                 use std::os::fd::AsRawFd;
                 i64::from(fd.as_raw_fd())
             });
-            (addr, laddr, fd)
+            (addr, fd)
         };
         if let Some(fd) = core.fd(c) {
             let _ = gyre_core::sys::socket::set_nodelay(fd, true);
@@ -193,7 +193,7 @@ impl Protocol for KvProtocol {
             .shared
             .server
             .borrow_mut()
-            .connect(&addr, &laddr, fd, now)
+            .connect(&addr, &self.laddr, fd, now)
         {
             Ok(id) => id,
             Err(reply) => {

@@ -51,14 +51,16 @@ impl Core {
                     if let Some(z) = &self.shared {
                         z.stats().accepted.inc();
                     }
+                    let got = self.get_connection(fd);
+                    // Recomputed after every accept, a failed one included
+                    // (an empty pool makes this worker leave accepting to
+                    // the others).
                     self.accept_disabled =
                         (self.pool.capacity() / 8) as i64 - self.pool.free_n as i64;
-                    let Ok(c) = self.get_connection(fd) else {
+                    let Ok(c) = got else {
                         // Logged by get_connection; the fd was closed.
                         return;
                     };
-                    self.accept_disabled =
-                        (self.pool.capacity() / 8) as i64 - self.pool.free_n as i64;
                     self.stats.handled += 1;
                     if let Some(z) = &self.shared {
                         z.stats().handled.inc();
