@@ -81,36 +81,19 @@ pub fn reopen() -> std::io::Result<()> {
     open(path.as_deref())
 }
 
-/// Formats the local-time-free UTC timestamp nginx-style: `YYYY/MM/DD HH:MM:SS`.
+/// nginx's error-log timestamp, in UTC: `YYYY/MM/DD HH:MM:SS`.
 fn timestamp(out: &mut String) {
-    let mut date = String::new();
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    crate::event::clock::format_http_date(secs, &mut date);
-    // "Sun, 06 Nov 1994 08:49:37 GMT" -> "1994/11/06 08:49:37"
-    let month = match date.get(8..11) {
-        Some("Jan") => "01",
-        Some("Feb") => "02",
-        Some("Mar") => "03",
-        Some("Apr") => "04",
-        Some("May") => "05",
-        Some("Jun") => "06",
-        Some("Jul") => "07",
-        Some("Aug") => "08",
-        Some("Sep") => "09",
-        Some("Oct") => "10",
-        Some("Nov") => "11",
-        _ => "12",
-    };
-    out.push_str(date.get(12..16).unwrap_or("1970"));
-    out.push('/');
-    out.push_str(month);
-    out.push('/');
-    out.push_str(date.get(5..7).unwrap_or("01"));
-    out.push(' ');
-    out.push_str(date.get(17..25).unwrap_or("00:00:00"));
+    let t = crate::event::clock::CivilTime::from_unix(secs);
+    use std::fmt::Write as _;
+    let _ = write!(
+        out,
+        "{}/{:02}/{:02} {:02}:{:02}:{:02}",
+        t.year, t.month, t.day, t.hour, t.min, t.sec
+    );
 }
 
 impl Log for ErrorLog {

@@ -96,14 +96,17 @@ fn escaped(out: &mut Vec<u8>, s: &[u8]) {
 
 /// `29/Nov/2026:22:35:13 +0000` (UTC).
 pub fn time_local(secs: u64, out: &mut Vec<u8>) {
-    let mut d = String::new();
-    gyre_core::event::clock::format_http_date(secs, &mut d);
-    // "Sun, 06 Nov 1994 08:49:37 GMT"
-    let day = d.get(5..7).unwrap_or("01");
-    let mon = d.get(8..11).unwrap_or("Jan");
-    let year = d.get(12..16).unwrap_or("1970");
-    let hms = d.get(17..25).unwrap_or("00:00:00");
-    let _ = write!(out, "{day}/{mon}/{year}:{hms} +0000");
+    let t = gyre_core::event::clock::CivilTime::from_unix(secs);
+    let _ = write!(
+        out,
+        "{:02}/{}/{}:{:02}:{:02}:{:02} +0000",
+        t.day,
+        t.month_name(),
+        t.year,
+        t.hour,
+        t.min,
+        t.sec
+    );
 }
 
 /// One `combined` line, newline included.

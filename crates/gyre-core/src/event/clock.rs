@@ -119,26 +119,66 @@ impl Default for Clock {
     }
 }
 
+/// English month abbreviations, as HTTP dates and nginx's logs write them.
+pub const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// A Unix time broken down in UTC, for the date formats of HTTP and of
+/// nginx's error and access logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CivilTime {
+    pub year: i64,
+    /// 1..=12.
+    pub month: u32,
+    /// 1..=31.
+    pub day: u32,
+    pub hour: u32,
+    pub min: u32,
+    pub sec: u32,
+    /// 0 = Sunday.
+    pub weekday: u32,
+}
+
+impl CivilTime {
+    /// `secs` since the Unix epoch, in UTC.
+    pub fn from_unix(secs: u64) -> CivilTime {
+        let days = secs / 86_400;
+        let rem = (secs % 86_400) as u32;
+        let (year, month, day) = civil_from_days(days as i64);
+        CivilTime {
+            year,
+            month,
+            day,
+            hour: rem / 3600,
+            min: rem % 3600 / 60,
+            sec: rem % 60,
+            // 1970-01-01 was a Thursday.
+            weekday: ((days + 4) % 7) as u32,
+        }
+    }
+
+    /// The month's English abbreviation.
+    pub fn month_name(&self) -> &'static str {
+        MONTHS[(self.month.clamp(1, 12) - 1) as usize]
+    }
+}
+
 /// Appends `secs` (Unix time) as an IMF-fixdate (RFC 7231 §7.1.1.1).
 pub fn format_http_date(secs: u64, out: &mut String) {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days as i64);
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    let t = CivilTime::from_unix(secs);
     use std::fmt::Write;
     let _ = write!(
         out,
         "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
-        DAYS[(days % 7) as usize],
-        d,
-        MONTHS[(m - 1) as usize],
-        y,
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+        DAYS[t.weekday as usize],
+        t.day,
+        t.month_name(),
+        t.year,
+        t.hour,
+        t.min,
+        t.sec
     );
 }
 
