@@ -4,8 +4,11 @@
 
 mod util;
 
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+use util::http::free_port;
 use util::{wait_for, Prefix};
 
 const BASE: &str = "daemon off;\nerror_log logs/error.log notice;\n";
@@ -121,15 +124,13 @@ fn reload_with_a_bad_config_keeps_serving_the_old_one() {
 
 // ---------------------------------------------------------------- with HTTP
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A prefix whose `html/index.html` holds `index`, a free loopback port and
+/// its address.
+fn http_prefix(name: &str, index: &str) -> (Prefix, u16, SocketAddr) {
+    let p = Prefix::new(name);
+    p.write("html/index.html", index);
+    let port = free_port();
+    (p, port, SocketAddr::from(([127, 0, 0, 1], port)))
 }
 
 /// One GET on a fresh connection (`Connection: close`); the status and body.
@@ -164,10 +165,7 @@ fn http_conf(port: u16, workers: usize, extra: &str) -> String {
 
 #[test]
 fn a_replacement_worker_serves_within_a_second_of_kill_9() {
-    let p = Prefix::new("proc-http-respawn");
-    let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    p.write("html/index.html", "alive\n");
+    let (p, port, addr) = http_prefix("proc-http-respawn", "alive\n");
     p.conf(&http_conf(port, 1, ""));
     let s = p.start();
     assert_eq!(get(addr, "/").unwrap(), (200, b"alive\n".to_vec()));
@@ -186,10 +184,7 @@ fn a_replacement_worker_serves_within_a_second_of_kill_9() {
 
 #[test]
 fn reload_under_load_serves_the_new_config_and_fails_no_request() {
-    let p = Prefix::new("proc-http-reload");
-    let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    p.write("html/index.html", "index\n");
+    let (p, port, addr) = http_prefix("proc-http-reload", "index\n");
     p.conf(&http_conf(
         port,
         2,
@@ -244,9 +239,7 @@ fn reload_under_load_serves_the_new_config_and_fails_no_request() {
 
 #[test]
 fn quit_lets_a_slow_download_finish() {
-    let p = Prefix::new("proc-http-quit");
-    let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let (p, port, addr) = http_prefix("proc-http-quit", "index\n");
     let big: Vec<u8> = (0..8 * 1024 * 1024u32).map(|i| (i % 253) as u8).collect();
     std::fs::write(p.path("html/big.bin"), &big).unwrap();
     p.conf(&http_conf(port, 1, ""));
@@ -281,10 +274,7 @@ fn quit_lets_a_slow_download_finish() {
 
 #[test]
 fn shared_counters_count_every_request_across_workers() {
-    let p = Prefix::new("proc-http-counters");
-    let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    p.write("html/index.html", "x\n");
+    let (p, port, addr) = http_prefix("proc-http-counters", "x\n");
     p.conf(&http_conf(port, 2, "  location = /status { stub_status; }"));
     let _s = p.start();
     for _ in 0..200 {
@@ -307,10 +297,7 @@ fn shared_counters_count_every_request_across_workers() {
 
 #[test]
 fn master_process_off_serves_in_one_process() {
-    let p = Prefix::new("proc-single");
-    let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    p.write("html/index.html", "single\n");
+    let (p, port, addr) = http_prefix("proc-single", "single\n");
     p.conf(&format!("master_process off;\n{}", http_conf(port, 4, "")));
     let mut s = p.start();
     assert_eq!(
@@ -326,10 +313,7 @@ fn master_process_off_serves_in_one_process() {
 
 #[test]
 fn daemon_on_detaches_and_stops_via_the_pid_file() {
-    let p = Prefix::new("proc-daemon");
-    let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    p.write("html/index.html", "daemon\n");
+    let (p, port, addr) = http_prefix("proc-daemon", "daemon\n");
     let conf = http_conf(port, 1, "").replace("daemon off;\n", "daemon on;\n");
     p.conf(&conf);
     let out = p.run(&[]);
@@ -360,10 +344,7 @@ fn daemon_on_detaches_and_stops_via_the_pid_file() {
 
 #[test]
 fn binary_upgrade_hands_the_sockets_to_a_new_master() {
-    let p = Prefix::new("proc-usr2");
-    let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    p.write("html/index.html", "upgrade\n");
+    let (p, port, addr) = http_prefix("proc-usr2", "upgrade\n");
     p.conf(&http_conf(port, 1, ""));
     let mut s = p.start();
     let old = s.pid();
@@ -480,10 +461,7 @@ fn keepalive_load(
 
 #[test]
 fn reload_under_keepalive_load_fails_no_request() {
-    let p = Prefix::new("proc-http-reload-ka");
-    let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    p.write("html/index.html", "index\n");
+    let (p, port, addr) = http_prefix("proc-http-reload-ka", "index\n");
     p.conf(&http_conf(port, 2, ""));
     let s = p.start();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
