@@ -8,22 +8,13 @@ mod util;
 
 use std::time::{Duration, Instant};
 
-use util::http::{start_http, Raw, Running};
+use util::http::{start_one_server, Raw, Running};
 use util::Prefix;
 
 fn fixture(name: &str, extra: &str) -> (Running, Prefix) {
     let p = Prefix::new(name);
     p.write("html/index.html", "errors index\n");
-    let extra = extra.to_string();
-    let r = start_http(&p, 1, move |port| {
-        format!(
-            "server {{
-                listen 127.0.0.1:{port};
-                root html;
-                {extra}
-            }}"
-        )
-    });
+    let r = start_one_server(&p, extra);
     (r, p)
 }
 

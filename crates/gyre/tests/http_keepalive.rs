@@ -7,7 +7,7 @@ mod util;
 
 use std::time::{Duration, Instant};
 
-use util::http::{start_http, Running};
+use util::http::{start_one_server, Running};
 use util::Prefix;
 
 fn fixture(name: &str, extra: &str) -> (Running, Prefix) {
@@ -20,16 +20,7 @@ fn fixture(name: &str, extra: &str) -> (Running, Prefix) {
     ] {
         p.write(&format!("html/{f}"), body);
     }
-    let extra = extra.to_string();
-    let r = start_http(&p, 1, move |port| {
-        format!(
-            "server {{
-                listen 127.0.0.1:{port};
-                root html;
-                {extra}
-            }}"
-        )
-    });
+    let r = start_one_server(&p, extra);
     (r, p)
 }
 

@@ -91,6 +91,21 @@ pub fn start_http(p: &Prefix, workers: u32, http: impl Fn(u16) -> String) -> Run
     panic!("gyre did not start serving; log:\n{last_log}");
 }
 
+/// Starts one worker with a single `server` on a free port, root `html`,
+/// and `extra` inside the server block.
+pub fn start_one_server(p: &Prefix, extra: &str) -> Running {
+    let extra = extra.to_string();
+    start_http(p, 1, move |port| {
+        format!(
+            "server {{
+                listen 127.0.0.1:{port};
+                root html;
+                {extra}
+            }}"
+        )
+    })
+}
+
 /// One full request/response round trip on a fresh connection.
 pub fn probe(port: u16) -> bool {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
