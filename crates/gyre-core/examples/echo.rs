@@ -169,9 +169,7 @@ impl Handler for EchoConn {
                 // down gracefully, and their timer does not hold an exiting
                 // worker (a fresh connection's does: it has yet to be served).
                 let idle = self.pending.is_empty();
-                core.set_reusable(c, idle);
-                core.set_idle(c, idle);
-                core.set_cancelable(Ev::read(c), idle);
+                core.set_keepalive(c, idle);
                 if self.idle_ms > 0 {
                     core.add_timer(Ev::read(c), self.idle_ms);
                 }

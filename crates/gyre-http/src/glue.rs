@@ -431,9 +431,7 @@ impl HttpConn {
                 Ok(0) => self.machine(now).on_eof(now),
                 Ok(n) => {
                     if self.is_idle() {
-                        core.set_reusable(c, false);
-                        core.set_idle(c, false);
-                        core.set_cancelable(Ev::read(c), false);
+                        core.set_keepalive(c, false);
                     }
                     self.machine(now).on_read(&buf[..n], now);
                     if self.stat == Stat::None {
@@ -951,9 +949,7 @@ impl HttpConn {
                     let _ = gyre_core::sys::socket::set_nodelay(fd, true);
                 }
             }
-            core.set_reusable(c, true);
-            core.set_idle(c, true);
-            core.set_cancelable(Ev::read(c), true);
+            core.set_keepalive(c, true);
             if core.conn(c).is_some_and(|x| x.close) {
                 self.close(core, c);
                 return;

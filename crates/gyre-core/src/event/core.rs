@@ -980,6 +980,16 @@ impl Core {
         }
     }
 
+    /// Marks `c` as waiting between requests, or busy again: reusable
+    /// (drained first when slots run short, counted as Waiting), idle (closed
+    /// at once on graceful shutdown) and its read timer (the keep-alive
+    /// timeout) cancelable — what nginx's keep-alive handler sets together.
+    pub fn set_keepalive(&mut self, c: ConnId, on: bool) {
+        self.set_reusable(c, on);
+        self.set_idle(c, on);
+        self.set_cancelable(Ev::read(c), on);
+    }
+
     /// Closes a connection (nginx's `ngx_close_connection`): disarms its
     /// timers, unposts its events, stops watching it, frees the slot (the
     /// generation changes) and closes the fd. A no-op for a stale id.
