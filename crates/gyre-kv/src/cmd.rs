@@ -1872,6 +1872,19 @@ const F_EXAT: u32 = 128;
 const F_PXAT: u32 = 256;
 const F_ANY_EXPIRE: u32 = F_EX | F_PX | F_EXAT | F_PXAT;
 
+/// The flag of an expire option of SET / GETEX (`EX PX EXAT PXAT`).
+fn expire_option(opt: &[u8]) -> Option<u32> {
+    [
+        ("ex", F_EX),
+        ("px", F_PX),
+        ("exat", F_EXAT),
+        ("pxat", F_PXAT),
+    ]
+    .into_iter()
+    .find(|(name, _)| eq(opt, name))
+    .map(|(_, f)| f)
+}
+
 /// Redis's `parseExtendedStringArgumentsOrReply` (SET: `is_set`, GETEX
 /// otherwise). Returns flags and the index of the expire argument.
 fn parse_string_args(
@@ -1895,32 +1908,13 @@ fn parse_string_args(
             flags |= F_KEEPTTL;
         } else if eq(opt, "persist") && !is_set && flags & (F_ANY_EXPIRE | F_KEEPTTL) == 0 {
             flags |= F_PERSIST;
-        } else if has_next
-            && eq(opt, "ex")
-            && flags & (F_KEEPTTL | F_PERSIST | F_EXAT | F_PX | F_PXAT) == 0
+        } else if let Some(f) = has_next
+            .then(|| expire_option(opt))
+            .flatten()
+            // One expire option; repeating the same one is accepted, as Redis does.
+            .filter(|&f| flags & (F_KEEPTTL | F_PERSIST | (F_ANY_EXPIRE & !f)) == 0)
         {
-            flags |= F_EX;
-            expire = Some(j + 1);
-            j += 1;
-        } else if has_next
-            && eq(opt, "px")
-            && flags & (F_KEEPTTL | F_PERSIST | F_EX | F_EXAT | F_PXAT) == 0
-        {
-            flags |= F_PX;
-            expire = Some(j + 1);
-            j += 1;
-        } else if has_next
-            && eq(opt, "exat")
-            && flags & (F_KEEPTTL | F_PERSIST | F_EX | F_PX | F_PXAT) == 0
-        {
-            flags |= F_EXAT;
-            expire = Some(j + 1);
-            j += 1;
-        } else if has_next
-            && eq(opt, "pxat")
-            && flags & (F_KEEPTTL | F_PERSIST | F_EX | F_EXAT | F_PX) == 0
-        {
-            flags |= F_PXAT;
+            flags |= f;
             expire = Some(j + 1);
             j += 1;
         } else {
