@@ -88,17 +88,25 @@ pub fn check_nofile(conf: &Conf) {
 }
 
 /// Writes the pid file (nginx's `ngx_create_pidfile`).
+///
+/// Written to a temporary name and renamed into place, so `-s` (or a
+/// monitoring tool) never reads a created but still empty file.
 pub fn write_pid_file(path: &Path) -> io::Result<()> {
-    std::fs::write(path, format!("{}\n", sysproc::getpid())).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "open() \"{}\" failed ({})",
-                path.display(),
-                crate::sys_error_text(&e)
-            ),
-        )
-    })
+    let mut tmp = path.as_os_str().to_os_string();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, format!("{}\n", sysproc::getpid()))
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "open() \"{}\" failed ({})",
+                    path.display(),
+                    crate::sys_error_text(&e)
+                ),
+            )
+        })
 }
 
 /// Reads the pid file and sends `sig` to the master (`-s`).
