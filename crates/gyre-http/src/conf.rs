@@ -31,8 +31,13 @@ pub enum LocKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Return {
     pub code: u16,
-    pub text: Option<String>,
+    /// Body text or redirect URL; shared so a response carries it without
+    /// a copy.
+    pub text: Option<Arc<str>>,
 }
+
+/// `add_header NAME VALUE [always]`: (name, value, always).
+pub type AddHeader = (Arc<str>, Arc<str>, bool);
 
 /// Settings that inherit http → server → location; `None` means "not set
 /// here".
@@ -41,10 +46,10 @@ pub struct LocSettings {
     pub root: Option<PathBuf>,
     pub alias: Option<PathBuf>,
     pub index: Option<Vec<String>>,
-    pub default_type: Option<String>,
+    pub default_type: Option<Arc<str>>,
     pub ret: Option<Return>,
     pub stub_status: Option<bool>,
-    pub add_header: Option<Vec<(String, String, bool)>>,
+    pub add_header: Option<Vec<AddHeader>>,
     pub error_page: Option<Vec<(Vec<u16>, String)>>,
     pub keepalive_timeout: Option<u64>,
     pub keepalive_requests: Option<u64>,
@@ -79,11 +84,10 @@ pub struct LocConf {
     pub root: PathBuf,
     pub alias: Option<PathBuf>,
     pub index: Vec<String>,
-    pub default_type: String,
+    pub default_type: Arc<str>,
     pub ret: Option<Return>,
     pub stub_status: bool,
-    /// (name, value, always).
-    pub add_header: Vec<(String, String, bool)>,
+    pub add_header: Vec<AddHeader>,
     pub error_page: Vec<(Vec<u16>, String)>,
     pub keepalive_timeout: u64,
     pub keepalive_requests: u64,
@@ -138,7 +142,7 @@ pub struct HttpConf {
     pub srv: ServerSettings,
     pub servers: Vec<ServerConf>,
     /// Extension → MIME type, from `types {}` or the built-in table.
-    pub types: Arc<HashMap<String, String>>,
+    pub types: Arc<HashMap<String, Arc<str>>>,
     types_set: bool,
 }
 
@@ -380,7 +384,7 @@ fn set_index(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String
 }
 
 fn set_default_type(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    c.settings(cx)?.default_type = Some(d.arg(0).to_string());
+    c.settings(cx)?.default_type = Some(d.arg(0).into());
     Ok(())
 }
 
@@ -388,7 +392,7 @@ fn set_types(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String>
     let mut map = HashMap::new();
     for t in d.block.as_deref().unwrap_or(&[]) {
         for ext in &t.args {
-            map.insert(ext.to_ascii_lowercase(), t.name.clone());
+            map.insert(ext.to_ascii_lowercase(), Arc::from(t.name.as_str()));
         }
     }
     c.types = Arc::new(map);
@@ -399,10 +403,10 @@ fn set_types(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String>
 fn set_return(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let (code, text) = match d.args.as_slice() {
         [code] if code.starts_with("http://") || code.starts_with("https://") => {
-            (302, Some(code.clone()))
+            (302, Some(code.as_str().into()))
         }
         [code] => (parse_code(d, code)?, None),
-        [code, text] => (parse_code(d, code)?, Some(text.clone())),
+        [code, text] => (parse_code(d, code)?, Some(text.as_str().into())),
         _ => return Err(d.error("invalid number of arguments")),
     };
     c.settings(cx)?.ret = Some(Return { code, text });
@@ -428,11 +432,9 @@ fn set_add_header(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), S
         Some("always") => true,
         Some(other) => return Err(format!("invalid parameter \"{other}\"")),
     };
-    s.add_header.get_or_insert_with(Vec::new).push((
-        d.arg(0).to_string(),
-        d.arg(1).to_string(),
-        always,
-    ));
+    s.add_header
+        .get_or_insert_with(Vec::new)
+        .push((d.arg(0).into(), d.arg(1).into(), always));
     Ok(())
 }
 

@@ -20,17 +20,25 @@
 //!     while let Some(ev) = conn.poll(now, date):
 //!         Request(req) => conn.respond(handler(req), now, date)   // or collect_body() first
 //!         Body(bytes) / BodyEnd / BodyError(status) => for handlers that collect
-//!     write conn.take_output() (bytes and file segments, in order, one writev/sendfile batch)
+//!     while let Some(chunk) = conn.next_output():          // bytes and file regions, in order
+//!         n = send(fd, bytes) or sendfile(fd, file, region); conn.consume_output(n)
+//!     (or take it all at once with conn.take_output(), which copies)
 //!     for rec in conn.take_logs(): access_log(rec)
 //!     once everything is written:
 //!         match conn.disposition():
-//!             Open   => if conn.is_idle() { pool.put(conn.release_buffers()) }
+//!             Open   => if conn.is_idle() { pool.put(conn) }       // reuse() it later
 //!             Close  => close(fd)
 //!             Linger => shutdown(fd, WR); conn.start_lingering(now)   // keep reading until Close
 //!     re-arm timer at conn.next_deadline()   // None: no timer (send_timeout is the glue's)
 //! ```
 //!
 //! Times are gyre-core [`Msec`] values and are compared wraparound-safely.
+//!
+//! Nothing here allocates per request once a machine has served one: the
+//! input buffer, the parser's offsets, the [`Request`] (handed back with
+//! [`Connection::recycle`]) and the output buffer keep their capacity, and
+//! a glue can pool whole machines across connections with
+//! [`Connection::reuse`].
 
 use gyre_core::event::clock::{msec_before, Msec};
 
@@ -71,6 +79,36 @@ pub enum Segment {
         len: u64,
     },
 }
+
+/// The next piece of output to write, from [`Connection::next_output`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunk<'a> {
+    /// Bytes to send (all adjacent in-memory output, heads and bodies).
+    Bytes(&'a [u8]),
+    /// The unsent part of a file region.
+    File {
+        /// Glue-defined file identifier.
+        token: u64,
+        /// First unsent byte.
+        offset: u64,
+        /// Bytes left.
+        len: u64,
+    },
+}
+
+/// Queued output: bytes in one buffer, delimited into segments around
+/// file regions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OutSeg {
+    Bytes { start: usize, end: usize },
+    File { token: u64, offset: u64, len: u64 },
+}
+
+/// Output buffers above this are freed once written, so one large
+/// response does not pin memory in a pooled machine.
+const KEEP_OUT_CAPACITY: usize = 64 * 1024;
+/// Input buffers above this are freed when the connection goes idle.
+const KEEP_IN_CAPACITY: usize = 16 * 1024;
 
 /// Everything queued for writing since the last [`Connection::take_output`].
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -189,7 +227,15 @@ pub struct Connection {
     head: HeadParser,
     head_start: Msec,
     cur: Option<Current>,
-    out: Vec<Segment>,
+    /// A request handed back by the glue, reused for the next head.
+    spare: Option<Box<Request>>,
+    /// Queued output bytes; `segs[seg_head..]` are unsent, `out[out_pos..]`
+    /// the unsent bytes, `file_off` the sent part of a file segment.
+    out: Vec<u8>,
+    segs: Vec<OutSeg>,
+    seg_head: usize,
+    out_pos: usize,
+    file_off: u64,
     logs: Vec<LogRecord>,
     requests: u64,
     created: Msec,
@@ -215,7 +261,12 @@ impl Connection {
             head,
             head_start: now,
             cur: None,
+            spare: None,
             out: Vec::new(),
+            segs: Vec::new(),
+            seg_head: 0,
+            out_pos: 0,
+            file_off: 0,
             logs: Vec::new(),
             requests: 0,
             created: now,
@@ -227,7 +278,6 @@ impl Connection {
         }
     }
 
-    /// The settings in force.
     /// Rebuilds the machine of a kept-alive connection whose glue dropped it
     /// while idle (so an idle connection holds no parser state): the request
     /// count and the connection's creation time carry over.
@@ -238,11 +288,45 @@ impl Connection {
         c
     }
 
+    /// Makes this machine serve another connection (or the same one after
+    /// an idle period), as [`Connection::resume`] would, but keeping the
+    /// capacity of its buffers: pooled machines make requests allocation
+    /// free.
+    pub fn reuse(&mut self, settings: HttpSettings, now: Msec, requests: u64, created: Msec) {
+        self.head.reset(&settings);
+        self.st = settings;
+        self.state = State::Idle;
+        self.inbuf.clear();
+        if self.inbuf.capacity() > KEEP_IN_CAPACITY {
+            self.inbuf = Vec::new();
+        }
+        self.head_start = now;
+        self.cur = None;
+        self.clear_output();
+        self.logs.clear();
+        self.requests = requests;
+        self.created = created;
+        self.last_read = now;
+        self.idle_since = now;
+        self.linger_start = now;
+        self.eof = false;
+        self.disposition = Disposition::Open;
+    }
+
+    /// Hands a request back after it was answered, so the next one reuses
+    /// its buffers.
+    pub fn recycle(&mut self, req: Box<Request>) {
+        if self.spare.is_none() {
+            self.spare = Some(req);
+        }
+    }
+
     /// When the connection was accepted.
     pub fn created(&self) -> Msec {
         self.created
     }
 
+    /// The settings in force.
     pub fn settings(&self) -> &HttpSettings {
         &self.st
     }
@@ -409,16 +493,113 @@ impl Connection {
         self.requests
     }
 
-    /// Takes the queued output.
+    /// Takes the queued output (a copy; glues that write in place use
+    /// [`Connection::next_output`] and [`Connection::consume_output`]).
     pub fn take_output(&mut self) -> Output {
-        Output {
-            segments: std::mem::take(&mut self.out),
+        let mut segments = Vec::new();
+        let mut pos = self.out_pos;
+        for (i, seg) in self.segs.iter().enumerate().skip(self.seg_head) {
+            match *seg {
+                OutSeg::Bytes { start, end } => {
+                    let from = pos.max(start);
+                    segments.push(Segment::Bytes(
+                        self.out.get(from..end).unwrap_or(&[]).to_vec(),
+                    ));
+                    pos = end;
+                }
+                OutSeg::File { token, offset, len } => {
+                    let skip = if i == self.seg_head { self.file_off } else { 0 };
+                    segments.push(Segment::File {
+                        token,
+                        offset: offset + skip,
+                        len: len - skip,
+                    });
+                }
+            }
         }
+        self.clear_output();
+        Output { segments }
     }
 
     /// True when output is queued.
     pub fn has_output(&self) -> bool {
-        !self.out.is_empty()
+        self.seg_head < self.segs.len()
+    }
+
+    /// The next piece of queued output, without copying it.
+    pub fn next_output(&self) -> Option<Chunk<'_>> {
+        match *self.segs.get(self.seg_head)? {
+            OutSeg::Bytes { start, end } => Some(Chunk::Bytes(
+                self.out.get(self.out_pos.max(start)..end).unwrap_or(&[]),
+            )),
+            OutSeg::File { token, offset, len } => Some(Chunk::File {
+                token,
+                offset: offset + self.file_off,
+                len: len - self.file_off,
+            }),
+        }
+    }
+
+    /// Marks `n` bytes of the output as written (in order, across chunks).
+    pub fn consume_output(&mut self, mut n: u64) {
+        while let Some(seg) = self.segs.get(self.seg_head).copied() {
+            match seg {
+                OutSeg::Bytes { start, end } => {
+                    let pos = self.out_pos.max(start);
+                    let take = n.min((end - pos) as u64);
+                    self.out_pos = pos + take as usize;
+                    n -= take;
+                    if self.out_pos < end {
+                        break;
+                    }
+                }
+                OutSeg::File { len, .. } => {
+                    let take = n.min(len - self.file_off);
+                    self.file_off += take;
+                    n -= take;
+                    if self.file_off < len {
+                        break;
+                    }
+                    self.file_off = 0;
+                }
+            }
+            self.seg_head += 1;
+        }
+        if self.seg_head == self.segs.len() {
+            self.clear_output();
+        }
+    }
+
+    fn clear_output(&mut self) {
+        self.out.clear();
+        if self.out.capacity() > KEEP_OUT_CAPACITY {
+            self.out = Vec::new();
+        }
+        self.segs.clear();
+        self.seg_head = 0;
+        self.out_pos = 0;
+        self.file_off = 0;
+    }
+
+    fn push_bytes(&mut self, b: &[u8]) {
+        if b.is_empty() {
+            return;
+        }
+        let start = self.out.len();
+        self.out.extend_from_slice(b);
+        self.extend_bytes_seg(start);
+    }
+
+    /// Records `out[start..]` (just appended) as output.
+    fn extend_bytes_seg(&mut self, start: usize) {
+        let end = self.out.len();
+        if end == start {
+            return;
+        }
+        match self.segs.last_mut() {
+            Some(OutSeg::Bytes { end: e, .. }) if *e == start => *e = end,
+            _ => self.segs.push(OutSeg::Bytes { start, end }),
+        }
     }
 
     /// Takes the access-log records of requests finished since last time.
@@ -434,11 +615,13 @@ impl Connection {
         if self.state != State::Pending {
             return;
         }
-        if let Some(cur) = &mut self.cur {
-            if !cur.collect && cur.expect_continue && !cur.decoder.is_done() {
-                push_bytes(&mut self.out, b"HTTP/1.1 100 Continue\r\n\r\n");
-            }
-            cur.collect = true;
+        let Some(cur) = &mut self.cur else {
+            return;
+        };
+        let send_continue = !cur.collect && cur.expect_continue && !cur.decoder.is_done();
+        cur.collect = true;
+        if send_continue {
+            self.push_bytes(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
     }
 
@@ -471,7 +654,75 @@ impl Connection {
     }
 
     fn poll_head(&mut self, now: Msec, date: &str) -> Option<Event> {
-        match self.head.advance(&self.inbuf, &self.st) {
+        let mut req = self.spare.take().unwrap_or_default();
+        let end = match self.head.advance(&self.inbuf, &self.st, &mut req) {
+            HeadStatus::Complete(end) => end,
+            other => {
+                self.spare = Some(req);
+                self.head_not_complete(other, now, date);
+                return None;
+            }
+        };
+        self.inbuf.drain(..end);
+        self.head.reset(&self.st);
+        self.requests += 1;
+        let st = &self.st;
+        if st.keepalive_timeout == 0
+            || self.requests >= st.keepalive_requests
+            || now.wrapping_sub(self.created) > st.keepalive_time
+        {
+            req.keep_alive = false;
+        }
+        // nginx's static handler discards the body before answering,
+        // so a framing error already buffered with the head earns a
+        // 400 instead of the page. Check on a copy, consuming nothing.
+        let mut probe = BodyDecoder::new(req.body);
+        if probe.decode(&self.inbuf, None).is_err() {
+            let mut rec = self.bare_log(400, now);
+            rec.request_line = req.request_line().into_owned();
+            let (body, all) = self.queue(&Response::error(400), false, req.is_head(), date);
+            rec.body_bytes_sent = body;
+            rec.bytes_sent = all;
+            self.logs.push(rec);
+            self.close_after_response(false);
+            self.spare = Some(req);
+            return None;
+        }
+        let expect_continue = req.version >= crate::Version::HTTP_11
+            && req
+                .header("Expect")
+                .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
+        self.cur = Some(Current {
+            keep_alive: req.keep_alive,
+            head: req.is_head(),
+            decoder: BodyDecoder::new(req.body),
+            collect: false,
+            body_end_sent: false,
+            expect_continue,
+            log: if self.st.log_requests {
+                LogRecord {
+                    request_line: req.request_line().into_owned(),
+                    status: 0,
+                    body_bytes_sent: 0,
+                    bytes_sent: 0,
+                    referer: req.referer(),
+                    user_agent: req.user_agent(),
+                    host: req.host().map(str::to_string),
+                    start: self.head_start,
+                    end: now,
+                }
+            } else {
+                LogRecord::default()
+            },
+        });
+        self.state = State::Pending;
+        self.last_read = now;
+        Some(Event::Request(req))
+    }
+
+    /// An incomplete head (waiting, or the client left) or a refused one.
+    fn head_not_complete(&mut self, status: HeadStatus, now: Msec, date: &str) {
+        match status {
             HeadStatus::Incomplete => {
                 if self.eof {
                     // nginx: "client prematurely closed connection", 400
@@ -482,7 +733,6 @@ impl Connection {
                     }
                     self.close(Disposition::Close);
                 }
-                None
             }
             HeadStatus::Error(status) => {
                 // A body announced with the refused head is still coming
@@ -497,64 +747,8 @@ impl Connection {
                 rec.bytes_sent = all;
                 self.logs.push(rec);
                 self.close_after_response(pending_input);
-                None
             }
-            HeadStatus::Complete(end, mut req) => {
-                self.inbuf.drain(..end);
-                self.head = HeadParser::new(&self.st);
-                self.requests += 1;
-                let st = &self.st;
-                if st.keepalive_timeout == 0
-                    || self.requests >= st.keepalive_requests
-                    || now.wrapping_sub(self.created) > st.keepalive_time
-                {
-                    req.keep_alive = false;
-                }
-                // nginx's static handler discards the body before answering,
-                // so a framing error already buffered with the head earns a
-                // 400 instead of the page. Check on a copy, consuming nothing.
-                let mut probe = BodyDecoder::new(req.body);
-                if probe.decode(&self.inbuf, None).is_err() {
-                    let mut rec = self.bare_log(400, now);
-                    rec.request_line = req.request_line.clone();
-                    let (body, all) = self.queue(&Response::error(400), false, req.is_head(), date);
-                    rec.body_bytes_sent = body;
-                    rec.bytes_sent = all;
-                    self.logs.push(rec);
-                    self.close_after_response(false);
-                    return None;
-                }
-                let expect_continue = req.version >= crate::Version::HTTP_11
-                    && req
-                        .header("Expect")
-                        .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
-                self.cur = Some(Current {
-                    keep_alive: req.keep_alive,
-                    head: req.is_head(),
-                    decoder: BodyDecoder::new(req.body),
-                    collect: false,
-                    body_end_sent: false,
-                    expect_continue,
-                    log: if self.st.log_requests {
-                        LogRecord {
-                            request_line: req.request_line.clone(),
-                            status: 0,
-                            body_bytes_sent: 0,
-                            bytes_sent: 0,
-                            referer: req.referer(),
-                            user_agent: req.user_agent(),
-                            host: req.host.clone(),
-                            start: self.head_start,
-                            end: now,
-                        }
-                    } else {
-                        LogRecord::default()
-                    },
-                });
-                self.state = State::Pending;
-                self.last_read = now;
-                Some(Event::Request(req))
-            }
+            HeadStatus::Complete(_) => {}
         }
     }
 
@@ -711,28 +905,30 @@ impl Connection {
         } else {
             Some(resp.content_length.unwrap_or_else(|| resp.body.len()))
         };
-        let mut head = Vec::with_capacity(256);
-        write_head(resp, cl, keep_alive, date, &mut head);
-        let head_len = head.len() as u64;
-        push_bytes(&mut self.out, &head);
+        let start = self.out.len();
+        write_head(resp, cl, keep_alive, date, &mut self.out);
+        let head_len = (self.out.len() - start) as u64;
         if head_only || no_body {
+            self.extend_bytes_seg(start);
             return (0, head_len);
         }
         match &resp.body {
-            Body::Empty => (0, head_len),
-            Body::Bytes(b) => {
-                push_bytes(&mut self.out, b);
-                (b.len() as u64, head_len + b.len() as u64)
-            }
             Body::File { token, offset, len } => {
+                self.extend_bytes_seg(start);
                 if *len > 0 {
-                    self.out.push(Segment::File {
+                    self.segs.push(OutSeg::File {
                         token: *token,
                         offset: *offset,
                         len: *len,
                     });
                 }
                 (*len, head_len + *len)
+            }
+            body => {
+                let b = body.bytes().unwrap_or(&[]);
+                self.out.extend_from_slice(b);
+                self.extend_bytes_seg(start);
+                (b.len() as u64, head_len + b.len() as u64)
             }
         }
     }
@@ -753,12 +949,12 @@ impl Connection {
         self.state = State::Done;
         self.disposition = d;
         self.cur = None;
-        self.inbuf = Vec::new();
+        self.inbuf.clear();
     }
 
     fn bare_log(&self, status: u16, now: Msec) -> LogRecord {
         LogRecord {
-            request_line: self.head.request_line().to_string(),
+            request_line: String::from_utf8_lossy(self.head.request_line(&self.inbuf)).into_owned(),
             status,
             body_bytes_sent: 0,
             bytes_sent: 0,
@@ -768,13 +964,5 @@ impl Connection {
             start: self.head_start,
             end: now,
         }
-    }
-}
-
-fn push_bytes(out: &mut Vec<Segment>, b: &[u8]) {
-    if let Some(Segment::Bytes(last)) = out.last_mut() {
-        last.extend_from_slice(b);
-    } else {
-        out.push(Segment::Bytes(b.to_vec()));
     }
 }

@@ -12,7 +12,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::io::{self, IoSlice};
+use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
@@ -25,7 +25,7 @@ use gyre_core::event::{Core, Ev, EvKind, Handler, Next};
 
 use crate::access_log::{AccessLog, Entry};
 use crate::conf::{HttpConf, LocConf, ServerConf};
-use crate::conn::{Connection, Disposition, Event, LogRecord, Segment};
+use crate::conn::{Chunk, Connection, Disposition, Event, LogRecord};
 use crate::parse::Request;
 use crate::range::{self, RangeDecision};
 use crate::response::{Body, Response};
@@ -34,6 +34,12 @@ use crate::static_file::{map_uri, FileCache, FileInfo, Open};
 
 /// Read buffer shared by every connection of a worker.
 const READ_BUF: usize = 16 * 1024;
+
+/// State machines kept for reuse by a worker. A machine is taken when a
+/// connection's bytes arrive and given back when it goes idle or closes,
+/// so the pool only needs to cover the connections busy at one time; its
+/// buffers then make a request cost no allocation.
+const MACHINE_POOL: usize = 128;
 
 /// How long an idle keep-alive connection of a gracefully exiting worker
 /// waits for one last request.
@@ -68,6 +74,10 @@ struct Shared {
     files: RefCell<FileCache>,
     logs: RefCell<HashMap<PathBuf, AccessLog>>,
     buf: RefCell<Vec<u8>>,
+    /// Boxed because they move in and out of `HttpConn::m` (a pointer,
+    /// which keeps an idle connection small).
+    #[allow(clippy::vec_box)]
+    machines: RefCell<Vec<Box<Connection>>>,
 }
 
 impl Shared {
@@ -123,6 +133,7 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
         files: RefCell::new(FileCache::new()),
         logs: RefCell::new(HashMap::new()),
         buf: RefCell::new(vec![0; READ_BUF]),
+        machines: RefCell::new(Vec::new()),
     });
     for ls in listeners {
         let addr = ls.local_addr();
@@ -202,8 +213,6 @@ impl Protocol for HttpProtocol {
             shared: self.shared.clone(),
             servers: self.servers.clone(),
             default: self.default,
-            pending: Vec::new(),
-            pending_off: 0,
             files: Vec::new(),
             stat: Stat::None,
             send_timeout: fallback.send_timeout,
@@ -233,10 +242,6 @@ struct HttpConn {
     shared: Rc<Shared>,
     servers: Rc<[usize]>,
     default: usize,
-    /// Output not yet written, in order.
-    pending: Vec<Segment>,
-    /// Bytes of `pending[0]` already written.
-    pending_off: u64,
     /// Files referenced by `Segment::File` tokens.
     files: Vec<(u64, Rc<FileInfo>)>,
     stat: Stat,
@@ -257,7 +262,8 @@ enum Flow {
 }
 
 impl HttpConn {
-    /// The state machine, rebuilt if it was dropped while idle.
+    /// The state machine, taken from the worker's pool (or made) if the
+    /// connection was idle.
     fn machine(&mut self, now: gyre_core::event::Msec) -> &mut Connection {
         let (shared, default, requests, created) =
             (&self.shared, self.default, self.requests, self.created);
@@ -272,12 +278,35 @@ impl HttpConn {
                         .map(|f| settings_for(s, f, shared.any_access_log))
                 })
                 .unwrap_or_default();
-            Box::new(Connection::resume(settings, now, requests, created))
+            match shared.machines.borrow_mut().pop() {
+                Some(mut m) => {
+                    m.reuse(settings, now, requests, created);
+                    m
+                }
+                None => Box::new(Connection::resume(settings, now, requests, created)),
+            }
         })
+    }
+
+    /// Gives the machine back to the worker's pool (the connection is idle
+    /// or closing), keeping what outlives a request.
+    fn release_machine(&mut self) {
+        if let Some(m) = self.m.take() {
+            self.requests = m.requests();
+            self.created = m.created();
+            let mut pool = self.shared.machines.borrow_mut();
+            if pool.len() < MACHINE_POOL {
+                pool.push(m);
+            }
+        }
     }
 
     fn is_idle(&self) -> bool {
         self.m.as_ref().is_none_or(|m| m.is_idle())
+    }
+
+    fn has_output(&self) -> bool {
+        self.m.as_ref().is_some_and(|m| m.has_output())
     }
 
     fn set_stat(&mut self, core: &Core, to: Stat) {
@@ -303,6 +332,7 @@ impl HttpConn {
     fn close(&mut self, core: &mut Core, c: ConnId) {
         self.set_stat(core, Stat::None);
         self.flush_logs(core, c);
+        self.release_machine();
         core.close(c);
     }
 
@@ -390,7 +420,7 @@ impl HttpConn {
     /// Reads what is there, answers every complete request, writes.
     fn run(&mut self, core: &mut Core, c: ConnId) -> Flow {
         loop {
-            if !self.pending.is_empty() {
+            if self.has_output() {
                 match self.write(core, c) {
                     Ok(true) => {}
                     Ok(false) => return Flow::Continue,
@@ -470,109 +500,58 @@ impl HttpConn {
                     resp.close = true;
                 }
                 let _ = m.respond(resp, now, date);
-            }
-        }
-        if let Some(m) = self.m.as_mut() {
-            let out = m.take_output().segments;
-            if self.pending.is_empty() {
-                self.pending = out;
-            } else {
-                self.pending.extend(out);
+                m.recycle(req);
             }
         }
         self.flush_logs(core, c);
     }
 
-    /// Writes pending output; true when all of it went out.
+    /// Writes the machine's output in place; true when all of it went
+    /// out. In-memory output (heads and small bodies of every response of
+    /// the batch) is one buffer, so it is one send; files go by sendfile.
     fn write(&mut self, core: &mut Core, c: ConnId) -> io::Result<bool> {
-        while !self.pending.is_empty() {
-            // Gather the leading run of byte segments into one writev.
-            let mut slots = [IoSlice::new(&[]); 16];
-            let mut n_iov = 0;
-            let mut off = self.pending_off as usize;
-            for seg in &self.pending {
-                match seg {
-                    Segment::Bytes(b) => {
-                        slots[n_iov] = IoSlice::new(b.get(off..).unwrap_or(&[]));
-                        n_iov += 1;
-                        off = 0;
-                    }
-                    Segment::File { .. } => break,
-                }
-                if n_iov == slots.len() {
-                    break;
-                }
-            }
-            if n_iov > 0 {
-                let iov = &slots[..n_iov];
-                let want: usize = iov.iter().map(|b| b.len()).sum();
-                let r = core.writev(c, iov);
-                match r {
-                    Ok(n) => {
-                        self.consume(n as u64);
-                        if n < want {
-                            // A short write: the socket buffer is full.
-                            return Ok(false);
+        let Some(m) = self.m.as_mut() else {
+            return Ok(true);
+        };
+        while let Some(chunk) = m.next_output() {
+            match chunk {
+                Chunk::Bytes(b) => {
+                    let want = b.len();
+                    match core.send(c, b) {
+                        Ok(n) => {
+                            m.consume_output(n as u64);
+                            if n < want {
+                                // A short write: the socket buffer is full.
+                                return Ok(false);
+                            }
                         }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                        Err(e) => return Err(e),
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                    Err(e) => return Err(e),
                 }
-                continue;
-            }
-            let Some(Segment::File { token, offset, len }) = self.pending.first().cloned() else {
-                break;
-            };
-            let Some(info) = self
-                .files
-                .iter()
-                .find(|(t, _)| *t == token)
-                .map(|(_, f)| f.clone())
-            else {
-                return Err(io::Error::other("lost file"));
-            };
-            let mut pos = offset + self.pending_off;
-            let left = (len - self.pending_off) as usize;
-            match core.sendfile(c, info.file.as_fd(), &mut pos, left.min(1 << 30)) {
-                Ok(0) => return Err(io::Error::other("file truncated")),
-                Ok(n) => self.consume(n as u64),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) => return Err(e),
+                Chunk::File { token, offset, len } => {
+                    let Some(info) = self
+                        .files
+                        .iter()
+                        .find(|(t, _)| *t == token)
+                        .map(|(_, f)| f.clone())
+                    else {
+                        return Err(io::Error::other("lost file"));
+                    };
+                    let mut pos = offset;
+                    let left = (len as usize).min(1 << 30);
+                    match core.sendfile(c, info.file.as_fd(), &mut pos, left) {
+                        Ok(0) => return Err(io::Error::other("file truncated")),
+                        Ok(n) => m.consume_output(n as u64),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                        Err(e) => return Err(e),
+                    }
+                }
             }
         }
-        // Release the vectors: an idle connection keeps no capacity.
-        self.pending = Vec::new();
-        self.pending_off = 0;
+        // Release the files: an idle connection keeps no capacity.
         self.files = Vec::new();
         Ok(true)
-    }
-
-    /// Drops `n` written bytes from the front of the pending output.
-    fn consume(&mut self, mut n: u64) {
-        while n > 0 {
-            let Some(seg) = self.pending.first() else {
-                return;
-            };
-            let len = match seg {
-                Segment::Bytes(b) => b.len() as u64,
-                Segment::File { len, .. } => *len,
-            };
-            let left = len - self.pending_off;
-            if n >= left {
-                n -= left;
-                self.pending.remove(0);
-                self.pending_off = 0;
-            } else {
-                self.pending_off += n;
-                n = 0;
-            }
-        }
-        // Empty byte segments (HEAD) are consumed too.
-        while matches!(self.pending.first(), Some(Segment::Bytes(b)) if b.len() as u64 == self.pending_off)
-        {
-            self.pending.remove(0);
-            self.pending_off = 0;
-        }
     }
 
     /// Chooses the response for one request, and the keep-alive settings
@@ -582,7 +561,11 @@ impl HttpConn {
         // borrowed mutably below.
         let shared = self.shared.clone();
         let conf = &shared.conf;
-        let server_i = self.pick_server(req.host.as_deref());
+        let server_i = if self.servers.len() <= 1 {
+            self.default
+        } else {
+            self.pick_server(req.host())
+        };
         let Some(server) = conf.servers.get(server_i) else {
             return (Response::error(500), (0, 0));
         };
@@ -594,7 +577,7 @@ impl HttpConn {
             if loc.client_max_body_size != 0 && n > loc.client_max_body_size {
                 log::error!(
                     "client intended to send too large body: {n} bytes, request: \"{}\"",
-                    req.request_line
+                    req.request_line()
                 );
                 return (Response::error(413), ka);
             }
@@ -619,9 +602,7 @@ impl HttpConn {
         uri: &str,
     ) -> Response {
         let (loc_uri, loc) = HttpConf::find_location(server, uri);
-        let mut get = req.clone();
-        get.method = "GET".into();
-        get.body = crate::body::BodyKind::None;
+        let get = req.as_get();
         let mut r = self.respond_in(core, &get, loc, loc_uri, uri);
         if r.status != 200 {
             return Response::error(status);
@@ -661,7 +642,7 @@ impl HttpConn {
                     200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
                 )
             {
-                resp.headers.push((k.clone(), v.clone()));
+                resp.headers.push((k.into(), v.into()));
             }
         }
         resp
@@ -675,7 +656,7 @@ impl HttpConn {
         loc_uri: &str,
         path: &str,
     ) -> Response {
-        if req.method != "GET" && req.method != "HEAD" {
+        if !req.is_get_or_head() {
             return Response::error(405);
         }
         let shared = self.shared.clone();
@@ -722,11 +703,11 @@ impl HttpConn {
             Open::Dir => {
                 let mut r = Response::error(301);
                 let mut loc_hdr = format!("{path}/");
-                if let Some(q) = &req.query {
+                if let Some(q) = req.query() {
                     loc_hdr.push('?');
                     loc_hdr.push_str(&String::from_utf8_lossy(q));
                 }
-                r.location = Some(loc_hdr);
+                r.location = Some(loc_hdr.into());
                 r
             }
             Open::NotFound => {
@@ -752,15 +733,15 @@ impl HttpConn {
         info: Rc<FileInfo>,
         uri_path: &str,
     ) -> Response {
-        let ctype = crate::mime::for_path(&conf.types, uri_path, &loc.default_type).to_string();
+        let ctype = crate::mime::for_path(&conf.types, uri_path, &loc.default_type);
         let not_modified = match req.if_none_match() {
             Some(inm) => etag_matches(inm, &info.etag),
             None => req.if_modified_since() == Some(info.mtime),
         };
         let mut r = Response::new(200);
-        r.content_type = Some(ctype);
-        r.last_modified = Some(info.last_modified.clone());
-        r.headers.push(("ETag".into(), info.etag.clone()));
+        r.content_type = Some(ctype.into());
+        r.last_modified = Some((&info.last_modified).into());
+        r.headers.push(("ETag".into(), (&info.etag).into()));
         if not_modified {
             r.status = 304;
             return r;
@@ -769,14 +750,16 @@ impl HttpConn {
             Some(RangeDecision::Partial { start, end }) => {
                 r.status = 206;
                 if let Some(cr) = (RangeDecision::Partial { start, end }).content_range(info.size) {
-                    r.headers.push(("Content-Range".into(), cr));
+                    r.headers.push(("Content-Range".into(), cr.into()));
                 }
                 (start, end - start)
             }
             Some(RangeDecision::NotSatisfiable) => {
                 let mut e = Response::error(416);
-                e.headers
-                    .push(("Content-Range".into(), format!("bytes */{}", info.size)));
+                e.headers.push((
+                    "Content-Range".into(),
+                    format!("bytes */{}", info.size).into(),
+                ));
                 return e;
             }
             _ => (0, info.size),
@@ -790,7 +773,11 @@ impl HttpConn {
             Some(bytes) => {
                 let s = start as usize;
                 let e = (start + len) as usize;
-                r.body = Body::Bytes(bytes.get(s..e).unwrap_or(&[]).to_vec());
+                r.body = Body::Shared {
+                    data: bytes.clone(),
+                    start: s.min(bytes.len()),
+                    end: e.min(bytes.len()),
+                };
             }
             None => {
                 let token = self.files.len() as u64 + 1;
@@ -823,7 +810,7 @@ fn etag_matches(header: &[u8], etag: &str) -> bool {
 }
 
 fn stub_status(core: &Core, req: &Request) -> Response {
-    if req.method != "GET" && req.method != "HEAD" {
+    if !req.is_get_or_head() {
         return Response::error(405);
     }
     let snap = core
@@ -845,17 +832,17 @@ fn ret(r: &crate::conf::Return, loc: &LocConf, req: &Request) -> Response {
     let redirect = matches!(r.code, 301 | 302 | 303 | 307 | 308);
     if redirect {
         let mut resp = Response::error(r.code);
-        resp.location = r.text.clone();
+        resp.location = r.text.as_ref().map(Into::into);
         return resp;
     }
     match &r.text {
         Some(text) => {
             let mut resp = Response::new(r.code);
-            resp.content_type = Some(loc.default_type.clone());
+            resp.content_type = Some((&loc.default_type).into());
             if req.is_head() {
                 resp.content_length = Some(text.len() as u64);
             } else {
-                resp.body = Body::Bytes(text.as_bytes().to_vec());
+                resp.body = Body::shared(&Arc::<[u8]>::from(text.clone()));
             }
             resp
         }
@@ -872,7 +859,7 @@ impl Handler for HttpConn {
     fn handle(&mut self, core: &mut Core, ev: Ev) {
         let c = ev.conn;
         let closing = core.conn(c).is_some_and(|x| x.close);
-        if closing && self.is_idle() && self.pending.is_empty() && !self.last_call {
+        if closing && self.is_idle() && !self.has_output() && !self.last_call {
             if core.is_exiting() && !ev.timedout {
                 // Graceful shutdown: closing now would race a client that is
                 // sending its next request on this connection (it would see
@@ -915,7 +902,7 @@ impl Handler for HttpConn {
 impl HttpConn {
     /// Re-arms interest and timers after a step.
     fn after(&mut self, core: &mut Core, c: ConnId) {
-        if !self.pending.is_empty() {
+        if self.has_output() {
             if core.handle_write_event(c).is_err() {
                 self.close(core, c);
                 return;
@@ -954,14 +941,10 @@ impl HttpConn {
                 self.close(core, c);
                 return;
             }
-            if let Some(m) = self.m.take() {
-                // Keep what outlives a request; drop the rest.
-                self.requests = m.requests();
-                self.created = m.created();
-                if let Some(d) = m.next_deadline() {
-                    core.add_timer(Ev::read(c), msec_diff(d, now).max(0) as u64);
-                }
+            if let Some(d) = self.m.as_ref().and_then(|m| m.next_deadline()) {
+                core.add_timer(Ev::read(c), msec_diff(d, now).max(0) as u64);
             }
+            self.release_machine();
         } else {
             match self.m.as_ref().and_then(|m| m.next_deadline()) {
                 Some(d) => core.add_timer(Ev::read(c), msec_diff(d, now).max(0) as u64),

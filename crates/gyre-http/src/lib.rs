@@ -26,8 +26,8 @@ pub mod stub_status;
 pub mod uri;
 
 pub use body::BodyKind;
-pub use conn::{Connection, Disposition, Event, LogRecord, Output, Segment};
-pub use parse::{ConnectionOption, Header, Request, Version};
+pub use conn::{Chunk, Connection, Disposition, Event, LogRecord, Output, Segment};
+pub use parse::{ConnectionOption, Request, Version};
 pub use range::RangeDecision;
-pub use response::{Body, Response};
+pub use response::{Body, Response, Text};
 pub use settings::{HttpSettings, LingeringClose};

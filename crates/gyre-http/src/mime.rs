@@ -2,6 +2,7 @@
 //! when the configuration has no `types {}` block.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 const TYPES: &[(&str, &[&str])] = &[
     ("text/html", &["html", "htm", "shtml"]),
@@ -41,24 +42,39 @@ const TYPES: &[(&str, &[&str])] = &[
     ("video/webm", &["webm"]),
 ];
 
-/// Extension (lower case) → MIME type.
-pub fn builtin() -> HashMap<String, String> {
+/// Extension (lower case) → MIME type. The types are shared strings so a
+/// response names its type without copying it.
+pub fn builtin() -> HashMap<String, Arc<str>> {
     let mut m = HashMap::new();
     for (t, exts) in TYPES {
+        let t: Arc<str> = Arc::from(*t);
         for e in *exts {
-            m.insert((*e).to_string(), (*t).to_string());
+            m.insert((*e).to_string(), t.clone());
         }
     }
     m
 }
 
 /// The type for `path` by its extension, or `default`.
-pub fn for_path<'a>(types: &'a HashMap<String, String>, path: &str, default: &'a str) -> &'a str {
+pub fn for_path<'a>(
+    types: &'a HashMap<String, Arc<str>>,
+    path: &str,
+    default: &'a Arc<str>,
+) -> &'a Arc<str> {
     let name = path.rsplit('/').next().unwrap_or(path);
     match name.rsplit_once('.') {
         Some((stem, ext)) if !stem.is_empty() || !ext.is_empty() => {
-            let ext = ext.to_ascii_lowercase();
-            types.get(&ext).map_or(default, String::as_str)
+            // Lowercase on the stack: extensions are short.
+            let mut low = [0u8; 16];
+            let found = if ext.len() <= low.len() {
+                let low = &mut low[..ext.len()];
+                low.copy_from_slice(ext.as_bytes());
+                low.make_ascii_lowercase();
+                std::str::from_utf8(low).ok().and_then(|e| types.get(e))
+            } else {
+                types.get(&ext.to_ascii_lowercase())
+            };
+            found.unwrap_or(default)
         }
         _ => default,
     }

@@ -3,13 +3,20 @@
 //!
 //! Owns the rules deciding whether a head is acceptable and which error it
 //! earns. Parsing is incremental over a caller-owned buffer: the parser
-//! keeps only offsets and the headers parsed so far, so feeding a head one
-//! byte at a time costs the same as feeding it at once, and errors are
-//! raised as soon as the offending byte arrives, as nginx does.
+//! keeps only offsets, so feeding a head one byte at a time costs the same
+//! as feeding it at once, and errors are raised as soon as the offending
+//! byte arrives, as nginx does.
+//!
+//! A parsed [`Request`] is one byte buffer (the head as received, then the
+//! decoded path and the lowercased host) plus offsets into it, and both the
+//! parser and the request keep their capacity when reused: a request costs
+//! no allocation once a connection has served one.
+
+use std::borrow::Cow;
 
 use crate::body::BodyKind;
 use crate::settings::HttpSettings;
-use crate::uri::{self, Target};
+use crate::uri;
 
 /// HTTP version of a request (`HTTP/1.x`; a major other than 1 is a 505).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -27,16 +34,6 @@ impl Version {
     pub const HTTP_11: Version = Version { major: 1, minor: 1 };
 }
 
-/// One request header, name as sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Header {
-    /// Field name (ASCII token characters).
-    pub name: String,
-    /// Field value with surrounding spaces removed; may hold any byte but
-    /// NUL, CR and LF.
-    pub value: Vec<u8>,
-}
-
 /// The `Connection` header's verdict (last matching header wins, as in
 /// nginx).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,25 +44,48 @@ pub enum ConnectionOption {
     KeepAlive,
 }
 
+/// The methods the server itself distinguishes, decided once per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MethodKind {
+    Get,
+    Head,
+    Other,
+}
+
+/// A byte range of a buffer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Span {
+    start: usize,
+    end: usize,
+}
+
+impl Span {
+    fn new(start: usize, end: usize) -> Span {
+        Span { start, end }
+    }
+
+    fn of(self, buf: &[u8]) -> &[u8] {
+        buf.get(self.start..self.end).unwrap_or(&[])
+    }
+}
+
 /// A complete, validated request head.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    /// Method token (`[A-Z_-]+`); unknown methods are passed through so the
-    /// handler can answer 405 like nginx's static module.
-    pub method: String,
-    /// The request target exactly as sent.
-    pub target: Vec<u8>,
-    /// Decoded, normalized path (see [`crate::uri`]).
-    pub path: Vec<u8>,
-    /// Raw query string, without `?`.
-    pub query: Option<Vec<u8>>,
+    /// The head as received (from the request line to the empty line), then
+    /// the decoded path, then the lowercased host.
+    buf: Vec<u8>,
+    line: Span,
+    method: Span,
+    target: Span,
+    path: Span,
+    query: Option<Span>,
+    host: Option<Span>,
+    /// Name and value of each accepted header line, in order.
+    headers: Vec<(Span, Span)>,
+    method_kind: MethodKind,
     /// Protocol version.
     pub version: Version,
-    /// All accepted header lines in order (ignored invalid ones excluded).
-    pub headers: Vec<Header>,
-    /// Virtual host: from an absolute-form target, else from `Host`;
-    /// lowercased, without port and trailing dot.
-    pub host: Option<String>,
     /// `Connection` header verdict, if any.
     pub connection: Option<ConnectionOption>,
     /// Body framing.
@@ -73,30 +93,101 @@ pub struct Request {
     /// Whether the connection stays open after this request's response
     /// (version default, `Connection`, keepalive_requests/time applied).
     pub keep_alive: bool,
-    /// The request line without its CRLF, for `$request` in access logs.
-    pub request_line: String,
+}
+
+impl Default for Request {
+    fn default() -> Request {
+        Request {
+            buf: Vec::new(),
+            line: Span::default(),
+            method: Span::default(),
+            target: Span::default(),
+            path: Span::default(),
+            query: None,
+            host: None,
+            headers: Vec::new(),
+            method_kind: MethodKind::Other,
+            version: Version::HTTP_11,
+            connection: None,
+            body: BodyKind::None,
+            keep_alive: false,
+        }
+    }
 }
 
 impl Request {
-    /// First header with this name (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&[u8]> {
+    /// Method token (`[A-Z_-]+`); unknown methods are passed through so the
+    /// handler can answer 405 like nginx's static module.
+    pub fn method(&self) -> &str {
+        match self.method_kind {
+            MethodKind::Get => "GET",
+            MethodKind::Head => "HEAD",
+            MethodKind::Other => std::str::from_utf8(self.method.of(&self.buf)).unwrap_or(""),
+        }
+    }
+
+    /// GET or HEAD: the methods static content answers.
+    pub fn is_get_or_head(&self) -> bool {
+        self.method_kind != MethodKind::Other
+    }
+
+    /// The request target exactly as sent.
+    pub fn target(&self) -> &[u8] {
+        self.target.of(&self.buf)
+    }
+
+    /// Decoded, normalized path (see [`crate::uri`]).
+    pub fn path(&self) -> &[u8] {
+        self.path.of(&self.buf)
+    }
+
+    /// The path as UTF-8, when it is.
+    pub fn path_str(&self) -> Option<&str> {
+        std::str::from_utf8(self.path()).ok()
+    }
+
+    /// Raw query string, without `?`.
+    pub fn query(&self) -> Option<&[u8]> {
+        self.query.map(|s| s.of(&self.buf))
+    }
+
+    /// Virtual host: from an absolute-form target, else from `Host`;
+    /// lowercased, without port and trailing dot.
+    pub fn host(&self) -> Option<&str> {
+        self.host
+            .and_then(|s| std::str::from_utf8(s.of(&self.buf)).ok())
+    }
+
+    /// The request line without its CRLF, for `$request` in logs.
+    pub fn request_line(&self) -> Cow<'_, str> {
+        String::from_utf8_lossy(self.line.of(&self.buf))
+    }
+
+    /// All accepted header lines in order (ignored invalid ones excluded):
+    /// name as sent, value without surrounding spaces.
+    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         self.headers
             .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| h.value.as_slice())
+            .map(|(n, v)| (n.of(&self.buf), v.of(&self.buf)))
+    }
+
+    /// First header with this name (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+            .map(|(_, v)| v)
     }
 
     /// All headers with this name, in order.
     pub fn headers_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.headers
-            .iter()
-            .filter(move |h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| h.value.as_slice())
+        self.headers()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+            .map(|(_, v)| v)
     }
 
     /// True for HEAD: the response body is suppressed.
     pub fn is_head(&self) -> bool {
-        self.method == "HEAD"
+        self.method_kind == MethodKind::Head
     }
 
     /// `If-Modified-Since` as Unix seconds, if present and well-formed.
@@ -127,17 +218,21 @@ impl Request {
             .map(|v| String::from_utf8_lossy(v).into_owned())
     }
 
-    /// The path as UTF-8, when it is.
-    pub fn path_str(&self) -> Option<&str> {
-        std::str::from_utf8(&self.path).ok()
+    /// The same request as a bodiless GET: what nginx's internal redirect
+    /// to an `error_page` URI serves.
+    pub fn as_get(&self) -> Request {
+        let mut r = self.clone();
+        r.method_kind = MethodKind::Get;
+        r.body = BodyKind::None;
+        r
     }
 }
 
-/// A parsed request line.
+/// A parsed request line: offsets into the line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RequestLine {
-    pub method: String,
-    pub target: Vec<u8>,
+    pub method_end: usize,
+    pub target: (usize, usize),
     pub version: Version,
 }
 
@@ -234,15 +329,22 @@ pub(crate) fn parse_request_line(line: &[u8], complete: bool) -> Result<Option<R
         return Ok(None);
     }
     Ok(Some(RequestLine {
-        method: String::from_utf8_lossy(&line[..method_end]).into_owned(),
-        target: line[target_start..target_end].to_vec(),
+        method_end,
+        target: (target_start, target_end),
         version: Version { major: 1, minor },
     }))
 }
 
+/// Where a header line's name and value are: offsets into the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HeaderLine {
+    pub name_end: usize,
+    pub value: (usize, usize),
+}
+
 /// Parses one header line (without LF). `Ok(None)` is a header nginx
 /// ignores (odd characters in its name).
-pub(crate) fn parse_header_line(line: &[u8], st: &HttpSettings) -> Result<Option<Header>, u16> {
+pub(crate) fn parse_header_line(line: &[u8], st: &HttpSettings) -> Result<Option<HeaderLine>, u16> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let mut invalid = false;
     let mut i = 0;
@@ -261,29 +363,31 @@ pub(crate) fn parse_header_line(line: &[u8], st: &HttpSettings) -> Result<Option
     if i == 0 {
         return Err(400);
     }
-    let name = &line[..i];
-    let mut value: &[u8] = if i < line.len() { &line[i + 1..] } else { b"" };
-    while let [b' ', rest @ ..] = value {
-        value = rest;
+    let name_end = i;
+    let mut start = (i + 1).min(line.len());
+    let mut end = line.len();
+    while start < end && line[start] == b' ' {
+        start += 1;
     }
-    while let [rest @ .., b' '] = value {
-        value = rest;
+    while end > start && line[end - 1] == b' ' {
+        end -= 1;
     }
-    if value.iter().any(|&c| c == 0 || c == b'\r') {
+    if line[start..end].iter().any(|&c| c == 0 || c == b'\r') {
         return Err(400);
     }
     if invalid && st.ignore_invalid_headers {
         return Ok(None);
     }
-    Ok(Some(Header {
-        name: String::from_utf8_lossy(name).into_owned(),
-        value: value.to_vec(),
+    Ok(Some(HeaderLine {
+        name_end,
+        value: (start, end),
     }))
 }
 
 /// nginx's Host check: no empty labels, no `/`, no controls; returns the
-/// lowercased host without port and trailing dot.
-pub(crate) fn validate_host(h: &[u8]) -> Option<String> {
+/// length of the host without port and trailing dot (lowercasing is left
+/// to the caller).
+pub(crate) fn validate_host(h: &[u8]) -> Option<usize> {
     #[derive(PartialEq)]
     enum S {
         Usual,
@@ -321,7 +425,19 @@ pub(crate) fn validate_host(h: &[u8]) -> Option<String> {
     if host_len == 0 {
         return None;
     }
-    Some(String::from_utf8_lossy(&h[..host_len]).to_ascii_lowercase())
+    Some(host_len)
+}
+
+/// Appends a validated host, lowercased, as UTF-8 (bytes that are not are
+/// replaced, as the log and the server-name match see them).
+fn push_host(out: &mut Vec<u8>, host: &[u8]) {
+    match std::str::from_utf8(host) {
+        Ok(_) => out.extend(host.iter().map(u8::to_ascii_lowercase)),
+        Err(_) => {
+            let s = String::from_utf8_lossy(host).to_ascii_lowercase();
+            out.extend_from_slice(s.as_bytes());
+        }
+    }
 }
 
 /// Outcome of feeding bytes to a [`HeadParser`].
@@ -329,10 +445,23 @@ pub(crate) fn validate_host(h: &[u8]) -> Option<String> {
 pub(crate) enum HeadStatus {
     /// Need more bytes.
     Incomplete,
-    /// The head ends at this offset of the buffer.
-    Complete(usize, Box<Request>),
+    /// The head ends at this offset of the buffer; the request was written
+    /// into the caller's [`Request`].
+    Complete(usize),
     /// Refuse with this status (494 = header too large).
     Error(u16),
+}
+
+/// What the parser learned from the request line (offsets into the
+/// buffer).
+#[derive(Debug, Clone, Copy)]
+struct LineInfo {
+    line: Span,
+    method: Span,
+    target: Span,
+    version: Version,
+    query: Option<Span>,
+    uri_host: Option<Span>,
 }
 
 /// Incremental head parser over a buffer that starts at the request's
@@ -348,14 +477,13 @@ pub(crate) struct HeadParser {
     buf_end: usize,
     /// Large header buffers in use.
     nbusy: usize,
-    line: Option<RequestLine>,
-    request_line: String,
-    target: Option<Target>,
-    uri_host: Option<String>,
-    headers: Vec<Header>,
-    host: Option<String>,
-    content_length: Option<Vec<u8>>,
-    transfer_encoding: Option<Vec<u8>>,
+    line: Option<LineInfo>,
+    /// The decoded, normalized path (kept for its capacity).
+    path: Vec<u8>,
+    headers: Vec<(Span, Span)>,
+    host: Option<Span>,
+    content_length: Option<Span>,
+    transfer_encoding: Option<Span>,
     connection: Option<ConnectionOption>,
 }
 
@@ -365,6 +493,21 @@ impl HeadParser {
             buf_end: st.client_header_buffer_size,
             ..HeadParser::default()
         }
+    }
+
+    /// Ready for the next request, keeping the capacity of its vectors.
+    pub(crate) fn reset(&mut self, st: &HttpSettings) {
+        self.scan = 0;
+        self.line_start = None;
+        self.buf_end = st.client_header_buffer_size;
+        self.nbusy = 0;
+        self.line = None;
+        self.path.clear();
+        self.headers.clear();
+        self.host = None;
+        self.content_length = None;
+        self.transfer_encoding = None;
+        self.connection = None;
     }
 
     /// True once any byte of a request line has arrived.
@@ -378,9 +521,10 @@ impl HeadParser {
         self.content_length.is_some() || self.transfer_encoding.is_some()
     }
 
-    /// The request line, once it was parsed (for logging errors).
-    pub(crate) fn request_line(&self) -> &str {
-        &self.request_line
+    /// The request line within `buf`, once it was parsed (for logging
+    /// errors).
+    pub(crate) fn request_line<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        self.line.as_ref().map_or(&[], |l| l.line.of(buf))
     }
 
     /// nginx reads a head into a `client_header_buffer_size` buffer, then
@@ -402,11 +546,17 @@ impl HeadParser {
         Ok(())
     }
 
-    /// Examines the bytes of `buf` not seen yet.
-    pub(crate) fn advance(&mut self, buf: &[u8], st: &HttpSettings) -> HeadStatus {
+    /// Examines the bytes of `buf` not seen yet; a complete head is written
+    /// into `req` (whose buffers are reused).
+    pub(crate) fn advance(
+        &mut self,
+        buf: &[u8],
+        st: &HttpSettings,
+        req: &mut Request,
+    ) -> HeadStatus {
         match self.advance_inner(buf, st) {
-            Ok(Some(end)) => match self.finish(st) {
-                Ok(r) => HeadStatus::Complete(end, Box::new(r)),
+            Ok(Some(end)) => match self.finish(buf, end, st, req) {
+                Ok(()) => HeadStatus::Complete(end),
                 Err(e) => HeadStatus::Error(e),
             },
             Ok(None) => HeadStatus::Incomplete,
@@ -427,11 +577,15 @@ impl HeadParser {
                 self.line_start = Some(self.scan);
             }
             let start = self.line_start.unwrap_or(self.scan);
-            let lf = buf[self.scan..].iter().position(|&b| b == b'\n');
+            let lf = memchr::memchr(b'\n', &buf[self.scan..]);
             let end = lf.map_or(buf.len(), |i| self.scan + i + 1);
-            if self.line.is_none() {
-                // nginx checks each byte as it lands in a buffer, so a bad
-                // byte within the first large buffer beats the 414.
+            // A complete request line that fits the current buffer gets the
+            // same verdict from the full parse below; otherwise check the
+            // prefix now, since nginx checks each byte as it lands in a
+            // buffer and a bad byte within the first large buffer beats the
+            // 414.
+            let fits = lf.is_some() && end <= self.buf_end;
+            if self.line.is_none() && !fits {
                 let seen =
                     (end - usize::from(lf.is_some())).min(start + st.large_header_buffer_size);
                 parse_request_line(&buf[start..seen], false)?;
@@ -445,75 +599,103 @@ impl HeadParser {
             self.scan = end;
             self.line_start = Some(end);
             if self.line.is_none() {
-                self.on_request_line(line, st)?;
+                self.on_request_line(buf, start, end - 1, st)?;
             } else if line.is_empty() || line == b"\r" {
                 return Ok(Some(end));
             } else if let Some(h) = parse_header_line(line, st)? {
-                self.on_header(h)?;
+                let name = Span::new(start, start + h.name_end);
+                let value = Span::new(start + h.value.0, start + h.value.1);
+                self.on_header(buf, name, value)?;
             }
         }
     }
 
-    fn on_request_line(&mut self, line: &[u8], st: &HttpSettings) -> Result<(), u16> {
+    fn on_request_line(
+        &mut self,
+        buf: &[u8],
+        start: usize,
+        end: usize,
+        st: &HttpSettings,
+    ) -> Result<(), u16> {
+        let line = &buf[start..end];
         let rl = parse_request_line(line, true)?.ok_or(400u16)?;
-        self.request_line =
-            String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line)).into_owned();
-        let target = uri::parse_target(&rl.target, st.merge_slashes).map_err(|_| 400u16)?;
-        if let Some(h) = &target.host {
-            self.uri_host = Some(validate_host(h).ok_or(400u16)?);
+        let line_len = line.strip_suffix(b"\r").map_or(line.len(), <[u8]>::len);
+        let target = Span::new(start + rl.target.0, start + rl.target.1);
+        let parts = uri::parse_target_into(target.of(buf), st.merge_slashes, &mut self.path)
+            .map_err(|_| 400u16)?;
+        let mut uri_host = None;
+        if let Some((hs, he)) = parts.host {
+            let len = validate_host(&target.of(buf)[hs..he]).ok_or(400u16)?;
+            uri_host = Some(Span::new(target.start + hs, target.start + hs + len));
         }
-        self.target = Some(target);
-        self.line = Some(rl);
+        self.line = Some(LineInfo {
+            line: Span::new(start, start + line_len),
+            method: Span::new(start, start + rl.method_end),
+            target,
+            version: rl.version,
+            query: parts
+                .query
+                .map(|(qs, qe)| Span::new(target.start + qs, target.start + qe)),
+            uri_host,
+        });
         Ok(())
     }
 
     /// Per-header checks nginx runs as each line arrives (so their errors
     /// win over later ones).
-    fn on_header(&mut self, h: Header) -> Result<(), u16> {
-        let name = h.name.as_str();
-        if name.eq_ignore_ascii_case("Host") {
+    fn on_header(&mut self, buf: &[u8], name: Span, value: Span) -> Result<(), u16> {
+        let n = name.of(buf);
+        let v = value.of(buf);
+        if n.eq_ignore_ascii_case(b"Host") {
             if self.host.is_some() {
                 return Err(400);
             }
-            self.host = Some(validate_host(&h.value).ok_or(400u16)?);
-        } else if name.eq_ignore_ascii_case("Content-Length") {
+            let len = validate_host(v).ok_or(400u16)?;
+            self.host = Some(Span::new(value.start, value.start + len));
+        } else if n.eq_ignore_ascii_case(b"Content-Length") {
             if self.content_length.is_some() {
                 return Err(400);
             }
-            self.content_length = Some(h.value.clone());
-        } else if name.eq_ignore_ascii_case("Transfer-Encoding") {
+            self.content_length = Some(value);
+        } else if n.eq_ignore_ascii_case(b"Transfer-Encoding") {
             if self.transfer_encoding.is_some() {
                 return Err(400);
             }
-            self.transfer_encoding = Some(h.value.clone());
-        } else if name.eq_ignore_ascii_case("Connection") {
-            let v = h.value.to_ascii_lowercase();
-            if contains(&v, b"close") {
+            self.transfer_encoding = Some(value);
+        } else if n.eq_ignore_ascii_case(b"Connection") {
+            if contains_ignore_case(v, b"close") {
                 self.connection = Some(ConnectionOption::Close);
-            } else if contains(&v, b"keep-alive") {
+            } else if contains_ignore_case(v, b"keep-alive") {
                 self.connection = Some(ConnectionOption::KeepAlive);
             }
         }
-        self.headers.push(h);
+        self.headers.push((name, value));
         Ok(())
     }
 
-    /// Whole-head checks, in nginx's order.
-    fn finish(&mut self, st: &HttpSettings) -> Result<Request, u16> {
-        let rl = self.line.take().ok_or(400u16)?;
-        let target = self.target.take().ok_or(400u16)?;
-        if self.host.is_none() && rl.version >= Version::HTTP_11 {
+    /// Whole-head checks, in nginx's order; on success the request is
+    /// written into `req`.
+    fn finish(
+        &mut self,
+        buf: &[u8],
+        end: usize,
+        st: &HttpSettings,
+        req: &mut Request,
+    ) -> Result<(), u16> {
+        // Kept (not taken): a refused head still logs its request line.
+        let line = self.line.ok_or(400u16)?;
+        if self.host.is_none() && line.version >= Version::HTTP_11 {
             return Err(400);
         }
         let mut body = BodyKind::None;
-        if let Some(cl) = &self.content_length {
-            body = BodyKind::Length(parse_content_length(cl).ok_or(400u16)?);
+        if let Some(cl) = self.content_length {
+            body = BodyKind::Length(parse_content_length(cl.of(buf)).ok_or(400u16)?);
         }
-        if let Some(te) = &self.transfer_encoding {
-            if rl.version < Version::HTTP_11 {
+        if let Some(te) = self.transfer_encoding {
+            if line.version < Version::HTTP_11 {
                 return Err(400);
             }
-            if !te.eq_ignore_ascii_case(b"chunked") {
+            if !te.of(buf).eq_ignore_ascii_case(b"chunked") {
                 return Err(501);
             }
             if self.content_length.is_some() {
@@ -521,7 +703,8 @@ impl HeadParser {
             }
             body = BodyKind::Chunked;
         }
-        if rl.method == "CONNECT" || rl.method == "TRACE" {
+        let method = line.method.of(buf);
+        if method == b"CONNECT" || method == b"TRACE" {
             return Err(405);
         }
         if let BodyKind::Length(n) = body {
@@ -532,26 +715,45 @@ impl HeadParser {
         let keep_alive = match self.connection {
             Some(ConnectionOption::Close) => false,
             Some(ConnectionOption::KeepAlive) => true,
-            None => rl.version > Version::HTTP_10,
+            None => line.version > Version::HTTP_10,
         };
-        Ok(Request {
-            method: rl.method,
-            target: rl.target,
-            path: target.path,
-            query: target.query,
-            version: rl.version,
-            headers: std::mem::take(&mut self.headers),
-            host: self.uri_host.take().or_else(|| self.host.take()),
-            connection: self.connection,
-            body,
-            keep_alive,
-            request_line: std::mem::take(&mut self.request_line),
-        })
+        // The head keeps its offsets: it goes first in the request's buffer.
+        req.buf.clear();
+        req.buf.extend_from_slice(&buf[..end]);
+        let path_start = req.buf.len();
+        req.buf.extend_from_slice(&self.path);
+        req.path = Span::new(path_start, req.buf.len());
+        req.host = match line.uri_host.or(self.host) {
+            Some(h) => {
+                let host_start = req.buf.len();
+                push_host(&mut req.buf, h.of(buf));
+                Some(Span::new(host_start, req.buf.len()))
+            }
+            None => None,
+        };
+        req.line = line.line;
+        req.method = line.method;
+        req.target = line.target;
+        req.query = line.query;
+        req.headers.clear();
+        req.headers.extend_from_slice(&self.headers);
+        req.method_kind = match method {
+            b"GET" => MethodKind::Get,
+            b"HEAD" => MethodKind::Head,
+            _ => MethodKind::Other,
+        };
+        req.version = line.version;
+        req.connection = self.connection;
+        req.body = body;
+        req.keep_alive = keep_alive;
+        Ok(())
     }
 }
 
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+/// Case-insensitive substring test without copying (`Connection` values).
+fn contains_ignore_case(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 /// nginx's `ngx_atoof`: digits only, no sign, no spaces, no overflow.
@@ -588,9 +790,10 @@ mod tests {
         ];
         for (l, m, t, minor) in ok {
             let r = parse_request_line(l.as_bytes(), true).unwrap().unwrap();
+            let (ts, te) = r.target;
             assert_eq!(
-                (r.method.as_str(), r.target.as_slice(), r.version.minor),
-                (m, t.as_bytes(), minor)
+                (&l[..r.method_end], &l[ts..te], r.version.minor),
+                (m, t, minor)
             );
         }
         let bad = [
@@ -626,10 +829,13 @@ mod tests {
     #[test]
     fn header_lines() {
         let st = HttpSettings::default();
-        let h = parse_header_line(b"Host:   x  \r", &st).unwrap().unwrap();
-        assert_eq!((h.name.as_str(), h.value.as_slice()), ("Host", &b"x"[..]));
-        let h = parse_header_line(b"Foobar", &st).unwrap().unwrap();
-        assert_eq!((h.name.as_str(), h.value.as_slice()), ("Foobar", &b""[..]));
+        let split = |l: &'static [u8]| {
+            let h = parse_header_line(l, &st).unwrap().unwrap();
+            (&l[..h.name_end], &l[h.value.0..h.value.1])
+        };
+        assert_eq!(split(b"Host:   x  \r"), (&b"Host"[..], &b"x"[..]));
+        assert_eq!(split(b"Foobar"), (&b"Foobar"[..], &b""[..]));
+        assert_eq!(split(b"A:   "), (&b"A"[..], &b""[..]));
         assert_eq!(parse_header_line(b"Foo_bar: 1", &st), Ok(None));
         assert_eq!(parse_header_line("F\u{e9}: 1".as_bytes(), &st), Ok(None));
         assert!(parse_header_line(b"Foo: a\x01b", &st).unwrap().is_some());
@@ -658,7 +864,10 @@ mod tests {
             ("x_y", "x_y"),
         ];
         for (i, o) in ok {
-            assert_eq!(validate_host(i.as_bytes()).as_deref(), Some(o), "{i}");
+            let mut out = Vec::new();
+            let len = validate_host(i.as_bytes()).unwrap();
+            push_host(&mut out, &i.as_bytes()[..len]);
+            assert_eq!(out, o.as_bytes(), "{i}");
         }
         for bad in ["", "x..y", "a b", "x/y", ".", ":80", "a\x00"] {
             assert_eq!(validate_host(bad.as_bytes()), None, "{bad:?}");

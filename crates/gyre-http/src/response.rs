@@ -3,6 +3,86 @@
 //! This module owns the exact bytes of every status line and error page the
 //! server produces, so that clients (and tests diffing us against nginx) see
 //! the same text nginx 1.22 sends, with `gyre` in place of `nginx`.
+//! Writing a head allocates nothing: header values are static or shared
+//! with the configuration and the file cache ([`Text`]), and the head is
+//! written straight into the connection's output buffer.
+
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// A header value that is usually not copied per response: static text,
+/// or text shared with the configuration or the open-file cache.
+#[derive(Clone)]
+pub enum Text {
+    /// Text in the binary.
+    Static(&'static str),
+    /// Text shared with a longer-lived owner (a reference count only).
+    Shared(Arc<str>),
+    /// Text made for this response.
+    Owned(String),
+}
+
+impl Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            Text::Static(s) => s,
+            Text::Shared(s) => s,
+            Text::Owned(s) => s,
+        }
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Text) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Text {}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        &**self == other
+    }
+}
+
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        &**self == *other
+    }
+}
+
+impl From<&'static str> for Text {
+    fn from(s: &'static str) -> Text {
+        Text::Static(s)
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Text {
+        Text::Owned(s)
+    }
+}
+
+impl From<Arc<str>> for Text {
+    fn from(s: Arc<str>) -> Text {
+        Text::Shared(s)
+    }
+}
+
+impl From<&Arc<str>> for Text {
+    fn from(s: &Arc<str>) -> Text {
+        Text::Shared(s.clone())
+    }
+}
 
 /// The body of a response. File bodies are opaque to the state machine: it
 /// never touches the file system, it only passes the region to the glue,
@@ -11,8 +91,21 @@
 pub enum Body {
     /// No body bytes (but `content_length` may still be announced, e.g. 304).
     Empty,
-    /// Bytes held in memory (error pages, stub_status, `return` texts).
+    /// Bytes made for this response (stub_status, tests).
     Bytes(Vec<u8>),
+    /// Bytes in the binary (nginx's error pages).
+    Static(&'static [u8]),
+    /// A region of bytes shared with a longer-lived owner (a small file in
+    /// the open-file cache, a `return` text): no copy until the output
+    /// buffer.
+    Shared {
+        /// The whole buffer.
+        data: Arc<[u8]>,
+        /// First byte of the region.
+        start: usize,
+        /// End of the region (exclusive).
+        end: usize,
+    },
     /// A region of a file the glue opened; `token` is the glue's handle.
     File {
         /// Glue-defined identifier of the open file.
@@ -30,7 +123,29 @@ impl Body {
         match self {
             Body::Empty => 0,
             Body::Bytes(b) => b.len() as u64,
+            Body::Static(b) => b.len() as u64,
+            Body::Shared { start, end, .. } => end.saturating_sub(*start) as u64,
             Body::File { len, .. } => *len,
+        }
+    }
+
+    /// The bytes of an in-memory body (`None` for files).
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Body::Empty => Some(&[]),
+            Body::Bytes(b) => Some(b),
+            Body::Static(b) => Some(b),
+            Body::Shared { data, start, end } => Some(data.get(*start..*end).unwrap_or(&[])),
+            Body::File { .. } => None,
+        }
+    }
+
+    /// The whole of a shared buffer as a body.
+    pub fn shared(data: &Arc<[u8]>) -> Body {
+        Body::Shared {
+            data: data.clone(),
+            start: 0,
+            end: data.len(),
         }
     }
 
@@ -51,16 +166,16 @@ pub struct Response {
     /// internal "header too large" code).
     pub status: u16,
     /// `Content-Type` value, if any.
-    pub content_type: Option<String>,
+    pub content_type: Option<Text>,
     /// `Content-Length`; `None` means "use the body's length" (except for
     /// 1xx/204/304, which never get one).
     pub content_length: Option<u64>,
     /// Preformatted `Last-Modified` date.
-    pub last_modified: Option<String>,
+    pub last_modified: Option<Text>,
     /// `Location` value (redirects).
-    pub location: Option<String>,
+    pub location: Option<Text>,
     /// Further headers, written after `Connection` in this order.
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(Text, Text)>,
     /// The body; dropped (but its length still announced) for HEAD.
     pub body: Body,
     /// Force `Connection: close` and closing after this response.
@@ -91,15 +206,16 @@ impl Response {
         let mut r = Response::new(status);
         r.close = matches!(status, 400 | 413 | 414 | 494..=497 | 500 | 501);
         if let Some(page) = error_page(status) {
-            r.content_type = Some("text/html".to_string());
-            r.body = Body::Bytes(page);
+            r.content_type = Some(Text::Static("text/html"));
+            r.body = Body::Static(page);
         }
         r
     }
 
     /// Appends a header written after the standard ones.
     pub fn header(mut self, name: &str, value: &str) -> Response {
-        self.headers.push((name.to_string(), value.to_string()));
+        self.headers
+            .push((name.to_string().into(), value.to_string().into()));
         self
     }
 }
@@ -157,44 +273,75 @@ pub fn wire_status(status: u16) -> u16 {
     }
 }
 
-const TAIL: &str = "<hr><center>gyre</center>\r\n</body>\r\n</html>\r\n";
-
-/// nginx's HTML error page for `status`, with the `gyre` signature, or
-/// `None` when nginx sends no page for it.
-pub fn error_page(status: u16) -> Option<Vec<u8>> {
-    let title = match status {
-        301 => "301 Moved Permanently",
-        302 => "302 Found",
-        303 => "303 See Other",
-        307 => "307 Temporary Redirect",
-        308 => "308 Permanent Redirect",
-        401 => "401 Authorization Required",
-        494 => {
-            return Some(special_400("Request Header Or Cookie Too Large"));
-        }
-        495 => return Some(special_400("The SSL certificate error")),
-        496 => return Some(special_400("No required SSL certificate was sent")),
-        497 => return Some(special_400("The plain HTTP request was sent to HTTPS port")),
-        400..=599 => {
-            let s = status_line(status);
-            if s.is_empty() {
-                return None;
-            }
-            s
-        }
-        _ => return None,
+/// nginx's page for a status with a title line only.
+macro_rules! page {
+    ($title:literal) => {
+        concat!(
+            "<html>\r\n<head><title>",
+            $title,
+            "</title></head>\r\n<body>\r\n<center><h1>",
+            $title,
+            "</h1></center>\r\n<hr><center>gyre</center>\r\n</body>\r\n</html>\r\n"
+        )
     };
-    Some(
-        format!("<html>\r\n<head><title>{title}</title></head>\r\n<body>\r\n<center><h1>{title}</h1></center>\r\n{TAIL}")
-            .into_bytes(),
-    )
 }
 
-fn special_400(text: &str) -> Vec<u8> {
-    format!(
-        "<html>\r\n<head><title>400 {text}</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>{text}</center>\r\n{TAIL}"
-    )
-    .into_bytes()
+/// nginx's pages for its internal 400 variants, which explain the error
+/// below the title.
+macro_rules! special_400 {
+    ($text:literal) => {
+        concat!(
+            "<html>\r\n<head><title>400 ",
+            $text,
+            "</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>",
+            $text,
+            "</center>\r\n<hr><center>gyre</center>\r\n</body>\r\n</html>\r\n"
+        )
+    };
+}
+
+/// nginx's HTML error page for `status`, with the `gyre` signature, or
+/// `None` when nginx sends no page for it. The pages are constants, so an
+/// error response costs no allocation.
+pub fn error_page(status: u16) -> Option<&'static [u8]> {
+    let page: &'static str = match status {
+        301 => page!("301 Moved Permanently"),
+        302 => page!("302 Found"),
+        303 => page!("303 See Other"),
+        307 => page!("307 Temporary Redirect"),
+        308 => page!("308 Permanent Redirect"),
+        400 => page!("400 Bad Request"),
+        401 => page!("401 Authorization Required"),
+        402 => page!("402 Payment Required"),
+        403 => page!("403 Forbidden"),
+        404 => page!("404 Not Found"),
+        405 => page!("405 Not Allowed"),
+        406 => page!("406 Not Acceptable"),
+        408 => page!("408 Request Time-out"),
+        409 => page!("409 Conflict"),
+        410 => page!("410 Gone"),
+        411 => page!("411 Length Required"),
+        412 => page!("412 Precondition Failed"),
+        413 => page!("413 Request Entity Too Large"),
+        414 => page!("414 Request-URI Too Large"),
+        415 => page!("415 Unsupported Media Type"),
+        416 => page!("416 Requested Range Not Satisfiable"),
+        421 => page!("421 Misdirected Request"),
+        429 => page!("429 Too Many Requests"),
+        494 => special_400!("Request Header Or Cookie Too Large"),
+        495 => special_400!("The SSL certificate error"),
+        496 => special_400!("No required SSL certificate was sent"),
+        497 => special_400!("The plain HTTP request was sent to HTTPS port"),
+        500 => page!("500 Internal Server Error"),
+        501 => page!("501 Not Implemented"),
+        502 => page!("502 Bad Gateway"),
+        503 => page!("503 Service Temporarily Unavailable"),
+        504 => page!("504 Gateway Time-out"),
+        505 => page!("505 HTTP Version Not Supported"),
+        507 => page!("507 Insufficient Storage"),
+        _ => return None,
+    };
+    Some(page.as_bytes())
 }
 
 /// True for statuses that never carry a body or a Content-Length.
@@ -202,8 +349,31 @@ pub(crate) fn bodiless(status: u16) -> bool {
     (100..200).contains(&status) || status == 204 || status == 304
 }
 
-/// Serializes the response head. `content_length` is the final value (the
-/// caller resolved `None` already); `keep_alive` picks the Connection header.
+/// Appends `n` in decimal.
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+fn push_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Serializes the response head onto `out`. `content_length` is the final
+/// value (the caller resolved `None` already); `keep_alive` picks the
+/// Connection header.
 pub(crate) fn write_head(
     resp: &Response,
     content_length: Option<u64>,
@@ -211,38 +381,40 @@ pub(crate) fn write_head(
     date: &str,
     out: &mut Vec<u8>,
 ) {
-    use std::fmt::Write;
-    let mut h = String::with_capacity(256);
+    out.reserve(192);
+    out.extend_from_slice(b"HTTP/1.1 ");
     let line = status_line(resp.status);
     if line.is_empty() {
-        let _ = write!(h, "HTTP/1.1 {} \r\n", wire_status(resp.status));
+        push_decimal(out, u64::from(wire_status(resp.status)));
+        out.push(b' ');
     } else {
-        let _ = write!(h, "HTTP/1.1 {line}\r\n");
+        out.extend_from_slice(line.as_bytes());
     }
-    h.push_str("Server: gyre\r\n");
-    let _ = write!(h, "Date: {date}\r\n");
+    out.extend_from_slice(b"\r\nServer: gyre\r\n");
+    push_header(out, b"Date", date.as_bytes());
     if let Some(ct) = &resp.content_type {
-        let _ = write!(h, "Content-Type: {ct}\r\n");
+        push_header(out, b"Content-Type", ct.as_bytes());
     }
     if let Some(cl) = content_length {
-        let _ = write!(h, "Content-Length: {cl}\r\n");
+        out.extend_from_slice(b"Content-Length: ");
+        push_decimal(out, cl);
+        out.extend_from_slice(b"\r\n");
     }
     if let Some(lm) = &resp.last_modified {
-        let _ = write!(h, "Last-Modified: {lm}\r\n");
+        push_header(out, b"Last-Modified", lm.as_bytes());
     }
     if let Some(loc) = &resp.location {
-        let _ = write!(h, "Location: {loc}\r\n");
+        push_header(out, b"Location", loc.as_bytes());
     }
-    h.push_str(if keep_alive {
-        "Connection: keep-alive\r\n"
+    out.extend_from_slice(if keep_alive {
+        b"Connection: keep-alive\r\n"
     } else {
-        "Connection: close\r\n"
+        b"Connection: close\r\n"
     });
     for (k, v) in &resp.headers {
-        let _ = write!(h, "{k}: {v}\r\n");
+        push_header(out, k.as_bytes(), v.as_bytes());
     }
-    h.push_str("\r\n");
-    out.extend_from_slice(h.as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]
@@ -260,7 +432,7 @@ mod tests {
 
     #[test]
     fn header_too_large_page() {
-        let p = String::from_utf8(error_page(494).unwrap()).unwrap();
+        let p = std::str::from_utf8(error_page(494).unwrap()).unwrap();
         assert!(p.starts_with(
             "<html>\r\n<head><title>400 Request Header Or Cookie Too Large</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>Request Header Or Cookie Too Large</center>\r\n<hr>"
         ));
@@ -287,11 +459,37 @@ mod tests {
     fn head_order() {
         let mut r = Response::error(404);
         r.headers.push(("ETag".into(), "\"x\"".into()));
-        let mut out = Vec::new();
+        let mut out = b"before".to_vec();
         write_head(&r, Some(145), true, "D", &mut out);
         assert_eq!(
             out,
-            b"HTTP/1.1 404 Not Found\r\nServer: gyre\r\nDate: D\r\nContent-Type: text/html\r\nContent-Length: 145\r\nConnection: keep-alive\r\nETag: \"x\"\r\n\r\n"
+            b"beforeHTTP/1.1 404 Not Found\r\nServer: gyre\r\nDate: D\r\nContent-Type: text/html\r\nContent-Length: 145\r\nConnection: keep-alive\r\nETag: \"x\"\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn every_error_status_has_its_page() {
+        for status in 400..=599u16 {
+            let line = status_line(status);
+            let page = error_page(status).map(|p| std::str::from_utf8(p).unwrap());
+            match (status, page) {
+                (401 | 494..=497, Some(_)) => {}
+                (_, Some(p)) => assert!(p.contains(&format!("<h1>{line}</h1>")), "{status}"),
+                (_, None) => assert!(line.is_empty(), "{status} has a status line but no page"),
+            }
+        }
+    }
+
+    #[test]
+    fn numbers_and_unknown_statuses() {
+        let mut out = Vec::new();
+        for n in [0, 7, 10, 12345, u64::MAX] {
+            out.clear();
+            push_decimal(&mut out, n);
+            assert_eq!(out, n.to_string().as_bytes());
+        }
+        out.clear();
+        write_head(&Response::new(299), None, false, "D", &mut out);
+        assert!(out.starts_with(b"HTTP/1.1 299 \r\nServer: gyre\r\n"));
     }
 }

@@ -14,6 +14,7 @@ use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use gyre_core::event::clock::{format_http_date, msec_diff, Msec};
 
@@ -29,11 +30,12 @@ pub struct FileInfo {
     pub size: u64,
     /// Modification time, seconds since the epoch.
     pub mtime: u64,
-    /// nginx's ETag: `"<mtime hex>-<size hex>"`.
-    pub etag: String,
-    pub last_modified: String,
+    /// nginx's ETag: `"<mtime hex>-<size hex>"`. Shared strings and
+    /// content: responses carry them without copying.
+    pub etag: Arc<str>,
+    pub last_modified: Arc<str>,
     /// The whole content, for small files.
-    pub content: Option<Rc<[u8]>>,
+    pub content: Option<Arc<[u8]>>,
 }
 
 /// What opening a path found.
@@ -81,7 +83,7 @@ fn open_uncached(path: &Path) -> Open {
     let content = if size <= SMALL_FILE {
         let mut buf = vec![0u8; size as usize];
         match file.read_exact_at(&mut buf, 0) {
-            Ok(()) => Some(Rc::from(buf.into_boxed_slice())),
+            Ok(()) => Some(Arc::from(buf.into_boxed_slice())),
             Err(_) => None,
         }
     } else {
@@ -91,8 +93,8 @@ fn open_uncached(path: &Path) -> Open {
         file,
         size,
         mtime,
-        etag: format!("\"{mtime:x}-{size:x}\""),
-        last_modified,
+        etag: format!("\"{mtime:x}-{size:x}\"").into(),
+        last_modified: last_modified.into(),
         content,
     }))
 }

@@ -30,34 +30,66 @@ pub enum UriError {
     Escapes,
 }
 
+/// Where the parts of a target are, as offsets into the raw target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetParts {
+    /// Host (with port) of an absolute-form target.
+    pub host: Option<(usize, usize)>,
+    /// The query, without `?`.
+    pub query: Option<(usize, usize)>,
+}
+
 /// Parses a raw request target (already checked for spaces and control
 /// characters by the request-line parser).
 pub fn parse_target(raw: &[u8], merge_slashes: bool) -> Result<Target, UriError> {
-    let (host, rest) = if raw.first() == Some(&b'/') {
-        (None, raw)
+    let mut path = Vec::new();
+    let parts = parse_target_into(raw, merge_slashes, &mut path)?;
+    let slice = |(s, e): (usize, usize)| raw[s..e].to_vec();
+    Ok(Target {
+        path,
+        query: parts.query.map(slice),
+        host: parts.host.map(slice),
+    })
+}
+
+/// [`parse_target`] without allocating: the decoded, normalized path
+/// replaces the contents of `path` (whose capacity is reused), the other
+/// parts are returned as offsets.
+pub fn parse_target_into(
+    raw: &[u8],
+    merge_slashes: bool,
+    path: &mut Vec<u8>,
+) -> Result<TargetParts, UriError> {
+    let (host, rest_start) = if raw.first() == Some(&b'/') {
+        (None, 0)
     } else {
         let (h, r) = split_absolute(raw)?;
-        (Some(h.to_vec()), r)
+        (Some(h), r)
     };
+    let rest = &raw[rest_start..];
     // The fragment is never sent by browsers; nginx drops it.
     let rest = match rest.iter().position(|&b| b == b'#') {
         Some(i) => &rest[..i],
         None => rest,
     };
     let (raw_path, query) = match rest.iter().position(|&b| b == b'?') {
-        Some(i) => (&rest[..i], Some(rest[i + 1..].to_vec())),
+        Some(i) => (
+            &rest[..i],
+            Some((rest_start + i + 1, rest_start + rest.len())),
+        ),
         None => (rest, None),
     };
     let raw_path: &[u8] = if raw_path.is_empty() { b"/" } else { raw_path };
-    let decoded = percent_decode(raw_path)?;
-    let path = normalize(&decoded, merge_slashes)?;
-    Ok(Target { path, query, host })
+    path.clear();
+    decode_into(raw_path, path)?;
+    normalize_in_place(path, merge_slashes)?;
+    Ok(TargetParts { host, query })
 }
 
-/// Splits `scheme://host[:port]rest` into host (with port) and rest, with
-/// nginx's character rules (no userinfo, host of `[a-z0-9.-]` or an IPv6
-/// literal).
-fn split_absolute(raw: &[u8]) -> Result<(&[u8], &[u8]), UriError> {
+/// Splits `scheme://host[:port]rest` into the host's offsets (with port)
+/// and where the rest starts, with nginx's character rules (no userinfo,
+/// host of `[a-z0-9.-]` or an IPv6 literal).
+fn split_absolute(raw: &[u8]) -> Result<((usize, usize), usize), UriError> {
     let colon = raw.iter().position(|&b| b == b':').ok_or(UriError::Form)?;
     let scheme = &raw[..colon];
     let first_ok = scheme.first().is_some_and(|b| b.is_ascii_alphabetic());
@@ -98,8 +130,9 @@ fn split_absolute(raw: &[u8]) -> Result<(&[u8], &[u8]), UriError> {
             i += 1;
         }
     }
+    let base = raw.len() - after.len();
     match after.get(i) {
-        None | Some(b'/') | Some(b'?') => Ok((&after[..i], &after[i..])),
+        None | Some(b'/') | Some(b'?') => Ok(((base, base + i), base + i)),
         _ => Err(UriError::Form),
     }
 }
@@ -116,60 +149,87 @@ fn hex(b: u8) -> Option<u8> {
 /// Decodes `%XX` escapes; `+` stays literal (it only means space in forms).
 pub fn percent_decode(s: &[u8]) -> Result<Vec<u8>, UriError> {
     let mut out = Vec::with_capacity(s.len());
+    decode_into(s, &mut out)?;
+    Ok(out)
+}
+
+fn decode_into(s: &[u8], out: &mut Vec<u8>) -> Result<(), UriError> {
+    out.reserve(s.len());
     let mut i = 0;
     while i < s.len() {
-        let b = s[i];
-        if b == b'%' {
-            let hi = s.get(i + 1).copied().and_then(hex);
-            let lo = s.get(i + 2).copied().and_then(hex);
-            match (hi, lo) {
-                (Some(h), Some(l)) => out.push(h << 4 | l),
-                _ => return Err(UriError::BadEscape),
-            }
-            i += 3;
-        } else {
-            out.push(b);
-            i += 1;
+        // Copy the run up to the next escape at once.
+        let run = s[i..]
+            .iter()
+            .position(|&b| b == b'%')
+            .unwrap_or(s.len() - i);
+        out.extend_from_slice(&s[i..i + run]);
+        i += run;
+        if i == s.len() {
+            break;
         }
+        let hi = s.get(i + 1).copied().and_then(hex);
+        let lo = s.get(i + 2).copied().and_then(hex);
+        match (hi, lo) {
+            (Some(h), Some(l)) => out.push(h << 4 | l),
+            _ => return Err(UriError::BadEscape),
+        }
+        i += 3;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Resolves `.`, `..` and (with `merge_slashes`) empty segments, keeping a
 /// trailing slash when the last segment was a directory reference, as
 /// nginx does (`/a/b/..` → `/a/`).
 pub fn normalize(path: &[u8], merge_slashes: bool) -> Result<Vec<u8>, UriError> {
-    if path.first() != Some(&b'/') {
+    let mut out = path.to_vec();
+    normalize_in_place(&mut out, merge_slashes)?;
+    Ok(out)
+}
+
+/// [`normalize`] within the buffer: the output is never longer than the
+/// input, so each kept segment is moved down over what was read.
+fn normalize_in_place(p: &mut Vec<u8>, merge_slashes: bool) -> Result<(), UriError> {
+    if p.first() != Some(&b'/') {
         return Err(UriError::Form);
     }
-    if path.contains(&0) {
+    if p.contains(&0) {
         return Err(UriError::Nul);
     }
-    let mut segs: Vec<&[u8]> = Vec::new();
-    let mut trailing = false;
-    for seg in path[1..].split(|&b| b == b'/') {
+    let n = p.len();
+    // Output length so far: a sequence of "/segment".
+    let mut w = 0;
+    let mut trailing;
+    let mut r = 1;
+    loop {
+        let end = p[r..].iter().position(|&b| b == b'/').map_or(n, |i| r + i);
         trailing = false;
-        match seg {
+        match &p[r..end] {
             b"" if merge_slashes => trailing = true,
             b"." => trailing = true,
             b".." => {
-                if segs.pop().is_none() {
+                if w == 0 {
                     return Err(UriError::Escapes);
                 }
+                w = p[..w].iter().rposition(|&b| b == b'/').unwrap_or(0);
                 trailing = true;
             }
-            s => segs.push(s),
+            _ => {
+                p[w] = b'/';
+                p.copy_within(r..end, w + 1);
+                w += 1 + (end - r);
+            }
         }
+        if end == n {
+            break;
+        }
+        r = end + 1;
     }
-    let mut out = Vec::with_capacity(path.len());
-    for s in &segs {
-        out.push(b'/');
-        out.extend_from_slice(s);
+    p.truncate(w);
+    if trailing || w == 0 {
+        p.push(b'/');
     }
-    if trailing || out.is_empty() {
-        out.push(b'/');
-    }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -245,5 +305,55 @@ mod tests {
     #[test]
     fn no_merge_keeps_empty_segments() {
         assert_eq!(parse_target(b"/a//b", false).unwrap().path, b"/a//b");
+    }
+
+    /// The segment-list definition of normalization, to check the in-place
+    /// version against.
+    fn reference(path: &[u8], merge: bool) -> Result<Vec<u8>, UriError> {
+        let mut segs: Vec<&[u8]> = Vec::new();
+        let mut trailing = false;
+        for seg in path[1..].split(|&b| b == b'/') {
+            trailing = false;
+            match seg {
+                b"" if merge => trailing = true,
+                b"." => trailing = true,
+                b".." => {
+                    segs.pop().ok_or(UriError::Escapes)?;
+                    trailing = true;
+                }
+                s => segs.push(s),
+            }
+        }
+        let mut out = Vec::new();
+        for s in &segs {
+            out.push(b'/');
+            out.extend_from_slice(s);
+        }
+        if trailing || out.is_empty() {
+            out.push(b'/');
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn in_place_matches_segment_list() {
+        // Every path of up to 7 symbols over a small alphabet.
+        let alphabet: [&[u8]; 5] = [b"/", b".", b"..", b"a", b"bc"];
+        let mut stack = vec![b"/".to_vec()];
+        let mut checked = 0;
+        while let Some(p) = stack.pop() {
+            for merge in [true, false] {
+                assert_eq!(normalize(&p, merge), reference(&p, merge), "{p:?} {merge}");
+            }
+            checked += 1;
+            if p.len() < 8 {
+                for a in alphabet {
+                    let mut q = p.clone();
+                    q.extend_from_slice(a);
+                    stack.push(q);
+                }
+            }
+        }
+        assert!(checked > 10_000);
     }
 }

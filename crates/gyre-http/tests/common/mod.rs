@@ -9,10 +9,10 @@ pub const DATE: &str = "Sun, 29 Nov 2026 22:34:11 GMT";
 /// nginx-ish handler: `/` is a 6-byte page, `/file` a 100-byte file,
 /// everything else 404; only GET and HEAD are allowed.
 pub fn handler(req: &Request) -> Response {
-    if req.method != "GET" && req.method != "HEAD" {
+    if req.method() != "GET" && req.method() != "HEAD" {
         return Response::error(405);
     }
-    match req.path.as_slice() {
+    match req.path() {
         b"/" | b"/index.html" => {
             let mut r = Response::new(200);
             r.content_type = Some("text/html".into());

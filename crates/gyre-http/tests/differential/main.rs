@@ -24,10 +24,10 @@ use gyre_http::{Body, Connection, Event, HttpSettings, Request, Response};
 
 /// nginx's static module over the recorded root.
 fn nginx_like(req: &Request) -> Response {
-    if req.method != "GET" && req.method != "HEAD" {
+    if req.method() != "GET" && req.method() != "HEAD" {
         return Response::error(405);
     }
-    let (len, token) = match req.path.as_slice() {
+    let (len, token) = match req.path() {
         b"/" | b"/index.html" => (6u64, 1),
         b"/f100" => (100, 2),
         _ => return Response::error(404),
@@ -50,12 +50,12 @@ fn nginx_like(req: &Request) -> Response {
                     len: end - start,
                 };
                 r.headers
-                    .push(("Content-Range".into(), d.content_range(len).unwrap()));
+                    .push(("Content-Range".into(), d.content_range(len).unwrap().into()));
             }
             d @ RangeDecision::NotSatisfiable => {
                 let cr = d.content_range(len).unwrap();
                 r = Response::error(416);
-                r.headers.push(("Content-Range".into(), cr));
+                r.headers.push(("Content-Range".into(), cr.into()));
             }
         }
     }
