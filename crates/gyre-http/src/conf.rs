@@ -7,7 +7,6 @@
 //! [`HttpConf::finish`] resolves every location (and each server's fallback)
 //! into a complete [`LocConf`] once the file is read.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -142,7 +141,7 @@ pub struct HttpConf {
     pub srv: ServerSettings,
     pub servers: Vec<ServerConf>,
     /// Extension → MIME type, from `types {}` or the built-in table.
-    pub types: Arc<HashMap<String, Arc<str>>>,
+    pub types: Arc<mime::MimeTypes>,
     types_set: bool,
 }
 
@@ -389,7 +388,7 @@ fn set_default_type(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(),
 }
 
 fn set_types(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
-    let mut map = HashMap::new();
+    let mut map = mime::MimeTypes::default();
     for t in d.block.as_deref().unwrap_or(&[]) {
         for ext in &t.args {
             map.insert(ext.to_ascii_lowercase(), Arc::from(t.name.as_str()));

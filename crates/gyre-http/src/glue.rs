@@ -30,7 +30,7 @@ use crate::parse::Request;
 use crate::range::{self, RangeDecision};
 use crate::response::{Body, Response};
 use crate::settings::HttpSettings;
-use crate::static_file::{map_uri, FileCache, FileInfo, Open};
+use crate::static_file::{map_uri_into, FileCache, FileInfo, Open};
 
 /// Read buffer shared by every connection of a worker.
 const READ_BUF: usize = 16 * 1024;
@@ -78,6 +78,8 @@ struct Shared {
     /// which keeps an idle connection small).
     #[allow(clippy::vec_box)]
     machines: RefCell<Vec<Box<Connection>>>,
+    /// The file path of the request being served (reused buffer).
+    fpath: RefCell<PathBuf>,
 }
 
 impl Shared {
@@ -134,6 +136,7 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
         logs: RefCell::new(HashMap::new()),
         buf: RefCell::new(vec![0; READ_BUF]),
         machines: RefCell::new(Vec::new()),
+        fpath: RefCell::new(PathBuf::new()),
     });
     for ls in listeners {
         let addr = ls.local_addr();
@@ -659,14 +662,31 @@ impl HttpConn {
         if !req.is_get_or_head() {
             return Response::error(405);
         }
+        // The path buffer is lent out for the request and given back, so
+        // mapping a URI costs no allocation.
+        let mut fpath = std::mem::take(&mut *self.shared.fpath.borrow_mut());
+        map_uri_into(loc, loc_uri, path, &mut fpath);
+        let resp = self.static_file_at(core, req, loc, path, &mut fpath);
+        *self.shared.fpath.borrow_mut() = fpath;
+        resp
+    }
+
+    /// The static response for `path`, whose file is `fpath`.
+    fn static_file_at(
+        &mut self,
+        core: &Core,
+        req: &Request,
+        loc: &LocConf,
+        path: &str,
+        fpath: &mut PathBuf,
+    ) -> Response {
         let shared = self.shared.clone();
         let conf = &shared.conf;
         let now = core.now();
-        let mut fpath = map_uri(loc, loc_uri, path);
         // Set when a directory request is answered by its index file.
         let mut index_uri: Option<String> = None;
         let mut files = shared.files.borrow_mut();
-        let mut opened = files.open(&fpath, now, loc.open_file_cache);
+        let mut opened = files.open(fpath, now, loc.open_file_cache);
         if path.ends_with('/') {
             if !matches!(opened, Open::Dir) {
                 return Response::error(match opened {
@@ -682,7 +702,7 @@ impl HttpConn {
                     Open::NotFound => continue,
                     o => {
                         opened = o;
-                        fpath = candidate;
+                        *fpath = candidate;
                         index_uri = Some(format!("{path}{idx}"));
                         break;
                     }

@@ -29,5 +29,5 @@ pub use body::BodyKind;
 pub use conn::{Chunk, Connection, Disposition, Event, LogRecord, Output, Segment};
 pub use parse::{ConnectionOption, Request, Version};
 pub use range::RangeDecision;
-pub use response::{Body, Response, Text};
+pub use response::{Body, Headers, Response, Text};
 pub use settings::{HttpSettings, LingeringClose};

@@ -43,9 +43,13 @@ const TYPES: &[(&str, &[&str])] = &[
 ];
 
 /// Extension (lower case) → MIME type. The types are shared strings so a
-/// response names its type without copying it.
-pub fn builtin() -> HashMap<String, Arc<str>> {
-    let mut m = HashMap::new();
+/// response names its type without copying it; the table is looked up on
+/// every file response, so it uses a fast (randomly seeded) hash.
+pub type MimeTypes = HashMap<String, Arc<str>, foldhash::fast::RandomState>;
+
+/// The built-in table.
+pub fn builtin() -> MimeTypes {
+    let mut m = MimeTypes::default();
     for (t, exts) in TYPES {
         let t: Arc<str> = Arc::from(*t);
         for e in *exts {
@@ -56,13 +60,11 @@ pub fn builtin() -> HashMap<String, Arc<str>> {
 }
 
 /// The type for `path` by its extension, or `default`.
-pub fn for_path<'a>(
-    types: &'a HashMap<String, Arc<str>>,
-    path: &str,
-    default: &'a Arc<str>,
-) -> &'a Arc<str> {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    match name.rsplit_once('.') {
+pub fn for_path<'a>(types: &'a MimeTypes, path: &str, default: &'a Arc<str>) -> &'a Arc<str> {
+    let bytes = path.as_bytes();
+    let name = &path[memchr::memrchr(b'/', bytes).map_or(0, |i| i + 1)..];
+    let dot = memchr::memrchr(b'.', name.as_bytes());
+    match dot.map(|i| (&name[..i], &name[i + 1..])) {
         Some((stem, ext)) if !stem.is_empty() || !ext.is_empty() => {
             // Lowercase on the stack: extensions are short.
             let mut low = [0u8; 16];

@@ -398,6 +398,10 @@ pub(crate) fn validate_host(h: &[u8]) -> Option<usize> {
     let mut dot_pos: Option<usize> = None;
     let mut host_len = h.len();
     for (i, &c) in h.iter().enumerate() {
+        // Most bytes of a host are letters and digits: decide those first.
+        if c.is_ascii_alphanumeric() {
+            continue;
+        }
         match c {
             b'.' => {
                 if dot_pos.is_some_and(|d| d + 1 == i) {
@@ -431,12 +435,13 @@ pub(crate) fn validate_host(h: &[u8]) -> Option<usize> {
 /// Appends a validated host, lowercased, as UTF-8 (bytes that are not are
 /// replaced, as the log and the server-name match see them).
 fn push_host(out: &mut Vec<u8>, host: &[u8]) {
-    match std::str::from_utf8(host) {
-        Ok(_) => out.extend(host.iter().map(u8::to_ascii_lowercase)),
-        Err(_) => {
-            let s = String::from_utf8_lossy(host).to_ascii_lowercase();
-            out.extend_from_slice(s.as_bytes());
-        }
+    if host.is_ascii() || std::str::from_utf8(host).is_ok() {
+        let start = out.len();
+        out.extend_from_slice(host);
+        out[start..].make_ascii_lowercase();
+    } else {
+        let s = String::from_utf8_lossy(host).to_ascii_lowercase();
+        out.extend_from_slice(s.as_bytes());
     }
 }
 

@@ -11,6 +11,11 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
+/// A response's extra headers; a file response's few fit inline.
+pub type Headers = SmallVec<[(Text, Text); 4]>;
+
 /// A header value that is usually not copied per response: static text,
 /// or text shared with the configuration or the open-file cache.
 #[derive(Clone)]
@@ -175,7 +180,7 @@ pub struct Response {
     /// `Location` value (redirects).
     pub location: Option<Text>,
     /// Further headers, written after `Connection` in this order.
-    pub headers: Vec<(Text, Text)>,
+    pub headers: Headers,
     /// The body; dropped (but its length still announced) for HEAD.
     pub body: Body,
     /// Force `Connection: close` and closing after this response.
@@ -191,7 +196,7 @@ impl Response {
             content_length: None,
             last_modified: None,
             location: None,
-            headers: Vec::new(),
+            headers: Headers::new(),
             body: Body::Empty,
             close: false,
         }

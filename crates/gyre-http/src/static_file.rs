@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -55,10 +56,11 @@ struct Cached {
     used: Msec,
 }
 
-/// Per-worker open-file cache.
+/// Per-worker open-file cache, keyed by the path's bytes (hashing a
+/// `Path` walks its components; this is looked up on every request).
 #[derive(Default)]
 pub struct FileCache {
-    entries: HashMap<PathBuf, Cached>,
+    entries: HashMap<Box<[u8]>, Cached, foldhash::fast::RandomState>,
 }
 
 fn open_uncached(path: &Path) -> Open {
@@ -119,19 +121,20 @@ impl FileCache {
         let Some(cfg) = cfg else {
             return open_uncached(path);
         };
-        if let Some(c) = self.entries.get_mut(path) {
+        let key = path.as_os_str().as_bytes();
+        if let Some(c) = self.entries.get_mut(key) {
             if msec_diff(now, c.checked) < cfg.valid_ms as i64 {
                 c.used = now;
                 return c.result.clone();
             }
         }
         let result = open_uncached(path);
-        if self.entries.len() >= cfg.max && !self.entries.contains_key(path) {
+        if self.entries.len() >= cfg.max && !self.entries.contains_key(key) {
             self.evict(now, cfg);
         }
         if cfg.max > 0 {
             self.entries.insert(
-                path.to_path_buf(),
+                key.into(),
                 Cached {
                     result: result.clone(),
                     checked: now,
@@ -172,23 +175,28 @@ impl FileCache {
 /// The file a (normalised) URI path maps to in location `loc_uri`: `root`
 /// + path, or `alias` + the path after the location prefix.
 pub fn map_uri(loc: &LocConf, loc_uri: &str, path: &str) -> PathBuf {
+    let mut p = PathBuf::new();
+    map_uri_into(loc, loc_uri, path, &mut p);
+    p
+}
+
+/// [`map_uri`] into a reused buffer.
+pub fn map_uri_into(loc: &LocConf, loc_uri: &str, path: &str, out: &mut PathBuf) {
+    let p = out.as_mut_os_string();
+    p.clear();
     match &loc.alias {
         Some(alias) => {
             let rest = path.strip_prefix(loc_uri).unwrap_or(path);
-            let mut p = alias.as_os_str().to_os_string();
-            if !rest.is_empty() && !rest.starts_with('/') && !alias.as_os_str().is_empty() {
-                let s = alias.to_string_lossy();
-                if !s.ends_with('/') {
-                    p.push("/");
-                }
+            p.push(alias.as_os_str());
+            let a = alias.as_os_str().as_bytes();
+            if !rest.is_empty() && !rest.starts_with('/') && !a.is_empty() && !a.ends_with(b"/") {
+                p.push("/");
             }
             p.push(rest);
-            PathBuf::from(p)
         }
         None => {
-            let mut p = loc.root.as_os_str().to_os_string();
+            p.push(loc.root.as_os_str());
             p.push(path);
-            PathBuf::from(p)
         }
     }
 }
