@@ -183,6 +183,10 @@ pub struct LogRecord {
     pub start: Msec,
     /// When the response was queued.
     pub end: Msec,
+    /// Where the glue routes the line: 0 until the glue sets it with
+    /// [`Connection::set_log_sink`] when it routes the request (records
+    /// the machine makes on its own, for refused heads, stay 0).
+    pub sink: u32,
 }
 
 /// Returned by [`Connection::respond`] when no request awaits a response.
@@ -607,6 +611,24 @@ impl Connection {
         std::mem::take(&mut self.logs)
     }
 
+    /// Removes the finished requests' records, keeping the vector.
+    pub fn drain_logs(&mut self) -> std::vec::Drain<'_, LogRecord> {
+        self.logs.drain(..)
+    }
+
+    /// True when records are waiting.
+    pub fn has_logs(&self) -> bool {
+        !self.logs.is_empty()
+    }
+
+    /// Tags the pending request's record with a glue-defined destination
+    /// (see [`LogRecord::sink`]).
+    pub fn set_log_sink(&mut self, sink: u32) {
+        if let Some(cur) = &mut self.cur {
+            cur.log.sink = sink;
+        }
+    }
+
     /// Switches the current request to collecting its body: following
     /// [`Connection::poll`] calls yield `Body`/`BodyEnd`. Sends
     /// `100 Continue` when the client asked for it. Only meaningful before
@@ -710,6 +732,7 @@ impl Connection {
                     host: req.host().map(str::to_string),
                     start: self.head_start,
                     end: now,
+                    sink: 0,
                 }
             } else {
                 LogRecord::default()
@@ -963,6 +986,7 @@ impl Connection {
             host: None,
             start: self.head_start,
             end: now,
+            sink: 0,
         }
     }
 }

@@ -11,10 +11,10 @@
 //! shutdown), and its keep-alive timer is cancelable.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -72,7 +72,10 @@ struct Shared {
     /// without looking anything up).
     any_access_log: bool,
     files: RefCell<FileCache>,
-    logs: RefCell<HashMap<PathBuf, AccessLog>>,
+    /// Every distinct `access_log` path, and its file once opened; a
+    /// record's sink `2 + i` is `logs[i]` (1 is `access_log off`).
+    log_paths: Vec<PathBuf>,
+    logs: RefCell<Vec<Option<AccessLog>>>,
     buf: RefCell<Vec<u8>>,
     /// Boxed because they move in and out of `HttpConn::m` (a pointer,
     /// which keeps an idle connection small).
@@ -83,27 +86,43 @@ struct Shared {
 }
 
 impl Shared {
-    fn log(&self, path: &PathBuf, rec: &LogRecord, peer: Option<SocketAddr>, now_secs: u64) {
+    /// The sink of a location's records (see [`LogRecord::sink`]).
+    fn log_sink(&self, loc: &LocConf) -> u32 {
+        let Some(p) = &loc.access_log else {
+            return 1;
+        };
+        let p = p.as_os_str().as_bytes();
+        self.log_paths
+            .iter()
+            .position(|q| q.as_os_str().as_bytes() == p)
+            .map_or(1, |i| i as u32 + 2)
+    }
+
+    fn log(&self, sink: u32, rec: &LogRecord, peer: Option<SocketAddr>, now_secs: u64) {
+        let Some(i) = (sink as usize).checked_sub(2) else {
+            return;
+        };
+        let Some(path) = self.log_paths.get(i) else {
+            return;
+        };
         let mut logs = self.logs.borrow_mut();
-        if !logs.contains_key(path) {
+        let Some(slot) = logs.get_mut(i) else {
+            return;
+        };
+        if slot.is_none() {
             match AccessLog::open(path) {
-                Ok(l) => {
-                    logs.insert(path.clone(), l);
-                }
+                Ok(l) => *slot = Some(l),
                 Err(e) => {
                     log::error!("open() \"{}\" failed ({e})", path.display());
                     return;
                 }
             }
         }
-        let Some(l) = logs.get_mut(path) else {
+        let Some(l) = slot else {
             return;
         };
-        let addr = peer
-            .map(|p| p.ip().to_string())
-            .unwrap_or_else(|| "-".into());
         l.log(&Entry {
-            remote_addr: &addr,
+            remote_addr: peer.map(|p| p.ip()),
             unix_secs: now_secs,
             request_line: rec.request_line.as_bytes(),
             status: rec.status,
@@ -114,10 +133,36 @@ impl Shared {
     }
 
     fn flush_logs(&self) {
-        for l in self.logs.borrow_mut().values_mut() {
+        for l in self.logs.borrow_mut().iter_mut().flatten() {
             l.flush();
         }
     }
+
+    /// USR1: the rotated files are reopened under their names.
+    fn reopen_logs(&self) {
+        for l in self.logs.borrow_mut().iter_mut().flatten() {
+            l.reopen();
+        }
+    }
+}
+
+/// Every distinct access-log path of the configuration, in order.
+fn log_paths(conf: &HttpConf) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let locs = conf.servers.iter().flat_map(|s| {
+        s.fallback
+            .iter()
+            .map(|f| &**f)
+            .chain(s.locations.iter().filter_map(|l| l.conf.as_deref()))
+    });
+    for loc in locs {
+        if let Some(p) = &loc.access_log {
+            if !out.contains(p) {
+                out.push(p.clone());
+            }
+        }
+    }
+    out
 }
 
 /// Puts the HTTP protocol on a worker's listeners (`listeners[i]` is bound
@@ -133,7 +178,8 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
         any_access_log,
         conf: Arc::new(conf.clone()),
         files: RefCell::new(FileCache::new()),
-        logs: RefCell::new(HashMap::new()),
+        log_paths: log_paths(conf),
+        logs: RefCell::new(Vec::new()),
         buf: RefCell::new(vec![0; READ_BUF]),
         machines: RefCell::new(Vec::new()),
         fpath: RefCell::new(PathBuf::new()),
@@ -164,11 +210,17 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
             }),
         )?;
     }
+    {
+        let mut logs = shared.logs.borrow_mut();
+        logs.resize_with(shared.log_paths.len(), || None);
+    }
     let s = shared.clone();
     core.create_time_event(1000, move |_, _| {
         s.flush_logs();
         Next::Again(1000)
     });
+    let s = shared.clone();
+    core.on_reopen(move || s.reopen_logs());
     Ok(())
 }
 
@@ -224,6 +276,15 @@ impl Protocol for HttpProtocol {
             last_call: false,
         }))
     }
+}
+
+/// What routing a request decided besides its response: its location's
+/// keep-alive settings and access log.
+struct Route {
+    keepalive_timeout: u64,
+    keepalive_requests: u64,
+    /// See [`LogRecord::sink`].
+    log_sink: u32,
 }
 
 /// Which stub_status gauge a connection is counted in.
@@ -340,28 +401,34 @@ impl HttpConn {
     }
 
     fn flush_logs(&mut self, core: &Core, c: ConnId) {
-        let Some(m) = self.m.as_mut() else {
+        let Some(mut m) = self.m.take() else {
             return;
         };
-        let recs = m.take_logs();
-        if recs.is_empty() || !self.shared.any_access_log {
-            return;
-        }
-        let peer = core.conn(c).and_then(|x| x.peer);
-        let secs = core.clock().unix_secs();
-        for rec in recs {
-            let path = self.location_log(&rec);
-            if let Some(p) = path {
-                self.shared.log(&p, &rec, peer, secs);
+        if m.has_logs() {
+            let peer = core.conn(c).and_then(|x| x.peer);
+            let secs = core.clock().unix_secs();
+            for rec in m.drain_logs() {
+                if !self.shared.any_access_log {
+                    continue;
+                }
+                let sink = match rec.sink {
+                    0 => self.unrouted_sink(&rec),
+                    s => s,
+                };
+                self.shared.log(sink, &rec, peer, secs);
             }
         }
+        self.m = Some(m);
     }
 
-    /// The access log of the request's location (by host and path).
-    fn location_log(&self, rec: &LogRecord) -> Option<PathBuf> {
+    /// The sink of a record the machine made before routing (a refused
+    /// head): the location of its request line's path on its host.
+    fn unrouted_sink(&self, rec: &LogRecord) -> u32 {
         let conf = &self.shared.conf;
         let server = self.pick_server(rec.host.as_deref());
-        let s = conf.servers.get(server)?;
+        let Some(s) = conf.servers.get(server) else {
+            return 1;
+        };
         let path = rec
             .request_line
             .split(' ')
@@ -370,7 +437,7 @@ impl HttpConn {
             .split('?')
             .next()
             .unwrap_or("/");
-        HttpConf::find_location(s, path).1.access_log.clone()
+        self.shared.log_sink(HttpConf::find_location(s, path).1)
     }
 
     /// nginx's server selection: exact name, then `*.suffix`, then
@@ -493,15 +560,19 @@ impl HttpConn {
                     z.stats().requests.inc();
                 }
                 self.set_stat(core, Stat::Writing);
-                let (mut resp, ka) = self.handle(core, &req);
+                let (mut resp, route) = self.handle(core, &req);
                 let last_call = self.last_call;
                 let m = self.machine(now);
                 let st = m.settings_mut();
-                st.keepalive_timeout = ka.0;
-                st.keepalive_requests = ka.1;
-                if ka.0 == 0 || m.requests() >= ka.1 || last_call {
+                st.keepalive_timeout = route.keepalive_timeout;
+                st.keepalive_requests = route.keepalive_requests;
+                if route.keepalive_timeout == 0
+                    || m.requests() >= route.keepalive_requests
+                    || last_call
+                {
                     resp.close = true;
                 }
+                m.set_log_sink(route.log_sink);
                 let _ = m.respond(resp, now, date);
                 m.recycle(req);
             }
@@ -559,7 +630,7 @@ impl HttpConn {
 
     /// Chooses the response for one request, and the keep-alive settings
     /// (timeout, requests) of its location.
-    fn handle(&mut self, core: &Core, req: &Request) -> (Response, (u64, u64)) {
+    fn handle(&mut self, core: &Core, req: &Request) -> (Response, Route) {
         // An Rc clone (no atomic) keeps the configuration while `self` is
         // borrowed mutably below.
         let shared = self.shared.clone();
@@ -570,12 +641,25 @@ impl HttpConn {
             self.pick_server(req.host())
         };
         let Some(server) = conf.servers.get(server_i) else {
-            return (Response::error(500), (0, 0));
+            let route = Route {
+                keepalive_timeout: 0,
+                keepalive_requests: 0,
+                log_sink: 0,
+            };
+            return (Response::error(500), route);
         };
         let path = req.path_str().unwrap_or("/");
         let (loc_uri, loc) = HttpConf::find_location(server, path);
         self.send_timeout = loc.send_timeout;
-        let ka = (loc.keepalive_timeout, loc.keepalive_requests);
+        let ka = Route {
+            keepalive_timeout: loc.keepalive_timeout,
+            keepalive_requests: loc.keepalive_requests,
+            log_sink: if shared.any_access_log {
+                shared.log_sink(loc)
+            } else {
+                1
+            },
+        };
         if let crate::body::BodyKind::Length(n) = req.body {
             if loc.client_max_body_size != 0 && n > loc.client_max_body_size {
                 log::error!(

@@ -182,3 +182,33 @@ fn access_log_is_on_by_default() {
         "no logs/access.log line"
     );
 }
+
+#[test]
+fn reopen_starts_a_new_access_log_after_rotation() {
+    let (r, p) = fixture("al-reopen", "access_log logs/access.log;");
+    let get = |path: &str| {
+        raw_request(
+            r.port,
+            &format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+        )
+    };
+    let log = p.path("logs/access.log");
+    let rotated = p.path("logs/access.log.1");
+    assert_eq!(get("/?before").status, 200);
+    let has = |path: &std::path::Path, what: &str| {
+        std::fs::read_to_string(path).is_ok_and(|t| t.contains(what))
+    };
+    assert!(wait_for(Duration::from_secs(3), || has(&log, "/?before")));
+    // logrotate: rename, then ask for a reopen.
+    std::fs::rename(&log, &rotated).unwrap();
+    assert!(r.server.signal("reopen").status.success());
+    assert!(wait_for(Duration::from_secs(5), || log.exists()), "{}", r.log());
+    assert_eq!(get("/?after").status, 200);
+    assert!(
+        wait_for(Duration::from_secs(3), || has(&log, "/?after")),
+        "new log: {:?}",
+        std::fs::read_to_string(&log)
+    );
+    assert!(!has(&rotated, "/?after"), "the rotated file got new lines");
+    assert!(has(&rotated, "/?before"));
+}

@@ -195,6 +195,8 @@ pub struct Core {
     notify: Option<Arc<EventFd>>,
     on_notify: Option<NotifyHandler>,
     before_wait: Option<NotifyHandler>,
+    /// What reopens the files protocols write (access logs) on USR1.
+    reopen_hooks: Vec<Box<dyn FnMut()>>,
     tick: Option<TimerFd>,
     accept_mutex: Option<Box<dyn AcceptMutex>>,
     pub(crate) accept_mutex_held: bool,
@@ -245,6 +247,7 @@ impl Core {
             listeners: Vec::new(),
             notify: None,
             on_notify: None,
+            reopen_hooks: Vec::new(),
             before_wait: None,
             tick,
             accept_mutex: None,
@@ -793,6 +796,19 @@ impl Core {
     /// Sets what runs in the loop when a [`Notifier`] fires.
     pub fn on_notify(&mut self, f: impl FnMut(&mut Core) + 'static) {
         self.on_notify = Some(Box::new(f));
+    }
+
+    /// Registers how a protocol reopens the files it writes (nginx's
+    /// cycle-wide list of open files, reopened on USR1 for log rotation).
+    pub fn on_reopen(&mut self, f: impl FnMut() + 'static) {
+        self.reopen_hooks.push(Box::new(f));
+    }
+
+    /// Runs every [`Core::on_reopen`] hook.
+    pub fn reopen_files(&mut self) {
+        for f in &mut self.reopen_hooks {
+            f();
+        }
     }
 
     // ------------------------------------------------------------ accept mutex

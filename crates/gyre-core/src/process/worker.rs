@@ -10,7 +10,8 @@
 //! - QUIT: graceful: close the listeners, close idle keep-alive connections,
 //!   let the rest finish, exit when only cancelable timers remain, or after
 //!   `worker_shutdown_timeout`;
-//! - USR1: reopen the error log.
+//! - USR1: reopen the error log and the files protocols registered with
+//!   `Core::on_reopen` (access logs).
 
 use std::io;
 
@@ -191,6 +192,7 @@ fn on_signals(core: &mut Core, shutdown_timeout: Option<u64>) {
             log::error!("reopen of the error log failed ({e})");
         }
         log::info!("reopening logs");
+        core.reopen_files();
     }
     // A worker ignores HUP, USR2, WINCH (they are the master's); ALRM is the
     // timer_resolution tick when set with setitimer, unused here.
