@@ -544,6 +544,12 @@ impl Connection {
         }
     }
 
+    /// True when the chunk [`Connection::next_output`] returns is followed
+    /// by a file region, so the glue can tell the kernel more follows.
+    pub fn file_follows(&self) -> bool {
+        matches!(self.segs.get(self.seg_head + 1), Some(OutSeg::File { .. }))
+    }
+
     /// Marks `n` bytes of the output as written (in order, across chunks).
     pub fn consume_output(&mut self, mut n: u64) {
         while let Some(seg) = self.segs.get(self.seg_head).copied() {

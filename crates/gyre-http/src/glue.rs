@@ -591,7 +591,12 @@ impl HttpConn {
             match chunk {
                 Chunk::Bytes(b) => {
                     let want = b.len();
-                    match core.send(c, b) {
+                    let sent = if m.file_follows() {
+                        core.send_more(c, b)
+                    } else {
+                        core.send(c, b)
+                    };
+                    match sent {
                         Ok(n) => {
                             m.consume_output(n as u64);
                             if n < want {

@@ -772,7 +772,17 @@ fn in_place_output_matches_take_output_under_short_writes() {
         answer_all(&mut c, 1);
         let mut got = Vec::new();
         let mut i = 0u64;
+        let mut file_expected = false;
         while let Some(chunk) = c.next_output() {
+            if matches!(chunk, gyre_http::Chunk::File { .. }) {
+                file_expected = false;
+            }
+            assert!(!file_expected, "file_follows() promised a file next");
+            if matches!(chunk, gyre_http::Chunk::Bytes(b) if b.len() as u64 <= 1 + (i + 1) * step % 37)
+                && c.file_follows()
+            {
+                file_expected = true;
+            }
             // Short writes of varying sizes, as a full socket buffer gives.
             i += 1;
             let want = 1 + (i * step) % 37;

@@ -202,7 +202,11 @@ fn reopen_starts_a_new_access_log_after_rotation() {
     // logrotate: rename, then ask for a reopen.
     std::fs::rename(&log, &rotated).unwrap();
     assert!(r.server.signal("reopen").status.success());
-    assert!(wait_for(Duration::from_secs(5), || log.exists()), "{}", r.log());
+    assert!(
+        wait_for(Duration::from_secs(5), || log.exists()),
+        "{}",
+        r.log()
+    );
     assert_eq!(get("/?after").status, 200);
     assert!(
         wait_for(Duration::from_secs(3), || has(&log, "/?after")),

@@ -66,6 +66,15 @@ impl Core {
         Self::after_write(x, r, buf.len())
     }
 
+    /// [`Core::send`] with MSG_MORE, for bytes followed at once by more
+    /// (a response head before its file): the kernel sends them together
+    /// instead of a small segment for the head.
+    pub fn send_more(&mut self, c: ConnId, buf: &[u8]) -> io::Result<usize> {
+        let x = self.pool.get_mut(c).ok_or_else(stale)?;
+        let r = socket::send_more(fd_of(x)?, buf);
+        Self::after_write(x, r, buf.len())
+    }
+
     /// Gathers `bufs` into one writev(2); a short write clears `write.ready`.
     pub fn writev(&mut self, c: ConnId, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         let x = self.pool.get_mut(c).ok_or_else(stale)?;

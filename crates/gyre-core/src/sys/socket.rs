@@ -119,8 +119,19 @@ pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
 /// for an fd that is not a socket.
 #[inline]
 pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    send_flags(fd, buf, rnet::SendFlags::NOSIGNAL)
+}
+
+/// `send(2)` with MSG_MORE: more data follows at once (e.g. a file by
+/// sendfile), so the kernel may put both in the same segments.
+#[inline]
+pub fn send_more(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    send_flags(fd, buf, rnet::SendFlags::NOSIGNAL | rnet::SendFlags::MORE)
+}
+
+fn send_flags(fd: BorrowedFd<'_>, buf: &[u8], flags: rnet::SendFlags) -> io::Result<usize> {
     loop {
-        match rnet::send(fd, buf, rnet::SendFlags::NOSIGNAL) {
+        match rnet::send(fd, buf, flags) {
             Err(rustix::io::Errno::INTR) => continue,
             Err(rustix::io::Errno::NOTSOCK) => return write(fd, buf),
             r => return Ok(r?),
