@@ -15,7 +15,7 @@ trap kills whatever pid is left in $TMP/pids).
 
 Environment: BENCH_SECS (wrk seconds per run, default 5), BENCH_ROUNDS
 (runs per server, default 3), BENCH_CONNS (wrk connections, default 50),
-BENCH_STRACE_SECS (default 2), BENCH_CHURN_SECS (1M-connection test bound, 60),
+BENCH_STRACE_SECS (default 2), BENCH_CHURN_SECS (1M-connection test bound, 150),
 GYRE (gyre binary), NGINX (nginx binary); kv: BENCH_KV_N (redis-benchmark -n at
 -P 1, default 200000), BENCH_KV_NP (at -P 16, 2000000), BENCH_KV_IDLE (idle clients,
 10000), BENCH_KV_KEYS (keys with a 1 s TTL for the expiry test, 1000000).
@@ -42,7 +42,7 @@ SECS = int(os.environ.get("BENCH_SECS", "5"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 CONNS = int(os.environ.get("BENCH_CONNS", "50"))
 STRACE_SECS = int(os.environ.get("BENCH_STRACE_SECS", "2"))
-CHURN_SECS = int(os.environ.get("BENCH_CHURN_SECS", "60"))
+CHURN_SECS = int(os.environ.get("BENCH_CHURN_SECS", "150"))
 TICK = os.sysconf("SC_CLK_TCK")
 TMP = os.environ.get("BENCH_TMP") or tempfile.mkdtemp(prefix="gyre-bench-")
 PIDS_FILE = os.path.join(TMP, "pids")
