@@ -701,11 +701,12 @@ impl Connection {
         {
             req.keep_alive = false;
         }
-        // nginx's static handler discards the body before answering,
-        // so a framing error already buffered with the head earns a
-        // 400 instead of the page. Check on a copy, consuming nothing.
-        let mut probe = BodyDecoder::new(req.body);
-        if probe.decode(&self.inbuf, None).is_err() {
+        // nginx's static handler discards the body of a GET or HEAD
+        // before answering, so a framing error already buffered with the
+        // head earns a 400 instead of the page (other methods get their
+        // 405 first; `respond` then closes). Check on a copy, consuming
+        // nothing.
+        if req.is_get_or_head() && self.body_is_bad(req.body) {
             let mut rec = self.bare_log(400, now);
             rec.request_line = req.request_line().into_owned();
             let (body, all) = self.queue(&Response::error(400), false, req.is_head(), date);
@@ -877,7 +878,10 @@ impl Connection {
         let Some(mut cur) = self.cur.take() else {
             return Err(NotPending);
         };
-        let keep_alive = cur.keep_alive && !resp.close;
+        // A body whose framing is already known to be broken cannot be
+        // discarded: say so with Connection: close (nginx's special
+        // response handler does the same when discarding fails).
+        let keep_alive = cur.keep_alive && !resp.close && !self.body_is_bad_now(&cur.decoder);
         let (body, all) = self.queue(&resp, keep_alive, cur.head, date);
         cur.log.status = wire_status(resp.status);
         cur.log.body_bytes_sent = body;
@@ -901,6 +905,16 @@ impl Connection {
         self.next_request();
         self.idle_since = now;
         Ok(())
+    }
+
+    /// True when the buffered bytes already break a body of this framing.
+    fn body_is_bad(&self, kind: crate::body::BodyKind) -> bool {
+        BodyDecoder::new(kind).decode(&self.inbuf, None).is_err()
+    }
+
+    /// [`Connection::body_is_bad`] for the rest of a body being decoded.
+    fn body_is_bad_now(&self, decoder: &BodyDecoder) -> bool {
+        !decoder.is_done() && decoder.clone().decode(&self.inbuf, None).is_err()
     }
 
     /// Convenience: answer the pending request with nginx's page for

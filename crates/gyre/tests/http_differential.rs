@@ -1,0 +1,295 @@
+//! Differential test against the real nginx: the same raw bytes go to gyre
+//! and to nginx 1.22 (Debian's package) serving the same directory with the
+//! same configuration text, and the answers must agree: status, the
+//! close-or-keep decision, Content-Length and Content-Type, and the body with
+//! the server's name in error pages normalised ("nginx" → "gyre").
+//!
+//! nginx is found at `$NGINX` or `/usr/sbin/nginx`; without it the test
+//! prints why it skipped (`apt-get install nginx` enables it).
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use util::http::{free_port, probe, start_http, Running};
+use util::Prefix;
+
+/// The location setup both servers get (inside `server {}`).
+const LOCATIONS: &str = "
+    location = /ret { return 200 \"fixed text\\n\"; }
+    location /redir { return 302 http://example.com/x; }
+    location /gone { return 410; }
+";
+
+fn nginx_bin() -> Option<PathBuf> {
+    let p = std::env::var_os("NGINX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"));
+    p.exists().then_some(p)
+}
+
+/// nginx in the foreground in its own prefix, killed on drop.
+struct Nginx {
+    child: Child,
+    port: u16,
+    _prefix: Prefix,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_nginx(bin: &PathBuf, root: &std::path::Path) -> Option<Nginx> {
+    let p = Prefix::new("diff-nginx");
+    for t in ["cb", "px", "fc", "uw", "sc"] {
+        std::fs::create_dir_all(p.path(&format!("tmp/{t}"))).unwrap();
+    }
+    for _attempt in 0..3 {
+        let port = free_port();
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nerror_log logs/error.log info;\npid logs/nginx.pid;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{\n access_log off;\n server_tokens off;\n client_body_temp_path tmp/cb;\n proxy_temp_path tmp/px;\n\
+             fastcgi_temp_path tmp/fc;\n uwsgi_temp_path tmp/uw;\n scgi_temp_path tmp/sc;\n\
+             server {{\n  listen 127.0.0.1:{port};\n  root {};\n{LOCATIONS}\n }}\n}}\n",
+            root.display()
+        );
+        p.write("conf/nginx.conf", &conf);
+        let mut child = Command::new(bin)
+            .arg("-p")
+            .arg(&p.dir)
+            .args(["-c", "conf/nginx.conf", "-e", "logs/error.log"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let end = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < end {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            if probe(port) {
+                return Some(Nginx {
+                    child,
+                    port,
+                    _prefix: p,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    eprintln!(
+        "nginx did not start: {}",
+        std::fs::read_to_string(p.path("logs/error.log")).unwrap_or_default()
+    );
+    None
+}
+
+/// What is compared of one answer.
+#[derive(Debug, PartialEq, Eq)]
+struct Answer {
+    status: u16,
+    content_type: Option<String>,
+    content_length: Option<String>,
+    body: String,
+    /// The server closed the connection after the response.
+    closed: bool,
+}
+
+/// Sends `input`, reads one response (the body by Content-Length, the head
+/// only for HEAD), then whether the server closes within a moment.
+fn ask(port: u16, input: &[u8], head_only: bool) -> Option<Answer> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_millis(1500))).ok()?;
+    s.write_all(input).ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => {
+                // No response at all (e.g. nginx's 444 or a silent close).
+                return Some(Answer {
+                    status: 0,
+                    content_type: None,
+                    content_length: None,
+                    body: String::from_utf8_lossy(&buf).into_owned(),
+                    closed: true,
+                });
+            }
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let status = head.get(9..12)?.parse().ok()?;
+    let header = |name: &str| {
+        head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    };
+    let content_length = header("Content-Length");
+    let len: usize = if head_only {
+        0
+    } else {
+        content_length
+            .as_deref()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let mut body = buf[head_end..].to_vec();
+    while body.len() < len {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
+        }
+    }
+    body.truncate(len);
+    let body =
+        String::from_utf8_lossy(&body).replace("<center>nginx</center>", "<center>gyre</center>");
+    s.set_read_timeout(Some(Duration::from_millis(100))).ok()?;
+    let closed = matches!(s.read(&mut chunk), Ok(0))
+        || header("Connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
+    Some(Answer {
+        status,
+        content_type: header("Content-Type"),
+        content_length: content_length.map(|v| {
+            // Error pages are one byte longer with "nginx".
+            let n: i64 = v.parse().unwrap_or(-1);
+            if (400..600).contains(&status) || (300..400).contains(&status) {
+                (n - i64::from(header("Server").is_some_and(|s| s.starts_with("nginx"))))
+                    .to_string()
+            } else {
+                v
+            }
+        }),
+        body,
+        closed,
+    })
+}
+
+/// (name, raw request). Each goes on a fresh connection.
+fn cases() -> Vec<(&'static str, Vec<u8>)> {
+    let long_uri = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(9000));
+    let big_header = format!(
+        "GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "b".repeat(9000)
+    );
+    let many_headers = format!(
+        "GET / HTTP/1.1\r\nHost: x\r\n{}\r\n",
+        (0..40)
+            .map(|i| format!("X-{i}: {}\r\n", "c".repeat(1000)))
+            .collect::<String>()
+    );
+    let mut v: Vec<(&'static str, Vec<u8>)> = vec![
+        ("index", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("file", b"GET /page.html HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("text file", b"GET /t.txt HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("unknown type", b"GET /blob.zzz HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("head", b"HEAD /page.html HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("http/1.0", b"GET /page.html HTTP/1.0\r\n\r\n".to_vec()),
+        ("1.0 keep-alive", b"GET /page.html HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".to_vec()),
+        ("close", b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_vec()),
+        ("missing", b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("dir without slash", b"GET /sub HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("dir with index", b"GET /sub/ HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("dir without index", b"GET /empty/ HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("dot dot", b"GET /sub/../page.html HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("escaping root", b"GET /../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("encoded escape", b"GET /%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("encoded name", b"GET /pa%67e.html HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("bad escape", b"GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("nul", b"GET /a%00b HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("double slash", b"GET //page.html HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("query", b"GET /page.html?a=1&b HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("absolute uri", b"GET http://other/page.html HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("post to file", b"POST /page.html HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc".to_vec()),
+        ("delete", b"DELETE /page.html HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("trace", b"TRACE / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("lowercase method", b"get / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("no host 1.1", b"GET / HTTP/1.1\r\n\r\n".to_vec()),
+        ("two hosts", b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n".to_vec()),
+        ("bad host", b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n".to_vec()),
+        ("http/2.0", b"GET / HTTP/2.0\r\nHost: x\r\n\r\n".to_vec()),
+        ("http/1.9", b"GET / HTTP/1.9\r\nHost: x\r\n\r\n".to_vec()),
+        ("garbage", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n".to_vec()),
+        ("space in header name", b"GET / HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n".to_vec()),
+        ("cl and te", b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".to_vec()),
+        ("bad content-length", b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n".to_vec()),
+        ("two content-lengths", b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\na".to_vec()),
+        ("unknown te", b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n".to_vec()),
+        ("te on 1.0", b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".to_vec()),
+        ("bad chunk", b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".to_vec()),
+        ("too large body", b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n".to_vec()),
+        ("range", b"GET /page.html HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\n\r\n".to_vec()),
+        ("suffix range", b"GET /page.html HTTP/1.1\r\nHost: x\r\nRange: bytes=-4\r\n\r\n".to_vec()),
+        ("unsatisfiable range", b"GET /page.html HTTP/1.1\r\nHost: x\r\nRange: bytes=999-\r\n\r\n".to_vec()),
+        ("bad range", b"GET /page.html HTTP/1.1\r\nHost: x\r\nRange: pages=1\r\n\r\n".to_vec()),
+        ("return text", b"GET /ret HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("return head", b"HEAD /ret HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("return redirect", b"GET /redir HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("return code only", b"GET /gone HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("leading empty lines", b"\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("bare lf", b"GET / HTTP/1.1\nHost: x\n\n".to_vec()),
+    ];
+    v.push(("long uri", long_uri.into_bytes()));
+    v.push(("big header", big_header.into_bytes()));
+    v.push(("many headers", many_headers.into_bytes()));
+    v
+}
+
+#[test]
+fn gyre_answers_like_nginx() {
+    let Some(bin) = nginx_bin() else {
+        eprintln!("skipping the nginx differential test: no nginx at $NGINX or /usr/sbin/nginx (apt-get install nginx)");
+        return;
+    };
+    let p = Prefix::new("diff-gyre");
+    p.write("html/index.html", "<p>index</p>\n");
+    p.write("html/page.html", "<html>a page</html>\n");
+    p.write("html/t.txt", "plain text\n");
+    p.write("html/blob.zzz", "zzz\n");
+    p.write("html/sub/index.html", "sub index\n");
+    std::fs::create_dir_all(p.path("html/empty")).unwrap();
+    let root = p.path("html");
+    let Some(nginx) = start_nginx(&bin, &root) else {
+        eprintln!(
+            "skipping the nginx differential test: {} did not start",
+            bin.display()
+        );
+        return;
+    };
+    let root_s = root.display().to_string();
+    let gyre: Running = start_http(&p, 1, move |port| {
+        format!("access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{LOCATIONS}\n}}")
+    });
+    let mut differences = Vec::new();
+    for (name, input) in cases() {
+        let head_only = input.starts_with(b"HEAD ");
+        let want = ask(nginx.port, &input, head_only);
+        let got = ask(gyre.port, &input, head_only);
+        if want != got {
+            differences.push(format!("{name}:\n  nginx {want:?}\n  gyre  {got:?}"));
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "{} of {} cases differ:\n{}",
+        differences.len(),
+        cases().len(),
+        differences.join("\n")
+    );
+}
