@@ -106,8 +106,9 @@ enum OutSeg {
 
 /// Output buffers above this are freed once written, so one large
 /// response does not pin memory in a pooled machine.
-const KEEP_OUT_CAPACITY: usize = 64 * 1024;
-/// Input buffers above this are freed when the connection goes idle.
+const KEEP_OUT_CAPACITY: usize = 32 * 1024;
+/// Input buffers above this are freed when a pooled machine is reused (the
+/// pool is bounded, so at most a few such buffers wait there).
 const KEEP_IN_CAPACITY: usize = 16 * 1024;
 
 /// Everything queued for writing since the last [`Connection::take_output`].
