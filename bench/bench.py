@@ -25,6 +25,7 @@ import json
 import os
 import re
 import selectors
+import shutil
 import signal
 import socket
 import statistics
@@ -411,6 +412,52 @@ def table(head, rows):
 # ------------------------------------------------------------------------ http
 
 CASES = [("return 200", "/r"), ("13-byte file", "/s.txt"), ("64 KiB file", "/64k.bin")]
+CG_SECS = int(os.environ.get("BENCH_CG_SECS", "5"))
+
+
+def callgrind_total(out):
+    with open(out) as f:
+        for line in f:
+            m = re.match(r"(?:summary|totals):\s+(\d+)", line)
+            if m:
+                return int(m.group(1))
+    return 0
+
+
+def callgrind_per_request(kind, path, close):
+    """User-space instructions per request of a single-process server
+    (`master_process off`) under callgrind: wrk for CG_SECS, minus a run that
+    only starts, answers the readiness probe and stops. Instruction counts
+    do not depend on what else the machine is doing, unlike time."""
+    s = Server(kind, 1, main="master_process off;")
+    s.write_conf()
+
+    def run(load):
+        out = os.path.join(s.prefix, f"cg-{time.time_ns()}.out")
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *s.cmd()]
+        err = open(os.path.join(s.prefix, "logs/valgrind.log"), "ab")
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                             start_new_session=True)
+        register_pid(p.pid)
+        n = 0
+        try:
+            if not wait_for(lambda: http_get(s.port) == 200, 60):
+                raise RuntimeError(f"{kind} did not start under valgrind")
+            if load:
+                r = wrk(s.url(path), secs=CG_SECS, latency=False, close=close)
+                n = r["reqs"]
+        finally:
+            p.send_signal(signal.SIGQUIT)
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        return callgrind_total(out), n
+
+    base, _ = run(False)
+    total, n = run(True)
+    return (total - base) / max(n, 1)
 
 
 def goal_for(case, conn):
@@ -443,6 +490,11 @@ def sec_http():
                 for s in (g, n):
                     sc[s.kind] = strace_count(s, s.url(path), close=close)
                     log(f"  strace {s.kind}: {sc[s.kind][0]:.2f} syscalls/req ({sc[s.kind][1]})")
+                instr = {}
+                if workers == 1 and shutil.which("valgrind"):
+                    for k in ("gyre", "nginx"):
+                        instr[k] = callgrind_per_request(k, path, close)
+                        log(f"  callgrind {k}: {instr[k]:,.0f} instructions/req")
                 d = {"workers": workers, "conn": "close" if close else "keep-alive", "case": case}
                 for k in ("gyre", "nginx"):
                     rs = res[k]
@@ -450,7 +502,7 @@ def sec_http():
                             "p99": med([r["p99"] for r in rs]),
                             "cpu_us": med([r["cpu_us"] for r in rs]),
                             "errors": sum(r["errors"] + r["non2xx"] for r in rs),
-                            "sys": sc[k][0], "sys_top": sc[k][1]}
+                            "sys": sc[k][0], "sys_top": sc[k][1], "instr": instr.get(k)}
                 d["ratio_rps"] = d["gyre"]["rps"] / max(d["nginx"]["rps"], 1e-9)
                 d["ratio_cpu"] = d["nginx"]["cpu_us"] / max(d["gyre"]["cpu_us"], 1e-9)
                 d["ratio_p99"] = d["gyre"]["p99"] / max(d["nginx"]["p99"], 1e-9)
@@ -492,6 +544,15 @@ def http_md(m, data):
             "µs CPU/req", "CPU ratio nginx/gyre", "syscalls/req", "errors"]
     detail = "\n".join(f"- {d['case']}, {d['conn']}, {d['workers']}w — gyre: {d['gyre']['sys_top']}; "
                        f"nginx: {d['nginx']['sys_top']}" for d in data)
+    instr = "\n".join(
+        f"| {d['case']}, {d['conn']} | {d['gyre']['instr']:,.0f} | {d['nginx']['instr']:,.0f} | "
+        f"**{d['nginx']['instr'] / max(d['gyre']['instr'], 1):.2f}×** |"
+        for d in data if d["gyre"].get("instr") and d["nginx"].get("instr"))
+    if instr:
+        instr = ("User-space instructions per request (callgrind, one process with "
+                 f"`master_process off`, wrk {CG_SECS} s minus a start/stop run; the kernel's "
+                 "share is not counted — it is the same syscalls for both):\n\n"
+                 "| case | gyre | nginx | nginx/gyre |\n|---|---:|---:|---:|\n" + instr + "\n")
     md = f"""## HTTP: gyre vs nginx (`bench/run.sh http`)
 
 {mline(m)}. gyre (release) and nginx {nginx_version()} with the same
@@ -514,7 +575,8 @@ Syscalls per request (strace -c; "besides epoll waits" also includes the few
 calls that set up wrk's {CONNS} connections during the traced run, about 0.01/request):
 
 {detail}
-"""
+
+{instr}"""
     return md
 
 

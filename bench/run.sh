@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gyre vs nginx (and gyre's kv process vs redis-server) benchmarks and fault tests; issue 6.
 #   bench/run.sh [http|core|memory|balance|ceiling|faults|faults-kv|kv|all|report]...
-# Needs: Debian's nginx wrk strace redis-server redis-tools (installed with
+# Needs: Debian's nginx wrk strace valgrind redis-server redis-tools (installed with
 # apt-get when missing), gcc, python3 (no packages), cargo. Runs everything on
 # 127.0.0.1; rewrites BENCHMARKS.md and bench/results.svg from bench/results/.
 # Knobs: BENCH_SECS BENCH_ROUNDS BENCH_CONNS BENCH_STRACE_SECS BENCH_CHURN_SECS
@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for t in nginx:nginx wrk:wrk strace:strace redis-server:redis-server redis-cli:redis-tools; do
+for t in nginx:nginx wrk:wrk strace:strace valgrind:valgrind redis-server:redis-server redis-cli:redis-tools; do
     command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
 done
 if ((${#need[@]})); then
