@@ -3,6 +3,7 @@
 harness (issue 6). Driven by bench/run.sh.
 
     python3 bench/bench.py SECTION      # http core memory balance ceiling faults kv all
+    python3 bench/bench.py fuzz [SECS]  # cargo-fuzz targets, SECS each (not part of all)
     python3 bench/bench.py faults-kv    # re-run only the kv kill -9 row of faults
     python3 bench/bench.py report       # rebuild BENCHMARKS.md and bench/results.svg only
 
@@ -18,7 +19,8 @@ Environment: BENCH_SECS (wrk seconds per run, default 5), BENCH_ROUNDS
 BENCH_STRACE_SECS (default 2), BENCH_CHURN_SECS (1M-connection test bound, 150),
 GYRE (gyre binary), NGINX (nginx binary); kv: BENCH_KV_N (redis-benchmark -n at
 -P 1, default 200000), BENCH_KV_NP (at -P 16, 2000000), BENCH_KV_IDLE (idle clients,
-10000), BENCH_KV_KEYS (keys with a 1 s TTL for the expiry test, 1000000).
+10000), BENCH_KV_KEYS (keys with a 1 s TTL for the expiry test, 1000000);
+fuzz: BENCH_FUZZ_SECS (seconds per target, 300; `fuzz SECS` overrides).
 """
 import atexit
 import json
@@ -819,15 +821,21 @@ from /proc/PID/fd (minus each worker's sockets before).
 
 # --------------------------------------------------------------------- faults
 
+def recorder(rows):
+    """A `record(name, ok, figures, server)` that logs a fault result and
+    appends it to `rows` (ok: True/False, or a status such as "SKIPPED")."""
+    def record(name, ok, figures, server="gyre"):
+        status = "PASS" if ok is True else ("FAIL" if ok is False else ok)
+        log(f"  [{status}] {name} ({server}): {figures}")
+        rows.append({"name": name, "server": server, "status": status, "figures": figures})
+    return record
+
+
 def sec_faults():
     m = machine()
     build_ceiling()
     results = []
-
-    def record(name, ok, figures, server="gyre"):
-        status = "PASS" if ok is True else ("FAIL" if ok is False else ok)
-        log(f"  [{status}] {name} ({server}): {figures}")
-        results.append({"name": name, "server": server, "status": status, "figures": figures})
+    record = recorder(results)
 
     quick = os.environ.get("BENCH_FAULTS_QUICK") == "1"
     for f in (fault_kill9, fault_reload, fault_quit, fault_slowloris, fault_flood):
@@ -846,11 +854,22 @@ def sec_faults():
         kv_fault_kill9(record)
     except Exception as e:
         record("kill -9 of the kv process", False, f"harness error: {e!r}")
-    if subprocess.run(["cargo", "fuzz", "--version"], capture_output=True).returncode != 0:
-        record("fuzzing (cargo fuzz)", "SKIPPED", "cargo-fuzz is not installed")
-    else:
-        record("fuzzing (cargo fuzz)", "SKIPPED", "no fuzz targets under bench/fuzz yet")
+    fuzz_row(record)
     save("faults", faults_md(m, results), {"machine": m, "rows": results})
+
+
+def fuzz_row(record):
+    """The fuzzing row of faults: a summary of the last `bench/run.sh fuzz`."""
+    p = os.path.join(RESULTS, "fuzz.json")
+    if not os.path.exists(p):
+        record("fuzzing (cargo fuzz)", "SKIPPED", "not run yet: `bench/run.sh fuzz`")
+        return
+    j = json.load(open(p))
+    crashes = sum(len(r["crashes"]) for r in j["rows"])
+    figures = "; ".join(f"{r['target']} {r['runs']:,} runs" for r in j["rows"])
+    record("fuzzing (cargo fuzz)", crashes == 0,
+           f"{j['secs']} s per target, {crashes} crashes ({figures}; {j['machine']['date']}, "
+           f"see Fuzzing)")
 
 
 def faults_md(m, results, note=""):
@@ -872,13 +891,7 @@ def sec_faults_kv():
     p = os.path.join(RESULTS, "faults.json")
     j = json.load(open(p)) if os.path.exists(p) else {"machine": machine(), "rows": []}
     new = []
-
-    def record(name, ok, figures, server="gyre"):
-        status = "PASS" if ok is True else ("FAIL" if ok is False else ok)
-        log(f"  [{status}] {name} ({server}): {figures}")
-        new.append({"name": name, "server": server, "status": status, "figures": figures})
-
-    kv_fault_kill9(record)
+    kv_fault_kill9(recorder(new))
     rows = [r for r in j["rows"] if not r["name"].startswith("kill -9 of the kv process")]
     at = next((i for i, r in enumerate(rows) if r["name"].startswith("fuzzing")), len(rows))
     rows[at:at] = new
@@ -1660,9 +1673,139 @@ GET p99 ≤ 2 ms.
 """
 
 
+# ------------------------------------------------------------------------ fuzz
+
+# (target, dictionary, what it drives); the crate is fuzz/ (its own workspace).
+FUZZ_TARGETS = [
+    ("http_conn", "http.dict", "gyre_http::Connection: reads at arbitrary splits, pipelining, "
+                               "timeouts, lingering, idle resume"),
+    ("resp_parse", "kv.dict", "gyre_kv::RequestParser alone: multibulk and inline, tiny and "
+                              "default limits"),
+    ("kv_server", "kv.dict", "gyre_kv::Server::feed: every command on arbitrary argv, serverCron"),
+]
+FUZZ_SECS = int(os.environ.get("BENCH_FUZZ_SECS", "300"))
+
+
+def sec_fuzz():
+    """Each cargo-fuzz target for FUZZ_SECS seconds, one after the other,
+    libFuzzer in-process (one core: what `-jobs=1 -workers=1` amounts to
+    without the extra parent process), starting from the checked-in seeds
+    only, so runs are comparable. New corpus units are then added to
+    fuzz/corpus/TARGET (ignored by git) for manual runs to continue from."""
+    m = machine()
+    fuzz = os.path.join(ROOT, "fuzz")
+    version = subprocess.run(["cargo", "fuzz", "--version"], capture_output=True,
+                             text=True).stdout.strip()
+    log(f"fuzz: building the targets ({version})")
+    subprocess.run(["cargo", "+nightly", "fuzz", "build"], cwd=ROOT, check=True)
+    rows = []
+    for name, dic, what in FUZZ_TARGETS:
+        kept = os.path.join(fuzz, "corpus", name)  # seeds + what earlier runs found
+        corpus = os.path.join(TMP, "corpus", name)
+        os.makedirs(corpus)
+        for f in os.listdir(kept):
+            if f.startswith("seed-"):
+                shutil.copyfile(os.path.join(kept, f), os.path.join(corpus, f))
+        log(f"fuzz: {name} for {FUZZ_SECS} s")
+        logf = os.path.join(TMP, f"fuzz-{name}.log")
+        t0 = time.time()
+        with open(logf, "w") as out:
+            rc = subprocess.run(
+                ["cargo", "+nightly", "fuzz", "run", name, corpus, "--",
+                 f"-max_total_time={FUZZ_SECS}", "-timeout=10", "-print_final_stats=1",
+                 f"-dict={os.path.join(fuzz, 'dict', dic)}"],
+                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT).returncode
+        row = fuzz_stats(open(logf, errors="replace").read())
+        row.update(target=name, what=what, secs=round(time.time() - t0), rc=rc)
+        if rc != 0 and not row["crashes"]:
+            row["crashes"].append({"artifact": None, "reason": f"exit status {rc}"})
+        if row["crashes"]:  # keep the log beside the crash input
+            os.makedirs(os.path.join(fuzz, "artifacts", name), exist_ok=True)
+            shutil.copyfile(logf, os.path.join(fuzz, "artifacts", name, "run.log"))
+        for f in os.listdir(corpus):
+            if not os.path.exists(os.path.join(kept, f)):
+                shutil.copyfile(os.path.join(corpus, f), os.path.join(kept, f))
+        log(f"  {name}: {row['runs']:,} runs, {row['exec_s']:,} exec/s, cov {row['cov']}, "
+            f"ft {row['ft']}, crashes {len(row['crashes'])}")
+        rows.append(row)
+    save("fuzz", fuzz_md(m, version, rows), {"machine": m, "cargo_fuzz": version,
+                                             "secs": FUZZ_SECS, "rows": rows})
+    refresh_fuzz_row()
+
+
+def refresh_fuzz_row():
+    """Splices the new fuzzing summary into faults.json/md without re-running
+    the fault tests (as faults-kv does for its row)."""
+    p = os.path.join(RESULTS, "faults.json")
+    if not os.path.exists(p):
+        return
+    j = json.load(open(p))
+    new = []
+    fuzz_row(recorder(new))
+    j["rows"] = [r for r in j["rows"] if not r["name"].startswith("fuzzing")] + new
+    note = (f" The kv kill -9 row was re-run alone (`bench/run.sh faults-kv`) on "
+            f"{j['kv_row_run']}." if "kv_row_run" in j else "")
+    save("faults", faults_md(j["machine"], j["rows"], note), j)
+
+
+def fuzz_stats(text):
+    """Figures from a libFuzzer log: the last status line and the final stats."""
+    row = {"runs": 0, "exec_s": 0, "cov": 0, "ft": 0, "corpus": 0, "new_units": 0,
+           "rss_mb": 0, "counters": 0, "crashes": []}
+    for k, pat in (("runs", r"stat::number_of_executed_units: *(\d+)"),
+                   ("exec_s", r"stat::average_exec_per_sec: *(\d+)"),
+                   ("new_units", r"stat::new_units_added: *(\d+)"),
+                   ("rss_mb", r"stat::peak_rss_mb: *(\d+)"),
+                   ("counters", r"\((\d+) inline 8-bit counters\)")):
+        mm = re.search(pat, text)
+        if mm:
+            row[k] = int(mm.group(1))
+    status = re.findall(r"^#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)/", text, re.M)
+    if status:
+        runs, row["cov"], row["ft"], row["corpus"] = (int(x) for x in status[-1])
+        row["runs"] = row["runs"] or runs
+    lines = text.splitlines()
+    reason = next((f"{l.strip()} {lines[i + 1].strip()}" for i, l in enumerate(lines[:-1])
+                   if "panicked at" in l), None)
+    reason = reason or next((l.strip() for l in lines
+                             if re.search(r"ERROR: (libFuzzer|AddressSanitizer)", l)), None)
+    for line in lines:
+        mm = re.search(r"Test unit written to (\S+)", line)
+        if mm and not os.path.basename(mm.group(1)).startswith("slow-unit-"):
+            row["crashes"].append({"artifact": os.path.relpath(mm.group(1), ROOT),
+                                   "reason": reason})
+    return row
+
+
+def fuzz_md(m, version, rows):
+    t = table(["target", "drives", "runs", "exec/s", "cov", "ft", "corpus", "peak RSS",
+               "crashes"],
+              [[f"`{r['target']}`", r["what"], f"{r['runs']:,}", f"{r['exec_s']:,}",
+                f"{r['cov']:,} of {r['counters']:,}", f"{r['ft']:,}", r["corpus"],
+                f"{r['rss_mb']} MiB", f"**{len(r['crashes'])}**"] for r in rows])
+    crashes = [f"- `{r['target']}`: `{c['artifact']}`: {c['reason']}"
+               for r in rows for c in r["crashes"]]
+    secs = rows[0]["secs"] if rows else 0
+    return f"""## Fuzzing (`bench/run.sh fuzz [seconds]`)
+
+{mline(m)}. {version} on nightly Rust: libFuzzer in-process on one core, AddressSanitizer,
+debug assertions and overflow checks; each target alone for {FUZZ_SECS} s (≈{secs} s with
+startup), starting from its checked-in seeds (`fuzz/corpus/TARGET/seed-*`) with its
+dictionary (`fuzz/dict/`). `cov` counts the instrumented edges reached (of all edges
+in the binary, libFuzzer's and std's included), `ft` libFuzzer's finer features. A crash
+stops its target's run; the input is kept in `fuzz/artifacts/TARGET/`.
+
+{t}
+{chr(10).join(crashes) if crashes else ""}
+Reproduce one target: `cargo +nightly fuzz run http_conn -- -max_total_time=300
+-dict=fuzz/dict/http.dict` (from the repository root; `resp_parse` and `kv_server`
+take `fuzz/dict/kv.dict`). Replay a crash: `cargo +nightly fuzz run TARGET ARTIFACT`.
+"""
+
+
 # --------------------------------------------------------------------- report
 
-ORDER = ["http", "ceiling", "memory", "balance", "faults", "kv", "core"]
+ORDER = ["http", "ceiling", "memory", "balance", "faults", "fuzz", "kv", "core"]
 
 
 def report():
@@ -1684,7 +1827,7 @@ def report():
 # Benchmarks
 
 Speed goals are judged here, never in timed tests. Every figure below comes from
-`bench/run.sh [http|core|memory|balance|ceiling|faults|kv|all]`; each section names
+`bench/run.sh [http|core|memory|balance|ceiling|faults|kv|fuzz|all]`; each section names
 the machine and time of its run. The machine is a {m['nproc']}-core {m['model']} VM
 where wrk (or redis-benchmark) itself takes about one core, so gyre and nginx (or
 redis-server) are always measured side by side in one run and compared as ratios; server CPU per request and syscalls per
@@ -1762,7 +1905,7 @@ def write_svg():
 
 SECTIONS = {"http": sec_http, "core": sec_core, "memory": sec_memory, "balance": sec_balance,
             "ceiling": sec_ceiling, "faults": sec_faults, "faults-kv": sec_faults_kv, "kv": sec_kv,
-            "report": report}
+            "fuzz": sec_fuzz, "report": report}
 
 
 def main():
@@ -1781,7 +1924,13 @@ def main():
         return _slowget_main(int(args[1]), int(args[2]), int(args[3]))
     if args[0] == "_slowloris":
         return _slowloris_main(int(args[1]), int(args[2]), float(args[3]), float(args[4]))
-    for a in args:
+    global FUZZ_SECS
+    for i, a in enumerate(args):
+        if a.isdigit():  # `fuzz SECONDS`
+            continue
+        if a == "fuzz" and i + 1 < len(args) and args[i + 1].isdigit():
+            FUZZ_SECS = int(args[i + 1])
+        # fuzz is not part of all: it needs nightly Rust and 3 × 5 minutes.
         todo = ["http", "ceiling", "memory", "balance", "faults", "core", "kv"] if a == "all" else [a]
         for sec in todo:
             if sec not in SECTIONS:

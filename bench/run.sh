@@ -1,27 +1,47 @@
 #!/usr/bin/env bash
 # gyre vs nginx (and gyre's kv process vs redis-server) benchmarks and fault tests; issue 6.
 #   bench/run.sh [http|core|memory|balance|ceiling|faults|faults-kv|kv|all|report]...
+#   bench/run.sh fuzz [seconds]   cargo-fuzz targets in fuzz/, each for seconds (300);
+#                                 not part of all (nightly Rust, 3 x 5 minutes)
 # Needs: Debian's nginx wrk strace valgrind redis-server redis-tools (installed with
 # apt-get when missing), gcc, python3 (no packages), cargo. Runs everything on
 # 127.0.0.1; rewrites BENCHMARKS.md and bench/results.svg from bench/results/.
 # Knobs: BENCH_SECS BENCH_ROUNDS BENCH_CONNS BENCH_STRACE_SECS BENCH_CHURN_SECS
 #        BENCH_FAULTS_QUICK=1 (skip the long connection-churn test);
 #        kv: BENCH_KV_N BENCH_KV_NP (redis-benchmark -n at -P 1 / -P 16),
-#        BENCH_KV_IDLE (idle clients), BENCH_KV_KEYS (keys for the expiry test).
+#        BENCH_KV_IDLE (idle clients), BENCH_KV_KEYS (keys for the expiry test);
+#        fuzz: BENCH_FUZZ_SECS (seconds per target when none is given).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need=()
-for t in nginx:nginx wrk:wrk strace:strace valgrind:valgrind redis-server:redis-server redis-cli:redis-tools; do
-    command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
+# fuzz and report need neither the servers nor gyre's release build.
+servers=0 fuzz=0
+for a in "${@:-all}"; do
+    case $a in
+        fuzz) fuzz=1 ;;
+        report | [0-9]*) ;;
+        *) servers=1 ;;
+    esac
 done
-if ((${#need[@]})); then
-    echo "installing: ${need[*]}"
-    apt-get install -y "${need[@]}" || { apt-get update && apt-get install -y "${need[@]}"; }
-fi
-command -v gcc >/dev/null || { echo "gcc is needed for bench/ceiling.c" >&2; exit 1; }
 
-cargo build --release -p gyre
+if ((servers)); then
+    need=()
+    for t in nginx:nginx wrk:wrk strace:strace valgrind:valgrind redis-server:redis-server redis-cli:redis-tools; do
+        command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
+    done
+    if ((${#need[@]})); then
+        echo "installing: ${need[*]}"
+        apt-get install -y "${need[@]}" || { apt-get update && apt-get install -y "${need[@]}"; }
+    fi
+    command -v gcc >/dev/null || { echo "gcc is needed for bench/ceiling.c" >&2; exit 1; }
+
+    cargo build --release -p gyre
+fi
+
+if ((fuzz)); then
+    cargo +nightly --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal
+    cargo fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz
+fi
 
 export BENCH_TMP
 BENCH_TMP=$(mktemp -d /tmp/gyre-bench-XXXXXX)
