@@ -994,6 +994,8 @@ impl Connection {
         self.disposition = d;
         self.cur = None;
         self.inbuf.clear();
+        // The parser's offsets pointed into the input just dropped.
+        self.head.reset(&self.st);
     }
 
     fn bare_log(&self, status: u16, now: Msec) -> LogRecord {
