@@ -10,6 +10,7 @@
 //! * [`server`] — server state, client registry, [`server::Server::feed`]
 //!   (parse + execute a read's worth of input), [`server::Server::cron`]
 //!   (serverCron minus I/O) and [`server::Server::before_sleep`].
+//! * [`hash`] — the keyspace hash (keyed SipHash-1-2).
 //! * [`info`] — INFO text.
 //! * [`conf`] — the `kv {}` configuration block.
 //!
@@ -48,6 +49,7 @@ pub mod db;
 pub mod float;
 pub mod glob;
 pub mod glue;
+pub mod hash;
 pub mod info;
 pub mod resp;
 pub mod server;
