@@ -22,10 +22,11 @@
 //!                          Ok(id) => register conn with id,
 //!                          Err(bytes) => write bytes, close }
 //! on readable(conn):    read into conn.inbuf (append)
-//!                       out = conn.outbuf (one Vec per batch)
+//!                       out = a reply buffer shared by all connections, cleared
 //!                       o = server.feed(id, &conn.inbuf, now_ms, &mut out)
 //!                       conn.inbuf.drain(..o.consumed)
-//!                       write out (one writev per read batch)
+//!                       send out (one send per read batch); keep what the
+//!                       socket did not take in conn.pending
 //!                       if o.close { close after the write; server.disconnect(id) }
 //!                       for k in server.take_clients_to_close() { close k; server.disconnect(k) }
 //! on closed(conn):      server.disconnect(id)
