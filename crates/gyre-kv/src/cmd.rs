@@ -3,7 +3,7 @@
 
 use crate::float::incr_by_float;
 use crate::glob::stringmatch;
-use crate::resp::{self, Proto};
+use crate::resp::{self, Argv, Proto};
 use crate::server::{ClientId, Server};
 use crate::util::{memtoull, parse_cursor, string2ll};
 
@@ -29,7 +29,7 @@ pub struct CommandSpec {
 
 /// Per-call context handed to a command.
 pub struct Ctx<'a> {
-    pub argv: &'a [Vec<u8>],
+    pub argv: Argv<'a>,
     /// Unix time in ms (the command's time snapshot).
     pub now: i64,
     pub out: &'a mut Vec<u8>,
@@ -41,7 +41,7 @@ pub struct Ctx<'a> {
     pub errors: u64,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
     fn ok(&mut self) {
         self.out.extend_from_slice(b"+OK\r\n");
     }
@@ -70,8 +70,10 @@ impl Ctx<'_> {
     fn set_len(&mut self, n: usize) {
         resp::write_set_len(self.out, n, self.proto);
     }
-    fn arg(&self, i: usize) -> &[u8] {
-        self.argv.get(i).map(Vec::as_slice).unwrap_or_default()
+    /// Argument `i` (empty if missing), borrowed from the input, not
+    /// from `self`: replies can be written while it is held.
+    fn arg(&self, i: usize) -> &'a [u8] {
+        self.argv.get(i).unwrap_or_default()
     }
     fn argc(&self) -> usize {
         self.argv.len()
@@ -102,7 +104,7 @@ fn c_str(b: &[u8], n: usize) -> &[u8] {
 }
 
 /// `ERR unknown command 'foo', with args beginning with: 'a' 'b' `.
-pub(crate) fn unknown_command_error(argv: &[Vec<u8>]) -> Vec<u8> {
+pub(crate) fn unknown_command_error(argv: Argv<'_>) -> Vec<u8> {
     let mut args: Vec<u8> = Vec::new();
     for a in argv.iter().skip(1) {
         if args.len() >= 128 {
@@ -114,10 +116,7 @@ pub(crate) fn unknown_command_error(argv: &[Vec<u8>]) -> Vec<u8> {
         args.extend_from_slice(b"' ");
     }
     let mut m = b"ERR unknown command '".to_vec();
-    m.extend_from_slice(c_str(
-        argv.first().map(Vec::as_slice).unwrap_or_default(),
-        128,
-    ));
+    m.extend_from_slice(c_str(argv.get(0).unwrap_or_default(), 128));
     m.extend_from_slice(b"', with args beginning with: ");
     m.extend_from_slice(&args);
     m
@@ -130,13 +129,66 @@ pub(crate) fn unknown_subcommand_error(spec: &CommandSpec, sub: &[u8]) -> Vec<u8
     m
 }
 
-/// Redis's `fullname` of the executed command, for CLIENT LIST's `cmd=`.
-pub(crate) fn full_name(spec: &CommandSpec, argv: &[Vec<u8>], name: &[u8]) -> String {
-    let top = String::from_utf8_lossy(name).to_ascii_lowercase();
-    if top != spec.name && argv.len() >= 2 {
-        format!("{top}|{}", spec.name)
-    } else {
-        spec.name.to_string()
+/// A resolved command: the spec that runs, and its container command for
+/// a subcommand (`CLIENT LIST`: `client` and `list`).
+#[derive(Clone, Copy, Debug)]
+pub struct Resolved {
+    pub parent: Option<&'static CommandSpec>,
+    pub spec: &'static CommandSpec,
+}
+
+impl Resolved {
+    /// Redis's `fullname` (CLIENT LIST's `cmd=`): `get`, `client|list`.
+    pub fn full_name(&self) -> String {
+        match self.parent {
+            Some(p) => format!("{}|{}", p.name, self.spec.name),
+            None => self.spec.name.to_string(),
+        }
+    }
+}
+
+/// The command table by name, case-insensitive, looked up without
+/// allocating: open addressing (linear probing) in a power-of-two table
+/// at most a quarter full, indexed by FNV-1a of the lowercased name. The
+/// names are fixed and few, so a simple hash is enough: no input can make
+/// the table longer, only a miss probe a few slots.
+#[derive(Debug)]
+pub(crate) struct CommandTable {
+    slots: Vec<Option<&'static CommandSpec>>,
+}
+
+fn name_hash(name: &[u8]) -> usize {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in name {
+        h = (h ^ u32::from(b.to_ascii_lowercase())).wrapping_mul(0x0100_0193);
+    }
+    h as usize
+}
+
+impl CommandTable {
+    pub(crate) fn new(specs: &'static [CommandSpec]) -> CommandTable {
+        let size = (specs.len() * 4).next_power_of_two();
+        let mut slots = vec![None; size];
+        for spec in specs {
+            let mut i = name_hash(spec.name.as_bytes()) & (size - 1);
+            while slots[i].is_some() {
+                i = (i + 1) & (size - 1);
+            }
+            slots[i] = Some(spec);
+        }
+        CommandTable { slots }
+    }
+
+    pub(crate) fn get(&self, name: &[u8]) -> Option<&'static CommandSpec> {
+        let mask = self.slots.len() - 1;
+        let mut i = name_hash(name) & mask;
+        loop {
+            let spec = self.slots[i]?;
+            if spec.name.as_bytes().eq_ignore_ascii_case(name) {
+                return Some(spec);
+            }
+            i = (i + 1) & mask;
+        }
     }
 }
 
@@ -1081,16 +1133,16 @@ fn ping(_: &mut Server, ctx: &mut Ctx<'_>) {
     match ctx.argc() {
         1 => ctx.simple("PONG"),
         2 => {
-            let m = ctx.arg(1).to_vec();
-            ctx.bulk(&m)
+            let m = ctx.arg(1);
+            ctx.bulk(m)
         }
         _ => ctx.err("ERR wrong number of arguments for 'ping' command"),
     }
 }
 
 fn echo(_: &mut Server, ctx: &mut Ctx<'_>) {
-    let m = ctx.arg(1).to_vec();
-    ctx.bulk(&m);
+    let m = ctx.arg(1);
+    ctx.bulk(m);
 }
 
 fn quit(_: &mut Server, ctx: &mut Ctx<'_>) {
@@ -1229,8 +1281,10 @@ fn flushall(server: &mut Server, ctx: &mut Ctx<'_>) {
 }
 
 fn info(server: &mut Server, ctx: &mut Ctx<'_>) {
-    let sections: Vec<Vec<u8>> = ctx.argv[1..]
+    let sections: Vec<Vec<u8>> = ctx
+        .argv
         .iter()
+        .skip(1)
         .map(|a| a.to_ascii_lowercase())
         .collect();
     let text = crate::info::render(server, ctx.now, &sections);
@@ -1664,7 +1718,12 @@ fn client_line(server: &Server, id: ClientId, now: i64, cur: Option<(&Ctx<'_>, &
     // The calling client's db/resp/cmd are only written back after the call.
     let (db, resp, cmd) = match cur {
         Some((ctx, name)) if ctx.client_id == id => (ctx.db, ctx.proto, name.to_string()),
-        _ => (c.db, c.resp, c.last_cmd.clone()),
+        _ => (
+            c.db,
+            c.resp,
+            c.last_cmd
+                .map_or_else(|| "NULL".to_string(), |r| r.full_name()),
+        ),
     };
     let name = c
         .name
@@ -1851,12 +1910,8 @@ fn client_help(_: &mut Server, ctx: &mut Ctx<'_>) {
 // ------------------------------------------------------------ strings
 
 fn get(server: &mut Server, ctx: &mut Ctx<'_>) {
-    let (db, now) = (ctx.db, ctx.now);
-    let v = server.dbs[db]
-        .lookup_read(ctx.arg(1), now)
-        .map(|e| e.value.to_vec());
-    match v {
-        Some(v) => ctx.bulk(&v),
+    match server.dbs[ctx.db].lookup_read(ctx.arg(1), ctx.now) {
+        Some(e) => resp::write_bulk(ctx.out, e.value),
         None => ctx.null(),
     }
 }
@@ -1970,18 +2025,18 @@ fn set_generic(
         },
         None => None,
     };
-    let (db, now) = (ctx.db, ctx.now);
-    let key = ctx.argv[key].clone();
+    let (key, value) = (ctx.arg(key), ctx.arg(val));
+    // One hash and lookup (with lazy expiry) for the whole command.
+    let d = &mut server.dbs[ctx.db];
+    let p = d.probe(key, ctx.now);
+    let found = p.found();
     if flags & F_GET != 0 {
-        let old = server.dbs[db]
-            .lookup_read(&key, now)
-            .map(|e| e.value.to_vec());
-        match old {
-            Some(v) => ctx.bulk(&v),
+        d.count_read(found);
+        match d.probed_value(&p) {
+            Some(v) => resp::write_bulk(ctx.out, v),
             None => ctx.null(),
         }
     }
-    let found = server.dbs[db].exists(&key, now);
     if (flags & F_NX != 0 && found) || (flags & F_XX != 0 && !found) {
         if flags & F_GET == 0 {
             match replies {
@@ -1991,11 +2046,9 @@ fn set_generic(
         }
         return;
     }
-    let value = ctx.argv[val].clone();
-    let d = &mut server.dbs[db];
-    d.set(&key, value, flags & F_KEEPTTL != 0);
+    let p = d.set_probed(p, key, value, flags & F_KEEPTTL != 0);
     if let Some(w) = when {
-        d.set_expire(&key, w);
+        d.set_expire_probed(&p, w);
     }
     server.dirty += 1;
     if flags & F_GET == 0 {
@@ -2092,11 +2145,8 @@ fn mget(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
     ctx.array(ctx.argc() - 1);
     for i in 1..ctx.argc() {
-        let v = server.dbs[db]
-            .lookup_read(&ctx.argv[i], now)
-            .map(|e| e.value.to_vec());
-        match v {
-            Some(v) => ctx.bulk(&v),
+        match server.dbs[db].lookup_read(ctx.arg(i), now) {
+            Some(e) => resp::write_bulk(ctx.out, e.value),
             None => ctx.null(),
         }
     }
@@ -2117,7 +2167,7 @@ fn mset_generic(server: &mut Server, ctx: &mut Ctx<'_>, nx: bool, name: &str) {
         return ctx.int(0);
     }
     for i in (1..ctx.argc()).step_by(2) {
-        server.dbs[db].set(&ctx.argv[i], ctx.argv[i + 1].clone(), false);
+        server.dbs[db].set(ctx.arg(i), ctx.arg(i + 1).to_vec(), false);
         server.dirty += 1;
     }
     if nx {
@@ -2327,7 +2377,7 @@ fn setrange(server: &mut Server, ctx: &mut Ctx<'_>) {
 fn del(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
     let mut n = 0;
-    for k in &ctx.argv[1..] {
+    for k in ctx.argv.iter().skip(1) {
         if server.dbs[db].delete(k, now) {
             n += 1;
         }
@@ -2338,8 +2388,10 @@ fn del(server: &mut Server, ctx: &mut Ctx<'_>) {
 
 fn exists(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
-    let n = ctx.argv[1..]
+    let n = ctx
+        .argv
         .iter()
+        .skip(1)
         .filter(|k| server.dbs[db].lookup_read(k, now).is_some())
         .count();
     ctx.int(n as i64);

@@ -13,8 +13,9 @@
 //!   when short (keys up to 22 bytes, values up to 30): a typical key costs
 //!   no allocation at all. The dense vector is also what RANDOMKEY samples
 //!   in O(1) and what SCAN walks from the top down.
-//! * `map: HashMap<u64, u32>` — the key's 64-bit hash (keyed SipHash,
-//!   random per database, so no one can aim collisions) to its node index.
+//! * `map: HashMap<u64, u32>` — the key's 64-bit hash (keyed SipHash-1-2,
+//!   random per database, so no one can aim collisions: see
+//!   [`crate::hash`]) to its node index.
 //!   The map never touches key bytes: removal and fix-ups go by the stored
 //!   hash. Full-hash collisions chain through `Node::next` (and are
 //!   resolved by comparing key bytes).
@@ -35,9 +36,10 @@
 //! driven by `Server`'s expire cycle).
 
 use std::collections::hash_map::{Entry as MapEntry, HashMap};
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::glob::stringmatch;
+use crate::hash::KeyHasher;
 use crate::util::Rng;
 
 /// Estimated per-key overhead in bytes (node, map slot, TTL slot), for the
@@ -84,6 +86,16 @@ enum Value {
 }
 
 impl Value {
+    fn from_slice(v: &[u8]) -> Value {
+        if v.len() <= VAL_INLINE {
+            let mut buf = [0; VAL_INLINE];
+            buf[..v.len()].copy_from_slice(v);
+            Value::Inline(v.len() as u8, buf)
+        } else {
+            Value::Heap(v.to_vec())
+        }
+    }
+
     fn new(v: Vec<u8>) -> Value {
         if v.len() <= VAL_INLINE {
             let mut buf = [0; VAL_INLINE];
@@ -163,6 +175,21 @@ impl Hasher for IdHasher {
 
 type IdMap = HashMap<u64, u32, BuildHasherDefault<IdHasher>>;
 
+/// Where a key is, found once for a read-modify-write (SET): its hash and
+/// its live node, if any. Valid until the database changes.
+#[derive(Clone, Copy, Debug)]
+pub struct Probe {
+    hash: u64,
+    index: Option<usize>,
+}
+
+impl Probe {
+    /// The key exists (and is live).
+    pub fn found(&self) -> bool {
+        self.index.is_some()
+    }
+}
+
 /// A looked-up key: its value and TTL.
 #[derive(Debug)]
 pub struct Entry<'a> {
@@ -199,7 +226,7 @@ pub struct Db {
     map: IdMap,
     nodes: Vec<Node>,
     ttl: Vec<TtlRef>,
-    hasher: RandomState,
+    hasher: KeyHasher,
     /// All ones; tests clear bits to force full-hash collisions.
     hash_mask: u64,
     /// Running average TTL of sampled keys (Redis's `avg_ttl`), in ms.
@@ -227,7 +254,7 @@ impl Db {
             map: IdMap::default(),
             nodes: Vec::new(),
             ttl: Vec::new(),
-            hasher: RandomState::new(),
+            hasher: KeyHasher::random(),
             hash_mask: u64::MAX,
             avg_ttl: 0,
             stats: DbStats::default(),
@@ -256,7 +283,7 @@ impl Db {
     }
 
     fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key) & self.hash_mask
+        self.hasher.hash(key) & self.hash_mask
     }
 
     /// Node index of `key` (hash already computed).
@@ -439,16 +466,61 @@ impl Db {
     /// (SET semantics). Does not check expiry: callers did a lookup.
     pub fn set(&mut self, key: &[u8], value: Vec<u8>, keep_ttl: bool) {
         let h = self.hash(key);
-        if let Some(i) = self.find_hashed(h, key) {
+        let p = Probe {
+            hash: h,
+            index: self.find_hashed(h, key),
+        };
+        self.store(p, key, Value::new(value), keep_ttl);
+    }
+
+    /// Find `key` once for a write: hash, lookup and lazy expiry (an
+    /// expired key is reclaimed and counted, as a write lookup does). No
+    /// hit/miss accounting (see [`Db::count_read`]).
+    pub fn probe(&mut self, key: &[u8], now: i64) -> Probe {
+        let hash = self.hash(key);
+        let mut index = self.find_hashed(hash, key);
+        if let Some(i) = index {
+            if self.expire_at_if_needed(i, now) {
+                index = None;
+            }
+        }
+        Probe { hash, index }
+    }
+
+    /// The value of a probed key.
+    pub fn probed_value(&self, p: &Probe) -> Option<&[u8]> {
+        p.index.map(|i| self.nodes[i].value.as_slice())
+    }
+
+    /// Count a read lookup's hit or miss (INFO keyspace_hits/misses) for a
+    /// command that read through [`Db::probe`].
+    pub fn count_read(&mut self, hit: bool) {
+        if hit {
+            self.stats.keyspace_hits += 1;
+        } else {
+            self.stats.keyspace_misses += 1;
+        }
+    }
+
+    /// [`Db::set`] at a place [`Db::probe`] found for `key` (nothing
+    /// changed the database since), from a borrowed value; returns the
+    /// probe of the stored key.
+    pub fn set_probed(&mut self, p: Probe, key: &[u8], value: &[u8], keep_ttl: bool) -> Probe {
+        self.store(p, key, Value::from_slice(value), keep_ttl)
+    }
+
+    fn store(&mut self, p: Probe, key: &[u8], value: Value, keep_ttl: bool) -> Probe {
+        let vlen = value.as_slice().len() as u64;
+        if let Some(i) = p.index {
             let n = &mut self.nodes[i];
-            self.mem =
-                self.mem.saturating_sub(n.value.as_slice().len() as u64) + value.len() as u64;
-            n.value = Value::new(value);
+            self.mem = self.mem.saturating_sub(n.value.as_slice().len() as u64) + vlen;
+            n.value = value;
             if !keep_ttl {
                 self.remove_expire_at(i);
             }
-            return;
+            return p;
         }
+        let h = p.hash;
         let idx = self.nodes.len() as u32;
         let next = match self.map.entry(h) {
             MapEntry::Occupied(mut e) => std::mem::replace(e.get_mut(), idx),
@@ -457,15 +529,19 @@ impl Db {
                 NONE
             }
         };
-        self.mem += entry_mem(key, &value);
+        self.mem += ENTRY_OVERHEAD + key.len() as u64 + vlen;
         self.nodes.push(Node {
             hash: h,
             expire: NO_EXPIRE,
             next,
             ttl_slot: NONE,
             key: KeyBytes::new(key),
-            value: Value::new(value),
+            value,
         });
+        Probe {
+            hash: h,
+            index: Some(idx as usize),
+        }
     }
 
     /// Remove a key unconditionally, returning its value.
@@ -488,9 +564,27 @@ impl Db {
 
     /// Set an absolute expire time (ms, clamped to >= 0) on an existing key.
     pub fn set_expire(&mut self, key: &[u8], when: i64) -> bool {
-        let Some(i) = self.find(key) else {
-            return false;
-        };
+        match self.find(key) {
+            Some(i) => {
+                self.set_expire_at(i, when);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// [`Db::set_expire`] on a probed key; false if it does not exist.
+    pub fn set_expire_probed(&mut self, p: &Probe, when: i64) -> bool {
+        match p.index {
+            Some(i) => {
+                self.set_expire_at(i, when);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn set_expire_at(&mut self, i: usize, when: i64) {
         let when = when.max(0);
         let n = &mut self.nodes[i];
         n.expire = when;
@@ -503,7 +597,6 @@ impl Db {
         } else if let Some(t) = self.ttl.get_mut(n.ttl_slot as usize) {
             t.expire = when;
         }
-        true
     }
 
     fn remove_expire_at(&mut self, i: usize) -> bool {

@@ -28,9 +28,11 @@
 //! iteration.
 //!
 //! A read is parsed and executed whole (every pipelined command in it) and
-//! its replies go out in one send. While replies are pending (the client
-//! is not reading) the connection stops reading, so a pipelining client
-//! cannot grow the output without bound.
+//! its replies go out in one send, straight from a reply buffer shared by
+//! all connections (like the read buffer): a connection only holds replies
+//! the socket did not take. While replies are pending (the client is not
+//! reading) the connection stops reading, so a pipelining client cannot
+//! grow the output without bound.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -45,6 +47,9 @@ use crate::server::{ClientId, Config, Server, EXPIRE_SLICE_GAP_MS};
 
 /// Read buffer shared by every connection.
 const READ_BUF: usize = 16 * 1024;
+/// The shared reply buffer keeps at most this much capacity after a batch
+/// (a large reply, e.g. KEYS, is not held for good).
+const REPLY_BUF_KEEP: usize = 64 * 1024;
 
 /// The sockets `conf` listens on.
 pub fn listeners(conf: &KvConf) -> Vec<ListenOptions> {
@@ -84,6 +89,8 @@ struct Shared {
     /// picked.
     conns: RefCell<HashMap<ClientId, ConnId>>,
     buf: RefCell<Vec<u8>>,
+    /// Replies of the read being executed (see the module documentation).
+    out: RefCell<Vec<u8>>,
     /// The expire-slice time event is armed.
     slicing: Cell<bool>,
 }
@@ -98,6 +105,7 @@ pub fn init(conf: &KvConf, core: &mut Core, listeners: Vec<Listener>) -> io::Res
         server: RefCell::new(Server::new(config(conf), now_ms(core))),
         conns: RefCell::new(HashMap::new()),
         buf: RefCell::new(vec![0; READ_BUF]),
+        out: RefCell::new(Vec::with_capacity(READ_BUF)),
         slicing: Cell::new(false),
     });
     for ls in listeners {
@@ -223,7 +231,7 @@ struct KvConn {
     /// An incomplete command line kept between reads (bulk payloads are
     /// held by the parser itself).
     inbuf: Vec<u8>,
-    /// Replies not yet written.
+    /// Replies the socket did not take yet.
     out: Vec<u8>,
     out_off: usize,
     close_after: bool,
@@ -238,11 +246,10 @@ impl KvConn {
 
     /// Writes pending replies; true when all went out.
     fn flush(&mut self, core: &mut Core, c: ConnId) -> io::Result<bool> {
-        while self.out_off < self.out.len() {
-            match core.send(c, &self.out[self.out_off..]) {
-                Ok(n) => self.out_off += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) => return Err(e),
+        if self.out_off < self.out.len() {
+            self.out_off += send_all(core, c, &self.out[self.out_off..])?;
+            if self.out_off < self.out.len() {
+                return Ok(false);
             }
         }
         // Release the buffer: an idle client holds none.
@@ -272,27 +279,51 @@ impl KvConn {
                 Err(e) => return Err(e),
             };
             let now = now_ms(core);
+            let mut out = shared.out.borrow_mut();
+            out.clear();
             let mut server = shared.server.borrow_mut();
             let outcome = if self.inbuf.is_empty() {
-                let r = server.feed(self.id, &buf[..n], now, &mut self.out);
+                let r = server.feed(self.id, &buf[..n], now, &mut out);
                 if r.consumed < n && !r.close {
                     self.inbuf.extend_from_slice(&buf[r.consumed..n]);
                 }
                 r
             } else {
                 self.inbuf.extend_from_slice(&buf[..n]);
-                let r = server.feed(self.id, &self.inbuf, now, &mut self.out);
+                let r = server.feed(self.id, &self.inbuf, now, &mut out);
                 self.inbuf.drain(..r.consumed.min(self.inbuf.len()));
                 if self.inbuf.is_empty() {
                     self.inbuf = Vec::new();
                 }
                 r
             };
+            drop(server);
             if outcome.close {
                 self.close_after = true;
             }
+            let sent = send_all(core, c, &out)?;
+            if sent < out.len() {
+                self.out.extend_from_slice(&out[sent..]);
+                self.out_off = 0;
+            }
+            if out.capacity() > REPLY_BUF_KEEP {
+                *out = Vec::with_capacity(READ_BUF);
+            }
         }
     }
+}
+
+/// Sends as much of `b` as the socket takes; the bytes sent.
+fn send_all(core: &mut Core, c: ConnId, b: &[u8]) -> io::Result<usize> {
+    let mut off = 0;
+    while off < b.len() {
+        match core.send(c, &b[off..]) {
+            Ok(n) => off += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(off)
 }
 
 impl Handler for KvConn {

@@ -10,6 +10,7 @@
 //! * [`server`] — server state, client registry, [`server::Server::feed`]
 //!   (parse + execute a read's worth of input), [`server::Server::cron`]
 //!   (serverCron minus I/O) and [`server::Server::before_sleep`].
+//! * [`hash`] — the keyspace hash (keyed SipHash-1-2).
 //! * [`info`] — INFO text.
 //! * [`conf`] — the `kv {}` configuration block.
 //!
@@ -21,10 +22,11 @@
 //!                          Ok(id) => register conn with id,
 //!                          Err(bytes) => write bytes, close }
 //! on readable(conn):    read into conn.inbuf (append)
-//!                       out = conn.outbuf (one Vec per batch)
+//!                       out = a reply buffer shared by all connections, cleared
 //!                       o = server.feed(id, &conn.inbuf, now_ms, &mut out)
 //!                       conn.inbuf.drain(..o.consumed)
-//!                       write out (one writev per read batch)
+//!                       send out (one send per read batch); keep what the
+//!                       socket did not take in conn.pending
 //!                       if o.close { close after the write; server.disconnect(id) }
 //!                       for k in server.take_clients_to_close() { close k; server.disconnect(k) }
 //! on closed(conn):      server.disconnect(id)
@@ -48,6 +50,7 @@ pub mod db;
 pub mod float;
 pub mod glob;
 pub mod glue;
+pub mod hash;
 pub mod info;
 pub mod resp;
 pub mod server;

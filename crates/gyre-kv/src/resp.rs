@@ -104,6 +104,71 @@ pub enum Parsed {
     Error(ProtocolError),
 }
 
+/// A command's arguments: byte ranges of one buffer (the input, or the
+/// parser's own copy for a command that arrived in pieces). Borrowed, so a
+/// command costs no allocation per argument.
+#[derive(Clone, Copy, Debug)]
+pub struct Argv<'a> {
+    buf: &'a [u8],
+    spans: &'a [(usize, usize)],
+}
+
+impl<'a> Argv<'a> {
+    /// Arguments `buf[s..e]` for each `(s, e)` of `spans` (in bounds).
+    pub fn new(buf: &'a [u8], spans: &'a [(usize, usize)]) -> Argv<'a> {
+        Argv { buf, spans }
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    pub fn get(&self, i: usize) -> Option<&'a [u8]> {
+        let &(s, e) = self.spans.get(i)?;
+        self.buf.get(s..e)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let buf = self.buf;
+        self.spans.iter().map(move |&(s, e)| &buf[s..e])
+    }
+
+    pub fn to_vecs(&self) -> Vec<Vec<u8>> {
+        self.iter().map(<[u8]>::to_vec).collect()
+    }
+}
+
+impl std::ops::Index<usize> for Argv<'_> {
+    type Output = [u8];
+
+    fn index(&self, i: usize) -> &[u8] {
+        let (s, e) = self.spans[i];
+        &self.buf[s..e]
+    }
+}
+
+/// Where the arguments of a parsed command are (see [`RequestParser::next`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// In the buffer given to `next`, at the spans it filled.
+    Input,
+    /// In the parser ([`RequestParser::argv`]); call
+    /// [`RequestParser::clear_command`] once done with them.
+    Parser,
+}
+
+/// One step of [`RequestParser::next`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    Command(Source),
+    NeedMore,
+    Error(ProtocolError),
+}
+
 #[derive(Debug, Default)]
 enum State {
     /// Between commands.
@@ -119,23 +184,56 @@ enum State {
 /// Incremental RESP request parser, one per connection.
 ///
 /// Feed it the unconsumed part of the connection's input buffer; it returns
-/// how many bytes it consumed. Bytes of a partially received bulk argument
-/// are copied into the parser (so the caller can always drop consumed bytes);
-/// only an incomplete header or inline line (at most `inline_max_size`) is
-/// left unconsumed.
+/// how many bytes it consumed. A command that is complete in the buffer is
+/// not copied: its arguments are spans of the buffer (the fast path, which
+/// takes only well-formed commands and leaves anything else to the state
+/// machine). Bytes of a partially received command are copied into the
+/// parser (so the caller can always drop consumed bytes); only an
+/// incomplete header or inline line (at most `inline_max_size`) is left
+/// unconsumed.
 #[derive(Debug, Default)]
 pub struct RequestParser {
     limits: Limits,
     state: State,
-    args: Vec<Vec<u8>>,
-    /// Argument being filled while in `State::Bulk`.
-    cur: Vec<u8>,
-    /// Bytes held by `args` + `cur` (for the query buffer limit).
+    /// Arguments of the command being assembled by the state machine:
+    /// their bytes, back to back, and their spans in `data`.
+    data: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+    /// Bytes held by `data` (for the query buffer limit).
     pending: u64,
 }
 
 fn find(buf: &[u8], b: u8) -> Option<usize> {
     buf.iter().position(|&x| x == b)
+}
+
+/// A `*N` / `$N` header's number as the fast path takes it: 1 to 18
+/// digits, no leading zero (but `0` itself), then `\r` and one more byte
+/// (the state machine skips it unchecked as well). Anything else is left to
+/// the state machine. Returns the number and the offset past the header.
+fn header_num(buf: &[u8], mut i: usize) -> Option<(u64, usize)> {
+    let first = i;
+    let mut n = 0u64;
+    loop {
+        let b = *buf.get(i)?;
+        if b == b'\r' {
+            break;
+        }
+        if !b.is_ascii_digit() || i - first == 18 || (i > first && n == 0) {
+            return None;
+        }
+        n = n * 10 + u64::from(b - b'0');
+        i += 1;
+    }
+    if i == first || i + 1 >= buf.len() {
+        return None;
+    }
+    Some((n, i + 2))
+}
+
+/// Inline separators of an unquoted word ([`split_args`]).
+fn is_word_sep(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
 }
 
 impl RequestParser {
@@ -162,7 +260,7 @@ impl RequestParser {
     /// Capacity held by the parser's buffers (tests check that announced
     /// sizes are not allocated up front).
     pub fn buffered_capacity(&self) -> usize {
-        self.cur.capacity() + self.args.iter().map(|a| a.capacity()).sum::<usize>()
+        self.data.capacity() + self.spans.capacity() * std::mem::size_of::<(usize, usize)>()
     }
 
     /// True when no command is partially parsed.
@@ -173,18 +271,100 @@ impl RequestParser {
     /// Parse at most one command from `buf`. Returns the bytes consumed and
     /// the outcome. After `Parsed::Error` the parser must not be used again.
     pub fn parse_next(&mut self, buf: &[u8]) -> (usize, Parsed) {
+        let mut spans = Vec::new();
+        let (n, step) = self.next(buf, &mut spans);
+        let parsed = match step {
+            Step::Command(Source::Input) => Parsed::Command(Argv::new(buf, &spans).to_vecs()),
+            Step::Command(Source::Parser) => {
+                let args = self.argv().to_vecs();
+                self.clear_command();
+                Parsed::Command(args)
+            }
+            Step::NeedMore => Parsed::NeedMore,
+            Step::Error(e) => Parsed::Error(e),
+        };
+        (n, parsed)
+    }
+
+    /// Parse at most one command from `buf` without copying it when it is
+    /// all there: [`Step::Command`] with [`Source::Input`] means its
+    /// arguments are `Argv::new(buf, spans)`; with [`Source::Parser`] they
+    /// are [`RequestParser::argv`] (call [`RequestParser::clear_command`]
+    /// after use). Returns the bytes consumed too. After `Step::Error` the
+    /// parser must not be used again.
+    pub fn next(&mut self, buf: &[u8], spans: &mut Vec<(usize, usize)>) -> (usize, Step) {
+        if self.is_idle() {
+            let fast = match buf.first() {
+                Some(b'*') => self.complete_multibulk(buf, spans),
+                Some(_) => complete_inline(buf, spans),
+                None => None,
+            };
+            if let Some(n) = fast {
+                return (n, Step::Command(Source::Input));
+            }
+        }
+        self.assemble(buf)
+    }
+
+    /// The arguments of the command [`Source::Parser`] refers to.
+    pub fn argv(&self) -> Argv<'_> {
+        Argv::new(&self.data, &self.spans)
+    }
+
+    /// Forget the assembled command; its buffers go too, so an idle client
+    /// holds none.
+    pub fn clear_command(&mut self) {
+        self.data = Vec::new();
+        self.spans = Vec::new();
+        self.pending = 0;
+    }
+
+    /// The fast path: a well-formed multibulk command wholly in `buf` (the
+    /// common case: a client writes whole commands), as spans of `buf`.
+    /// `None` (nothing consumed) for anything else, which the state machine
+    /// then parses or rejects with Redis's exact errors.
+    fn complete_multibulk(&self, buf: &[u8], spans: &mut Vec<(usize, usize)>) -> Option<usize> {
+        let (argc, mut p) = header_num(buf, 1)?;
+        if argc == 0 || argc > self.limits.max_multibulk_len {
+            return None;
+        }
+        spans.clear();
+        let mut total = 0u64;
+        for _ in 0..argc {
+            if buf.get(p) != Some(&b'$') {
+                return None;
+            }
+            let (len, start) = header_num(buf, p + 1)?;
+            if len > self.limits.proto_max_bulk_len {
+                return None;
+            }
+            let end = start.checked_add(usize::try_from(len).ok()?)?;
+            // Payload and the two (unchecked) terminator bytes.
+            if end.checked_add(2)? > buf.len() {
+                return None;
+            }
+            spans.push((start, end));
+            total += len;
+            p = end + 2;
+        }
+        (total <= self.limits.client_query_buffer_limit).then_some(p)
+    }
+
+    /// The state machine: any input, in any pieces. Copies the arguments
+    /// into the parser.
+    fn assemble(&mut self, buf: &[u8]) -> (usize, Step) {
         let mut pos = 0usize;
         loop {
             let rest = &buf[pos..];
             match self.state {
                 State::Idle => {
                     if rest.is_empty() {
-                        return (pos, Parsed::NeedMore);
+                        return (pos, Step::NeedMore);
                     }
                     if rest[0] == b'*' {
                         let Some(cr) = find(rest, b'\r') else {
                             if rest.len() > self.limits.inline_max_size {
-                                return (pos, Parsed::Error(ProtocolError::TooBigMbulkCountString));
+                                return (pos, Step::Error(ProtocolError::TooBigMbulkCountString));
                             }
                             return (pos, self.need_more(rest.len()));
                         };
@@ -198,16 +378,14 @@ impl RequestParser {
                                 continue;
                             }
                             Some(n) if (n as u64) <= self.limits.max_multibulk_len => n as u64,
-                            _ => {
-                                return (pos, Parsed::Error(ProtocolError::InvalidMultibulkLength))
-                            }
+                            _ => return (pos, Step::Error(ProtocolError::InvalidMultibulkLength)),
                         };
                         pos += cr + 2;
                         self.state = State::Multibulk { remaining: n };
                     } else {
                         let Some(nl) = find(rest, b'\n') else {
                             if rest.len() > self.limits.inline_max_size {
-                                return (pos, Parsed::Error(ProtocolError::TooBigInlineRequest));
+                                return (pos, Step::Error(ProtocolError::TooBigInlineRequest));
                             }
                             return (pos, self.need_more(rest.len()));
                         };
@@ -217,25 +395,30 @@ impl RequestParser {
                         }
                         pos += nl + 1;
                         match split_args(line) {
-                            None => return (pos, Parsed::Error(ProtocolError::UnbalancedQuotes)),
+                            None => return (pos, Step::Error(ProtocolError::UnbalancedQuotes)),
                             Some(args) if args.is_empty() => continue,
-                            Some(args) => return (pos, Parsed::Command(args)),
+                            Some(args) => {
+                                for a in args {
+                                    let s = self.data.len();
+                                    self.data.extend_from_slice(&a);
+                                    self.spans.push((s, self.data.len()));
+                                }
+                                return (pos, Step::Command(Source::Parser));
+                            }
                         }
                     }
                 }
                 State::Multibulk { remaining } => {
                     if remaining == 0 {
                         self.state = State::Idle;
-                        self.pending = 0;
-                        let args = std::mem::take(&mut self.args);
-                        return (pos, Parsed::Command(args));
+                        return (pos, Step::Command(Source::Parser));
                     }
                     if rest.is_empty() {
                         return (pos, self.need_more(0));
                     }
                     let Some(cr) = find(rest, b'\r') else {
                         if rest.len() > self.limits.inline_max_size {
-                            return (pos, Parsed::Error(ProtocolError::TooBigBulkCountString));
+                            return (pos, Step::Error(ProtocolError::TooBigBulkCountString));
                         }
                         return (pos, self.need_more(rest.len()));
                     };
@@ -243,21 +426,22 @@ impl RequestParser {
                         return (pos, self.need_more(rest.len()));
                     }
                     if rest[0] != b'$' {
-                        return (pos, Parsed::Error(ProtocolError::ExpectedDollar(rest[0])));
+                        return (pos, Step::Error(ProtocolError::ExpectedDollar(rest[0])));
                     }
                     let len = match string2ll(&rest[1..cr]) {
                         Some(n) if n >= 0 && (n as u64) <= self.limits.proto_max_bulk_len => {
                             n as u64
                         }
-                        _ => return (pos, Parsed::Error(ProtocolError::InvalidBulkLength)),
+                        _ => return (pos, Step::Error(ProtocolError::InvalidBulkLength)),
                     };
                     pos += cr + 2;
-                    if self.args.capacity() == 0 {
+                    if self.spans.capacity() == 0 {
                         // Reserve for the announced count, but never much.
                         let want = usize::try_from(remaining).unwrap_or(usize::MAX).min(16);
-                        self.args.reserve(want);
+                        self.spans.reserve(want);
                     }
-                    self.cur = Vec::new();
+                    // The argument's span starts empty and grows with its bytes.
+                    self.spans.push((self.data.len(), self.data.len()));
                     self.state = State::Bulk {
                         need: len,
                         crlf: 2,
@@ -274,7 +458,10 @@ impl RequestParser {
                             return (pos, self.need_more(0));
                         }
                         let take = usize::try_from(need).unwrap_or(usize::MAX).min(rest.len());
-                        self.cur.extend_from_slice(&rest[..take]);
+                        self.data.extend_from_slice(&rest[..take]);
+                        if let Some(last) = self.spans.last_mut() {
+                            last.1 = self.data.len();
+                        }
                         self.pending += take as u64;
                         pos += take;
                         self.state = State::Bulk {
@@ -283,7 +470,7 @@ impl RequestParser {
                             remaining,
                         };
                         if self.pending > self.limits.client_query_buffer_limit {
-                            return (pos, Parsed::Error(ProtocolError::QueryBufferLimit));
+                            return (pos, Step::Error(ProtocolError::QueryBufferLimit));
                         }
                         continue;
                     }
@@ -300,19 +487,17 @@ impl RequestParser {
                         };
                         continue;
                     }
-                    let arg = std::mem::take(&mut self.cur);
-                    self.args.push(arg);
                     self.state = State::Multibulk { remaining };
                 }
             }
         }
     }
 
-    fn need_more(&self, unconsumed: usize) -> Parsed {
+    fn need_more(&self, unconsumed: usize) -> Step {
         if self.pending.saturating_add(unconsumed as u64) > self.limits.client_query_buffer_limit {
-            Parsed::Error(ProtocolError::QueryBufferLimit)
+            Step::Error(ProtocolError::QueryBufferLimit)
         } else {
-            Parsed::NeedMore
+            Step::NeedMore
         }
     }
 
@@ -336,6 +521,35 @@ impl RequestParser {
             }
         }
     }
+}
+
+/// The fast path of an inline command: a whole line with no quotes and
+/// none of the bytes [`split_args`] treats specially (NUL, `\v`, `\f`), so
+/// its words are plain runs between separators. `None` for anything else,
+/// and for an empty line (the state machine skips it).
+fn complete_inline(buf: &[u8], spans: &mut Vec<(usize, usize)>) -> Option<usize> {
+    let nl = find(buf, b'\n')?;
+    let line = &buf[..nl];
+    if line
+        .iter()
+        .any(|&b| matches!(b, b'"' | b'\'' | 0 | 0x0b | 0x0c))
+    {
+        return None;
+    }
+    spans.clear();
+    let mut i = 0;
+    while i < line.len() {
+        if is_word_sep(line[i]) {
+            i += 1;
+            continue;
+        }
+        let s = i;
+        while i < line.len() && !is_word_sep(line[i]) {
+            i += 1;
+        }
+        spans.push((s, i));
+    }
+    (!spans.is_empty()).then_some(nl + 1)
 }
 
 fn is_space(b: u8) -> bool {
@@ -734,4 +948,113 @@ fn decode_at(buf: &[u8], depth: u32) -> Option<(Reply, usize)> {
         _ => return None,
     };
     Some((reply, pos))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::Rng;
+
+    /// Bytes consumed so far and the command (or why parsing stopped).
+    type Outcome = (usize, Result<Vec<Vec<u8>>, String>);
+
+    /// Every command of `buf` through `next` (fast path first) or through
+    /// the state machine alone.
+    fn steps(buf: &[u8], fast: bool, limits: Limits) -> Vec<Outcome> {
+        let mut p = RequestParser::new(limits);
+        let mut spans = Vec::new();
+        let mut pos = 0;
+        let mut v = Vec::new();
+        loop {
+            let rest = &buf[pos..];
+            let (n, step) = if fast {
+                p.next(rest, &mut spans)
+            } else {
+                p.assemble(rest)
+            };
+            pos += n;
+            let r = match step {
+                Step::Command(Source::Input) => Ok(Argv::new(rest, &spans).to_vecs()),
+                Step::Command(Source::Parser) => {
+                    let a = p.argv().to_vecs();
+                    p.clear_command();
+                    Ok(a)
+                }
+                Step::NeedMore => Err("more".to_string()),
+                Step::Error(e) => Err(format!("{e:?}")),
+            };
+            let stop = r.is_err();
+            v.push((pos, r));
+            if stop {
+                return v;
+            }
+        }
+    }
+
+    fn same(buf: &[u8], limits: Limits) {
+        assert_eq!(
+            steps(buf, true, limits),
+            steps(buf, false, limits),
+            "{:?}",
+            String::from_utf8_lossy(buf)
+        );
+    }
+
+    #[test]
+    fn fast_path_parses_like_the_state_machine() {
+        let small = Limits {
+            proto_max_bulk_len: 10,
+            max_multibulk_len: 3,
+            inline_max_size: 16,
+            client_query_buffer_limit: 12,
+        };
+        let cases: &[&[u8]] = &[
+            b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n",
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n",
+            b"*1\r\n$4\r\nPINGxx",
+            b"*1\r\n$4\r\nPING\r",
+            b"*01\r\n$4\r\nPING\r\n",
+            b"*1\r\n$04\r\nPING\r\n",
+            b"*0\r\n*1\r\n$4\r\nPING\r\n",
+            b"*-1\r\n",
+            b"*1\r\n$-1\r\n",
+            b"*1\r\n$4x\r\nPING\r\n",
+            b"*1\r\n+4\r\nPING\r\n",
+            b"*1\rx$4\rxPING\r\n",
+            b"*99999999999999999999\r\n",
+            b"*1\r\n$999999999999999999\r\n",
+            b"*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n",
+            b"PING\r\n",
+            b"  PING  a\tb \r\n",
+            b"PING\n",
+            b"\r\n\r\nPING\r\n",
+            b"SET \"a b\" c\r\n",
+            b"SET 'a' c\r\n",
+            b"SET a\x0bb\r\n",
+            b"SET a\0b\r\n",
+            b"SET a\rb\r\n",
+            b"PING",
+            b"*4\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n",
+            b"*1\r\n$11\r\nhello world\r\n",
+            b"*2\r\n$7\r\n1234567\r\n$7\r\n1234567\r\n",
+        ];
+        for c in cases {
+            same(c, Limits::default());
+            same(c, small);
+        }
+        // Mutations of well-formed pipelines: any byte replaced, any cut.
+        let mut rng = Rng::new(7);
+        let base: &[u8] = b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n*2\r\n$3\r\nGET\r\n$3\r\nkey\r\nPING a\r\n";
+        let alphabet = b"*$\r\n0123456789-+ \t\"'\x00\x0babc";
+        for _ in 0..20_000 {
+            let mut b = base.to_vec();
+            for _ in 0..1 + rng.below(3) {
+                let i = rng.below(b.len());
+                b[i] = alphabet[rng.below(alphabet.len())];
+            }
+            b.truncate(rng.below(b.len() + 1));
+            same(&b, Limits::default());
+            same(&b, small);
+        }
+    }
 }

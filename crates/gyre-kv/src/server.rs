@@ -2,12 +2,12 @@
 //! input parsing and command execution ([`Server::feed`]), and
 //! [`Server::cron`] — Redis's `serverCron` minus I/O.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::cmd::{self, CommandSpec, Ctx};
+use crate::cmd::{self, CommandTable, Ctx, Resolved};
 use crate::db::Db;
-use crate::resp::{self, Limits, Parsed, RequestParser};
+use crate::resp::{self, Argv, Limits, RequestParser, Source, Step};
 
 /// Identifies a connected client (Redis's client id, starting at 1).
 pub type ClientId = u64;
@@ -181,11 +181,29 @@ pub struct Client {
     pub resp: u8,
     pub created_ms: i64,
     pub last_interaction_ms: i64,
-    /// Last command, Redis style (`get`, `client|list`).
-    pub last_cmd: String,
+    /// Last command (CLIENT LIST's `cmd=`: [`Resolved::full_name`];
+    /// `None` before the first).
+    pub last_cmd: Option<Resolved>,
     pub(crate) parser: RequestParser,
     /// Scheduled for closing (killed or timed out).
     pub closing: bool,
+}
+
+/// A client's state that commands read and change through [`Ctx`], kept
+/// out of the registry while its input is executed.
+#[derive(Clone, Copy, Debug)]
+struct Session {
+    db: usize,
+    proto: u8,
+    last_cmd: Option<Resolved>,
+}
+
+impl Session {
+    fn store(&self, c: &mut Client) {
+        c.db = self.db;
+        c.resp = self.proto;
+        c.last_cmd = self.last_cmd;
+    }
 }
 
 /// What the glue must do after [`Server::feed`].
@@ -274,7 +292,10 @@ pub struct Server {
     next_client_id: ClientId,
     to_close: Vec<ClientId>,
     cron: CronState,
-    pub(crate) table: HashMap<&'static str, &'static CommandSpec>,
+    pub(crate) table: CommandTable,
+    /// Argument spans of the command being executed (reused: a command
+    /// costs no allocation for its argv).
+    spans: Vec<(usize, usize)>,
     pub(crate) start_ms: i64,
     pub(crate) run_id: String,
     /// Changes since the last save (`rdb_changes_since_last_save`).
@@ -293,10 +314,7 @@ impl Server {
         let run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[rng.below(16)]))
             .collect();
-        let mut table = HashMap::new();
-        for spec in cmd::COMMANDS {
-            table.insert(spec.name, spec);
-        }
+        let table = CommandTable::new(cmd::COMMANDS);
         let hz = config.hz;
         Server {
             config,
@@ -310,6 +328,7 @@ impl Server {
                 ..Default::default()
             },
             table,
+            spans: Vec::new(),
             start_ms: now_ms,
             run_id,
             dirty: 0,
@@ -347,7 +366,7 @@ impl Server {
                 resp: 2,
                 created_ms: now_ms,
                 last_interaction_ms: now_ms,
-                last_cmd: "NULL".into(),
+                last_cmd: None,
                 parser: RequestParser::new(self.config.limits()),
                 closing: false,
             },
@@ -421,25 +440,25 @@ impl Server {
         c.last_interaction_ms = now_ms;
         c.parser.set_limits(limits);
         let mut parser = std::mem::take(&mut c.parser);
+        // The client's per-command state lives here for the whole read and
+        // is written back once: commands see it through `Ctx`.
+        let mut st = Session {
+            db: c.db,
+            proto: c.resp,
+            last_cmd: c.last_cmd,
+        };
+        let mut spans = std::mem::take(&mut self.spans);
         self.stats.total_reads_processed += 1;
         let mut pos = 0;
         let mut close = false;
         loop {
-            let (n, parsed) = parser.parse_next(&input[pos..]);
+            let rest = &input[pos..];
+            let (n, step) = parser.next(rest, &mut spans);
             pos += n;
-            match parsed {
-                Parsed::Command(argv) => {
-                    if self.execute(id, &argv, now_ms, out) == Flow::CloseAfterReply {
-                        close = true;
-                        break;
-                    }
-                    if self.clients.get(&id).is_none_or(|c| c.closing) {
-                        close = true;
-                        break;
-                    }
-                }
-                Parsed::NeedMore => break,
-                Parsed::Error(e) => {
+            let src = match step {
+                Step::Command(src) => src,
+                Step::NeedMore => break,
+                Step::Error(e) => {
                     let reply = e.reply_bytes();
                     if !reply.is_empty() {
                         self.stats.total_error_replies += 1;
@@ -448,10 +467,30 @@ impl Server {
                     close = true;
                     break;
                 }
+            };
+            let argv = match src {
+                Source::Input => Argv::new(rest, &spans),
+                Source::Parser => parser.argv(),
+            };
+            let flow = self.run(id, argv, now_ms, out, &mut st);
+            if src == Source::Parser {
+                parser.clear_command();
+            }
+            if flow == Flow::CloseAfterReply {
+                close = true;
+                break;
+            }
+            // Only CLIENT KILL marks a client closing during a command, and
+            // it queues the client in `to_close`.
+            if !self.to_close.is_empty() && self.clients.get(&id).is_none_or(|c| c.closing) {
+                close = true;
+                break;
             }
         }
+        self.spans = spans;
         if let Some(c) = self.clients.get_mut(&id) {
             c.parser = parser;
+            st.store(c);
         }
         self.stats.total_net_input_bytes += pos as u64;
         self.stats.total_net_output_bytes += (out.len() - out_start) as u64;
@@ -471,13 +510,46 @@ impl Server {
         now_ms: i64,
         out: &mut Vec<u8>,
     ) -> Flow {
-        let Some(name) = argv.first() else {
+        let mut buf = Vec::new();
+        let mut spans = Vec::with_capacity(argv.len());
+        for a in argv {
+            let s = buf.len();
+            buf.extend_from_slice(a);
+            spans.push((s, buf.len()));
+        }
+        let mut st = self.clients.get(&id).map_or(
+            Session {
+                db: 0,
+                proto: 2,
+                last_cmd: None,
+            },
+            |c| Session {
+                db: c.db,
+                proto: c.resp,
+                last_cmd: c.last_cmd,
+            },
+        );
+        let flow = self.run(id, Argv::new(&buf, &spans), now_ms, out, &mut st);
+        if let Some(c) = self.clients.get_mut(&id) {
+            st.store(c);
+        }
+        flow
+    }
+
+    /// Look up and run one command with the client's state in `st`.
+    fn run(
+        &mut self,
+        id: ClientId,
+        argv: Argv<'_>,
+        now_ms: i64,
+        out: &mut Vec<u8>,
+        st: &mut Session,
+    ) -> Flow {
+        if argv.is_empty() {
             return Flow::Continue;
-        };
-        let (db, proto) = self.clients.get(&id).map_or((0, 2), |c| (c.db, c.resp));
-        let lookup = self.lookup_command(argv);
-        let spec = match lookup {
-            Ok(spec) => spec,
+        }
+        let cmd = match self.lookup_command(argv) {
+            Ok(cmd) => cmd,
             Err(msg) => {
                 resp::write_error(out, &msg);
                 self.stats.total_error_replies += 1;
@@ -489,21 +561,18 @@ impl Server {
             now: now_ms,
             out,
             client_id: id,
-            db,
-            proto,
+            db: st.db,
+            proto: st.proto,
             close: false,
             errors: 0,
         };
-        (spec.handler)(self, &mut ctx);
+        (cmd.spec.handler)(self, &mut ctx);
         self.stats.total_commands_processed += 1;
         self.stats.total_error_replies += ctx.errors;
-        let (db, proto, close) = (ctx.db, ctx.proto, ctx.close);
-        if let Some(c) = self.clients.get_mut(&id) {
-            c.db = db;
-            c.resp = proto;
-            c.last_cmd = cmd::full_name(spec, argv, name);
-        }
-        if close {
+        st.db = ctx.db;
+        st.proto = ctx.proto;
+        st.last_cmd = Some(cmd);
+        if ctx.close {
             Flow::CloseAfterReply
         } else {
             Flow::Continue
@@ -512,24 +581,18 @@ impl Server {
 
     /// Resolve `argv` to a command spec (with subcommands), checking arity.
     /// `Err` carries Redis's error text.
-    fn lookup_command(&self, argv: &[Vec<u8>]) -> Result<&'static CommandSpec, Vec<u8>> {
-        let name = argv.first().map(Vec::as_slice).unwrap_or_default();
-        let lower = name.to_ascii_lowercase();
-        let found = std::str::from_utf8(&lower)
-            .ok()
-            .and_then(|s| self.table.get(s))
-            .copied();
-        let Some(spec) = found else {
+    fn lookup_command(&self, argv: Argv<'_>) -> Result<Resolved, Vec<u8>> {
+        let name = argv.get(0).unwrap_or_default();
+        let Some(spec) = self.table.get(name) else {
             return Err(cmd::unknown_command_error(argv));
         };
-        if !spec.subcommands.is_empty() && argv.len() >= 2 {
-            let sub = argv[1].to_ascii_lowercase();
+        if let (false, Some(sub)) = (spec.subcommands.is_empty(), argv.get(1)) {
             let Some(subspec) = spec
                 .subcommands
                 .iter()
-                .find(|s| s.name.as_bytes() == sub.as_slice())
+                .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
             else {
-                return Err(cmd::unknown_subcommand_error(spec, &argv[1]));
+                return Err(cmd::unknown_subcommand_error(spec, sub));
             };
             if !cmd::arity_ok(subspec.arity, argv.len()) {
                 return Err(format!(
@@ -538,14 +601,17 @@ impl Server {
                 )
                 .into_bytes());
             }
-            return Ok(subspec);
+            return Ok(Resolved {
+                parent: Some(spec),
+                spec: subspec,
+            });
         }
         if !cmd::arity_ok(spec.arity, argv.len()) {
             return Err(
                 format!("ERR wrong number of arguments for '{}' command", spec.name).into_bytes(),
             );
         }
-        Ok(spec)
+        Ok(Resolved { parent: None, spec })
     }
 
     // ---------------------------------------------------------------- keyspace

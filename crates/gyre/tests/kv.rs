@@ -169,6 +169,45 @@ fn ten_thousand_pipelined_commands() {
     assert_eq!(size, 10_000);
 }
 
+/// Replies the socket does not take at once (the client is not reading)
+/// are kept for the connection and all arrive, in order, once it reads.
+#[test]
+fn replies_to_a_client_that_does_not_read_all_arrive() {
+    let kv = start("kv-slow-reader", "");
+    let mut c = client(&kv);
+    let big = "v".repeat(1 << 20);
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg(&big)
+        .query(&mut c)
+        .unwrap();
+    let mut s = TcpStream::connect(kv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let n = 40;
+    let mut req = Vec::new();
+    for i in 0..n {
+        req.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n");
+        req.extend_from_slice(format!("*2\r\n$4\r\nECHO\r\n$4\r\n{i:04}\r\n").as_bytes());
+    }
+    s.write_all(&req).unwrap();
+    // Let the kv process fill the socket buffers and keep the rest.
+    std::thread::sleep(Duration::from_millis(300));
+    let one = format!("${}\r\n{big}\r\n", big.len());
+    let mut want = Vec::new();
+    for i in 0..n {
+        want.extend_from_slice(one.as_bytes());
+        want.extend_from_slice(format!("$4\r\n{i:04}\r\n").as_bytes());
+    }
+    let mut got = vec![0; want.len()];
+    s.read_exact(&mut got).unwrap();
+    assert!(got == want, "replies differ");
+    // The connection still serves.
+    s.write_all(b"PING\r\n").unwrap();
+    let mut pong = [0; 7];
+    s.read_exact(&mut pong).unwrap();
+    assert_eq!(&pong, b"+PONG\r\n");
+}
+
 #[test]
 fn keys_expire_lazily_and_actively() {
     let kv = start("kv-expire", "    hz 10;");

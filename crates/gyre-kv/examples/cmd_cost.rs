@@ -1,0 +1,99 @@
+//! Drives [`Server::feed`] with redis-benchmark's pipelined requests, no
+//! sockets, to count the command path's cost (instructions per command
+//! under `valgrind --tool=callgrind`, or time in a release build):
+//!
+//! ```sh
+//! cargo build --release -p gyre-kv --example cmd_cost
+//! valgrind --tool=callgrind target/release/examples/cmd_cost get 16 1000
+//! valgrind --tool=callgrind target/release/examples/cmd_cost get 16 11000
+//! ```
+//!
+//! Arguments: the test (`ping_inline`, `ping_mbulk`, `set`, `get`, or
+//! `get_r` / `set_r` for 1e5 random keys as with `redis-benchmark -r
+//! 100000`), commands per read (the `-P` pipeline depth) and reads. The
+//! instructions per command are the difference of two runs divided by the
+//! difference in commands (start-up cancels out). Without valgrind it
+//! prints ns per command.
+use std::time::Instant;
+
+use gyre_kv::util::Rng;
+use gyre_kv::{Config, Server};
+
+const T0: i64 = 1_700_000_000_000;
+/// Keys for the `_r` tests (`redis-benchmark -r 100000`).
+const KEYSPACE: u64 = 100_000;
+
+fn cmd(args: &[&[u8]]) -> Vec<u8> {
+    let mut v = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        v.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        v.extend_from_slice(a);
+        v.extend_from_slice(b"\r\n");
+    }
+    v
+}
+
+/// redis-benchmark's key: `key:__rand_int__`, the placeholder replaced by
+/// a 12-digit number with `-r`.
+fn key(rng: Option<&mut Rng>) -> Vec<u8> {
+    match rng {
+        Some(r) => format!("key:{:012}", r.below(KEYSPACE as usize)).into_bytes(),
+        None => b"key:__rand_int__".to_vec(),
+    }
+}
+
+fn request(test: &str, rng: &mut Rng) -> Option<Vec<u8>> {
+    let random = test.ends_with("_r");
+    let k = key(random.then_some(rng));
+    Some(match test.trim_end_matches("_r") {
+        "ping_inline" => b"PING\r\n".to_vec(),
+        "ping_mbulk" => cmd(&[b"PING"]),
+        "set" => cmd(&[b"SET", &k, b"xxx"]),
+        "get" => cmd(&[b"GET", &k]),
+        _ => return None,
+    })
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let test = args.get(1).map_or("get", String::as_str);
+    let depth: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(16);
+    let reads: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let mut server = Server::new(Config::default(), T0);
+    let Ok(id) = server.connect("127.0.0.1:50000", "127.0.0.1:6379", 9, T0) else {
+        return;
+    };
+    let mut rng = Rng::new(1);
+    // GET finds its keys (redis-benchmark runs SET before GET).
+    if let Some(db) = server.db_mut(0) {
+        db.set(b"key:__rand_int__", b"xxx".to_vec(), false);
+        for i in 0..KEYSPACE {
+            db.set(format!("key:{i:012}").as_bytes(), b"xxx".to_vec(), false);
+        }
+    }
+    // A few distinct batches so the random keys vary.
+    let batches: Vec<Vec<u8>> = (0..64)
+        .map(|_| {
+            (0..depth)
+                .filter_map(|_| request(test, &mut rng))
+                .flatten()
+                .collect()
+        })
+        .collect();
+    if batches[0].is_empty() {
+        eprintln!("usage: cmd_cost ping_inline|ping_mbulk|set|get|set_r|get_r [depth] [reads]");
+        std::process::exit(2);
+    }
+    let mut out = Vec::with_capacity(64 * 1024);
+    let start = Instant::now();
+    let mut replies = 0usize;
+    for i in 0..reads {
+        out.clear();
+        let b = &batches[i % batches.len()];
+        let o = server.feed(id, b, T0, &mut out);
+        debug_assert_eq!(o.consumed, b.len());
+        replies += out.len();
+    }
+    let ns = start.elapsed().as_nanos() as f64 / (reads * depth) as f64;
+    println!("{test} -P {depth}: {reads} reads, {replies} reply bytes, {ns:.1} ns/command");
+}
