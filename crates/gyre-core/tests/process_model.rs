@@ -142,7 +142,20 @@ fn connections_spread_over_both_workers_in_each_accept_mode() {
         );
         assert!(wait(Duration::from_secs(5), || m.workers().len() == 2));
         let workers = m.workers();
-        let base: Vec<usize> = workers.iter().map(|&w| sockets(w)).collect();
+        // A starting worker closes the master's copies of other listening
+        // sockets: count from when its sockets stopped changing (under a
+        // loaded test run that can take a while).
+        let count = || workers.iter().map(|&w| sockets(w)).collect::<Vec<_>>();
+        let mut base = count();
+        let settle = std::time::Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = count();
+            if now == base || settle.elapsed() > Duration::from_secs(3) {
+                break;
+            }
+            base = now;
+        }
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let mut held = Vec::new();
         for i in 0..100 {
