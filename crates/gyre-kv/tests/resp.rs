@@ -213,6 +213,33 @@ fn huge_announced_sizes_do_not_allocate() {
     assert!(t.s.used_memory() < 2 * 1024 * 1024);
 }
 
+/// Found by the `resp_parse` fuzz target (its bound was too strict, not the
+/// parser): a count of 33 announced with 23 bytes received reserves 16
+/// argument spans, a fixed amount that does not follow the announcement.
+#[test]
+fn announced_counts_reserve_a_bounded_argv() {
+    let input = b"\x00\r$\n*33\r\r$2\r\nGT\r\n5$\x05*3\re";
+    let mut p = RequestParser::new(Limits::default());
+    let mut buf = Vec::new();
+    for &b in input.iter() {
+        buf.push(b);
+        let (n, parsed) = p.parse_next(&buf);
+        buf.drain(..n);
+        assert!(p.buffered_capacity() <= 2 * input.len() + 64 + 16 * 16);
+        if matches!(parsed, Parsed::Error(_)) {
+            break;
+        }
+    }
+    let mut p = RequestParser::new(Limits::default());
+    let mut cmds = Vec::new();
+    let _ = p.parse_all(b"*1000000\r\n$1\r\na\r\n$1\r\nb\r\n", &mut cmds);
+    assert!(
+        p.buffered_capacity() <= 64 + 16 * 16,
+        "{}",
+        p.buffered_capacity()
+    );
+}
+
 #[test]
 fn query_buffer_limit_closes_without_reply() {
     let limits = Limits {
