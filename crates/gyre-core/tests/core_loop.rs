@@ -276,6 +276,53 @@ impl Handler for Rearm {
     }
 }
 
+/// Re-posts itself `left` times, counting its runs.
+struct Yielder {
+    runs: Rc<Cell<u32>>,
+    left: u32,
+}
+
+impl Handler for Yielder {
+    fn handle(&mut self, core: &mut Core, ev: Ev) {
+        self.runs.set(self.runs.get() + 1);
+        if self.left > 0 {
+            self.left -= 1;
+            core.post(ev);
+        }
+    }
+}
+
+#[test]
+fn an_event_posted_by_a_posted_event_runs_in_the_next_iteration() {
+    let mut core = core(Backend::Epoll, 8);
+    let mut runs = Vec::new();
+    let mut peers = Vec::new();
+    for _ in 0..2 {
+        let (a, b) = UnixStream::pair().unwrap();
+        peers.push(b);
+        let n = Rc::new(Cell::new(0));
+        let c = core
+            .adopt(
+                a.into(),
+                Box::new(Yielder {
+                    runs: n.clone(),
+                    left: 3,
+                }),
+            )
+            .unwrap();
+        core.post(Ev::read(c));
+        runs.push(n);
+    }
+    // Each handler yields after every run: one turn each per iteration,
+    // and the loop does not block while turns are pending.
+    for i in 1..=4 {
+        let t = Instant::now();
+        core.process_events_and_timers().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(1), "iteration {i} waited");
+        assert_eq!((runs[0].get(), runs[1].get()), (i, i));
+    }
+}
+
 #[test]
 fn zero_timer_rearmed_in_its_handler_runs_once_per_iteration() {
     let mut core = core(Backend::Epoll, 8);

@@ -47,6 +47,9 @@ use crate::server::{ClientId, Config, Server, EXPIRE_SLICE_GAP_MS};
 
 /// Read buffer shared by every connection.
 const READ_BUF: usize = 16 * 1024;
+
+/// Reads per turn of a client before it yields to the others.
+const READS_PER_TURN: u32 = 1;
 /// The shared reply buffer keeps at most this much capacity after a batch
 /// (a large reply, e.g. KEYS, is not held for good).
 const REPLY_BUF_KEEP: usize = 64 * 1024;
@@ -258,8 +261,12 @@ impl KvConn {
         Ok(true)
     }
 
-    /// Reads and executes until the socket is drained or replies back up.
+    /// Reads and executes one read's worth of commands (Redis reads up to
+    /// 16 KiB per readable event too); a client with more waiting yields its
+    /// turn by posting its read event, so a bulk loader cannot hold up the
+    /// other clients for the whole of its pipeline.
     fn step(&mut self, core: &mut Core, c: ConnId) -> io::Result<bool> {
+        let mut reads = 0;
         loop {
             if !self.flush(core, c)? {
                 return Ok(true);
@@ -270,6 +277,11 @@ impl KvConn {
             if !core.conn(c).is_some_and(|x| x.read.ready) {
                 return Ok(true);
             }
+            if reads == READS_PER_TURN {
+                core.post(Ev::read(c));
+                return Ok(true);
+            }
+            reads += 1;
             let shared = self.shared.clone();
             let mut buf = shared.buf.borrow_mut();
             let n = match core.recv(c, &mut buf) {

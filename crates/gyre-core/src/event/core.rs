@@ -536,8 +536,9 @@ impl Core {
 
     // ---------------------------------------------------------- posted events
 
-    /// Queues `ev` to run later in this iteration (or the next); a no-op if
-    /// it is already queued.
+    /// Queues `ev` to run later in this iteration, or in the next one when
+    /// posted from a posted event (how a handler yields: it keeps its turn
+    /// for after everyone else's); a no-op if it is already queued.
     pub fn post(&mut self, ev: Ev) {
         if self.pool.get(ev.conn).is_some() {
             self.posted.post(Ev::index(ev.conn, ev.kind), Queue::Events);
@@ -558,8 +559,17 @@ impl Core {
 
     /// Runs a posted queue until empty (nginx's `ngx_event_process_posted`);
     /// events posted meanwhile run too.
+    /// Runs the events posted before this call. Events posted while they
+    /// run wait for the next iteration (whose wait then does not block), so
+    /// a handler can yield by posting itself: a client with a long backlog
+    /// gets one turn per iteration, like everyone else.
     fn process_posted(&mut self, q: Queue) {
-        while let Some(i) = self.posted.pop(q) {
+        let mut turns = self.posted.len(q);
+        while turns > 0 {
+            turns -= 1;
+            let Some(i) = self.posted.pop(q) else {
+                break;
+            };
             let slot = i / 2;
             let kind = if i % 2 == 0 {
                 EvKind::Read
