@@ -1324,6 +1324,105 @@ def sec_kv():
     save("kv", kv_md(data), data)
 
 
+# ------------------------------------------------------------------ kv-fair
+
+FAIR_KEYS = 200_000  # SETs per pipeline, sent 3 times
+
+
+def _kvbulk_main(port):
+    """One client pipelines 3 × FAIR_KEYS SETs as fast as the server takes
+    them, reading the replies in a thread; prints the seconds it took."""
+    import threading
+    s = socket.create_connection(("127.0.0.1", port))
+    cmd = b"".join(resp_enc(b"SET", b"k%d" % i, b"valuevalue") for i in range(FAIR_KEYS))
+    need = 3 * FAIR_KEYS * len(b"+OK\r\n")
+    t0 = time.time()
+
+    def reader():
+        got = 0
+        while got < need:
+            d = s.recv(1 << 20)
+            if not d:
+                break
+            got += len(d)
+    t = threading.Thread(target=reader)
+    t.start()
+    for _ in range(3):
+        s.sendall(cmd)
+    t.join(60)
+    print(f"{time.time() - t0:.3f}", flush=True)
+
+
+def _reply_complete(data):
+    """A whole RESP reply to GET: a line, or a bulk header and its payload."""
+    if not data.endswith(b"\r\n"):
+        return False
+    if data.startswith(b"$") and not data.startswith(b"$-1"):
+        return data.count(b"\r\n") >= 2
+    return True
+
+
+def kv_fair_once(srv):
+    """GET round trips on one connection (one per ms) while another process
+    bulk-loads: (p50, p99, max) in ms, GETs done, bulk seconds."""
+    port, _ = kv_proc(srv)
+    g = socket.create_connection(("127.0.0.1", port), timeout=5)
+    g.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    p = subprocess.Popen([sys.executable, __file__, "_kvbulk", str(port)],
+                         stdout=subprocess.PIPE, text=True)
+    register_pid(p.pid)
+    lat = []
+    time.sleep(0.2)  # the bulk client builds its pipeline first
+    while p.poll() is None:
+        t = time.perf_counter()
+        g.sendall(b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n")
+        data = b""
+        while not _reply_complete(data):
+            c = g.recv(4096)
+            if not c:
+                break
+            data += c
+        lat.append((time.perf_counter() - t) * 1e3)
+        time.sleep(0.001)
+    bulk = float((p.communicate()[0] or "nan").strip() or "nan")
+    g.close()
+    lat.sort()
+    pick = lambda q: lat[min(len(lat) - 1, int(len(lat) * q))] if lat else float("nan")
+    return pick(0.5), pick(0.99), (lat[-1] if lat else float("nan")), len(lat), bulk
+
+
+def sec_kv_fair():
+    m = machine()
+    log(f"== kv-fair: GET latency while another client pipelines 3 × {FAIR_KEYS:,} SETs")
+    g, r = gyre_kv(), Redis().start()
+    res = {"gyre": [], "redis": []}
+    for rnd in range(ROUNDS):
+        for srv in (g, r):
+            x = kv_fair_once(srv)
+            res[srv.kind].append(x)
+            log(f"  round {rnd + 1} {srv.kind:5} GET p50 {x[0]:.2f} p99 {x[1]:.2f} max {x[2]:.2f} ms "
+                f"({x[3]} GETs), bulk {x[4]:.2f} s")
+    g.stop()
+    r.stop()
+    rows = []
+    for k in ("gyre", "redis"):
+        xs = res[k]
+        rows.append([k, f"{med([x[0] for x in xs]):.2f}", f"{med([x[1] for x in xs]):.2f}",
+                     f"{med([x[2] for x in xs]):.2f}", f"{med([x[4] for x in xs]):.2f}",
+                     " · ".join(f"{x[1]:.2f}/{x[2]:.1f}" for x in xs)])
+    md = f"""## KV fairness under a bulk load (`bench/run.sh kv-fair`)
+
+{mline(m)}. gyre's kv process and redis-server {redis_version()} in turn, {ROUNDS} rounds:
+one client (its own process) pipelines 3 × {FAIR_KEYS:,} `SET`s as fast as the server
+takes them while another connection sends a `GET` every millisecond; medians of the
+GET round-trip times and of the bulk load's duration. gyre reads a client once per
+turn (16 KiB) and lets the others go before reading more, as Redis does.
+
+{table(["server", "GET p50 ms", "GET p99 ms", "GET max ms", "bulk s", "every round p99/max"], rows)}
+"""
+    save("kv_fair", md, {"machine": m, "rounds": res})
+
+
 def redis_version():
     r = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout
     m = re.search(r"v=([\d.]+)", r)
@@ -1805,7 +1904,7 @@ take `fuzz/dict/kv.dict`). Replay a crash: `cargo +nightly fuzz run TARGET ARTIF
 
 # --------------------------------------------------------------------- report
 
-ORDER = ["http", "ceiling", "memory", "balance", "faults", "fuzz", "kv", "core"]
+ORDER = ["http", "ceiling", "memory", "balance", "faults", "fuzz", "kv", "kv_fair", "core"]
 
 
 def report():
@@ -1905,6 +2004,7 @@ def write_svg():
 
 SECTIONS = {"http": sec_http, "core": sec_core, "memory": sec_memory, "balance": sec_balance,
             "ceiling": sec_ceiling, "faults": sec_faults, "faults-kv": sec_faults_kv, "kv": sec_kv,
+            "kv-fair": sec_kv_fair,
             "fuzz": sec_fuzz, "report": report}
 
 
@@ -1920,6 +2020,8 @@ def main():
         return _kvhold_main(int(args[1]), int(args[2]))
     if args[0] == "_kvprobe":
         return _kvprobe_main(int(args[1]))
+    if args[0] == "_kvbulk":
+        return _kvbulk_main(int(args[1]))
     if args[0] == "_slowget":
         return _slowget_main(int(args[1]), int(args[2]), int(args[3]))
     if args[0] == "_slowloris":
@@ -1931,7 +2033,8 @@ def main():
         if a == "fuzz" and i + 1 < len(args) and args[i + 1].isdigit():
             FUZZ_SECS = int(args[i + 1])
         # fuzz is not part of all: it needs nightly Rust and 3 × 5 minutes.
-        todo = ["http", "ceiling", "memory", "balance", "faults", "core", "kv"] if a == "all" else [a]
+        todo = (["http", "ceiling", "memory", "balance", "faults", "core", "kv", "kv-fair"]
+                if a == "all" else [a])
         for sec in todo:
             if sec not in SECTIONS:
                 sys.exit(f"unknown section {sec!r}; one of {', '.join(SECTIONS)} or all")
