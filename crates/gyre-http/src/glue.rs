@@ -253,7 +253,9 @@ impl Protocol for HttpProtocol {
         let server = conf.servers.get(self.default)?;
         let fallback = server.fallback.clone()?;
         let now = core.now();
-        core.handle_read_event(c).ok()?;
+        // The handler reads at once (the request is usually there already);
+        // interest is registered only if it is not.
+        core.assume_readable(c);
         // A fresh connection waits for its first request: reusable (may be
         // drained when slots run short) but not idle, and its header timer
         // keeps a gracefully exiting worker until the request is served.
@@ -367,6 +369,12 @@ impl HttpConn {
 
     fn is_idle(&self) -> bool {
         self.m.as_ref().is_none_or(|m| m.is_idle())
+    }
+
+    /// Accepted, and no byte of a first request yet: not an idle keep-alive
+    /// connection (its header timer runs; a graceful shutdown waits for it).
+    fn is_fresh(&self) -> bool {
+        self.m.is_none() && self.requests == 0
     }
 
     fn has_output(&self) -> bool {
@@ -1021,6 +1029,13 @@ impl HttpConn {
             return;
         }
         core.del_timer(Ev::write(c));
+        if self.is_fresh() {
+            // The first read found nothing yet: wait for it.
+            if core.handle_read_event(c).is_err() {
+                self.close(core, c);
+            }
+            return;
+        }
         let now = core.now();
         if self.is_idle() && !self.last_call && core.is_exiting() {
             // Went idle after a graceful shutdown began: the client may be

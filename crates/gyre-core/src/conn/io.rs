@@ -138,6 +138,19 @@ impl Core {
         }
     }
 
+    /// For protocols whose clients speak first (HTTP, RESP), called from
+    /// `Protocol::init_connection`: the handler runs as soon as the
+    /// connection is set up and reads before any interest is registered.
+    /// The request usually arrives with the handshake's last ACK, so a
+    /// connection answered and closed on its first read never costs an
+    /// epoll_ctl; if nothing is there yet, the read says EAGAIN and
+    /// [`Core::handle_read_event`] registers interest as usual.
+    pub fn assume_readable(&mut self, c: ConnId) {
+        if let Some(x) = self.pool.get_mut(c) {
+            x.read.ready = true;
+        }
+    }
+
     /// Call after a write: registers write interest once a send would block
     /// (nginx's `ngx_handle_write_event`); level-triggered modules drop it
     /// again once the socket is writable and nothing is pending.
