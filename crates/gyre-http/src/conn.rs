@@ -502,27 +502,14 @@ impl Connection {
     /// [`Connection::next_output`] and [`Connection::consume_output`]).
     pub fn take_output(&mut self) -> Output {
         let mut segments = Vec::new();
-        let mut pos = self.out_pos;
-        for (i, seg) in self.segs.iter().enumerate().skip(self.seg_head) {
-            match *seg {
-                OutSeg::Bytes { start, end } => {
-                    let from = pos.max(start);
-                    segments.push(Segment::Bytes(
-                        self.out.get(from..end).unwrap_or(&[]).to_vec(),
-                    ));
-                    pos = end;
-                }
-                OutSeg::File { token, offset, len } => {
-                    let skip = if i == self.seg_head { self.file_off } else { 0 };
-                    segments.push(Segment::File {
-                        token,
-                        offset: offset + skip,
-                        len: len - skip,
-                    });
-                }
-            }
+        while let Some(chunk) = self.next_output() {
+            let (seg, n) = match chunk {
+                Chunk::Bytes(b) => (Segment::Bytes(b.to_vec()), b.len() as u64),
+                Chunk::File { token, offset, len } => (Segment::File { token, offset, len }, len),
+            };
+            segments.push(seg);
+            self.consume_output(n);
         }
-        self.clear_output();
         Output { segments }
     }
 
@@ -705,9 +692,8 @@ impl Connection {
         // nginx's static handler discards the body of a GET or HEAD
         // before answering, so a framing error already buffered with the
         // head earns a 400 instead of the page (other methods get their
-        // 405 first; `respond` then closes). Check on a copy, consuming
-        // nothing.
-        if req.is_get_or_head() && self.body_is_bad(req.body) {
+        // 405 first; `respond` then closes).
+        if req.is_get_or_head() && self.body_is_bad(&BodyDecoder::new(req.body)) {
             let mut rec = self.bare_log(400, now);
             rec.request_line = req.request_line().into_owned();
             let (body, all) = self.queue(&Response::error(400), false, req.is_head(), date);
@@ -882,7 +868,7 @@ impl Connection {
         // A body whose framing is already known to be broken cannot be
         // discarded: say so with Connection: close (nginx's special
         // response handler does the same when discarding fails).
-        let keep_alive = cur.keep_alive && !resp.close && !self.body_is_bad_now(&cur.decoder);
+        let keep_alive = cur.keep_alive && !resp.close && !self.body_is_bad(&cur.decoder);
         let (body, all) = self.queue(&resp, keep_alive, cur.head, date);
         cur.log.status = wire_status(resp.status);
         cur.log.body_bytes_sent = body;
@@ -908,13 +894,9 @@ impl Connection {
         Ok(())
     }
 
-    /// True when the buffered bytes already break a body of this framing.
-    fn body_is_bad(&self, kind: crate::body::BodyKind) -> bool {
-        BodyDecoder::new(kind).decode(&self.inbuf, None).is_err()
-    }
-
-    /// [`Connection::body_is_bad`] for the rest of a body being decoded.
-    fn body_is_bad_now(&self, decoder: &BodyDecoder) -> bool {
+    /// True when the buffered bytes already break the rest of the body
+    /// `decoder` expects (checked on a copy, consuming nothing).
+    fn body_is_bad(&self, decoder: &BodyDecoder) -> bool {
         !decoder.is_done() && decoder.clone().decode(&self.inbuf, None).is_err()
     }
 

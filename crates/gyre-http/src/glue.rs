@@ -409,22 +409,24 @@ impl HttpConn {
     }
 
     fn flush_logs(&mut self, core: &Core, c: ConnId) {
+        if !self.m.as_ref().is_some_and(|m| m.has_logs()) {
+            return;
+        }
+        // Taken out while the records are routed, which borrows `self`.
         let Some(mut m) = self.m.take() else {
             return;
         };
-        if m.has_logs() {
-            let peer = core.conn(c).and_then(|x| x.peer);
-            let secs = core.clock().unix_secs();
-            for rec in m.drain_logs() {
-                if !self.shared.any_access_log {
-                    continue;
-                }
-                let sink = match rec.sink {
-                    0 => self.unrouted_sink(&rec),
-                    s => s,
-                };
-                self.shared.log(sink, &rec, peer, secs);
+        let peer = core.conn(c).and_then(|x| x.peer);
+        let secs = core.clock().unix_secs();
+        for rec in m.drain_logs() {
+            if !self.shared.any_access_log {
+                continue;
             }
+            let sink = match rec.sink {
+                0 => self.unrouted_sink(&rec),
+                s => s,
+            };
+            self.shared.log(sink, &rec, peer, secs);
         }
         self.m = Some(m);
     }
@@ -959,7 +961,7 @@ fn ret(r: &crate::conf::Return, loc: &LocConf, req: &Request) -> Response {
             if req.is_head() {
                 resp.content_length = Some(text.len() as u64);
             } else {
-                resp.body = Body::shared(&Arc::<[u8]>::from(text.clone()));
+                resp.body = Body::shared(Arc::<[u8]>::from(text.clone()));
             }
             resp
         }

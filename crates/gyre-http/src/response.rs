@@ -146,11 +146,12 @@ impl Body {
     }
 
     /// The whole of a shared buffer as a body.
-    pub fn shared(data: &Arc<[u8]>) -> Body {
+    pub fn shared(data: Arc<[u8]>) -> Body {
+        let end = data.len();
         Body::Shared {
-            data: data.clone(),
+            data,
             start: 0,
-            end: data.len(),
+            end,
         }
     }
 
