@@ -10,13 +10,11 @@
 
 mod util;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::http::{free_port, probe, start_http, Running};
+use util::http::{free_port, probe, start_http, Raw, Running};
 use util::Prefix;
 
 /// The location setup both servers get (inside `server {}`).
@@ -109,76 +107,44 @@ struct Answer {
 
 /// Sends `input`, reads one response (the body by Content-Length, the head
 /// only for HEAD), then whether the server closes within a moment.
-fn ask(port: u16, input: &[u8], head_only: bool) -> Option<Answer> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_millis(1500))).ok()?;
-    s.write_all(input).ok()?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        match s.read(&mut chunk) {
-            Ok(0) | Err(_) => {
-                // No response at all (e.g. nginx's 444 or a silent close).
-                return Some(Answer {
-                    status: 0,
-                    content_type: None,
-                    content_length: None,
-                    body: String::from_utf8_lossy(&buf).into_owned(),
-                    closed: true,
-                });
+fn ask(port: u16, input: &[u8], head_only: bool) -> Answer {
+    let mut r = Raw::connect(port);
+    // A server may refuse before it has read everything (big heads).
+    let _ = r.try_send(input);
+    let resp = match r.try_response(head_only) {
+        Ok(Some(resp)) => resp,
+        // No response at all (e.g. nginx's 444 or a silent close).
+        _ => {
+            return Answer {
+                status: 0,
+                content_type: None,
+                content_length: None,
+                body: String::from_utf8_lossy(&r.buf).into_owned(),
+                closed: true,
             }
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let status = head.get(9..12)?.parse().ok()?;
-    let header = |name: &str| {
-        head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-        })
-    };
-    let content_length = header("Content-Length");
-    let len: usize = if head_only {
-        0
-    } else {
-        content_length
-            .as_deref()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    let mut body = buf[head_end..].to_vec();
-    while body.len() < len {
-        match s.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => body.extend_from_slice(&chunk[..n]),
-        }
-    }
-    body.truncate(len);
-    let body =
-        String::from_utf8_lossy(&body).replace("<center>nginx</center>", "<center>gyre</center>");
-    s.set_read_timeout(Some(Duration::from_millis(100))).ok()?;
-    let closed = matches!(s.read(&mut chunk), Ok(0))
-        || header("Connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
-    Some(Answer {
-        status,
-        content_type: header("Content-Type"),
-        content_length: content_length.map(|v| {
-            // Error pages are one byte longer with "nginx".
+    let closed = r.closed_within(Duration::from_millis(100))
+        || resp
+            .header("Connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+    // Error pages are one byte longer with "nginx" than with "gyre".
+    let signed_page = (300..600).contains(&resp.status)
+        && resp
+            .header("Server")
+            .is_some_and(|s| s.starts_with("nginx"));
+    Answer {
+        status: resp.status,
+        content_type: resp.header("Content-Type").map(str::to_string),
+        content_length: resp.header("Content-Length").map(|v| {
             let n: i64 = v.parse().unwrap_or(-1);
-            if (400..600).contains(&status) || (300..400).contains(&status) {
-                (n - i64::from(header("Server").is_some_and(|s| s.starts_with("nginx"))))
-                    .to_string()
-            } else {
-                v
-            }
+            (n - i64::from(signed_page)).to_string()
         }),
-        body,
+        body: resp
+            .text()
+            .replace("<center>nginx</center>", "<center>gyre</center>"),
         closed,
-    })
+    }
 }
 
 /// (name, raw request). Each goes on a fresh connection.

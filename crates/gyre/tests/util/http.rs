@@ -139,15 +139,20 @@ pub struct UResp {
 
 impl UResp {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        header_in(&self.headers, name)
     }
 
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
+}
+
+/// The first header called `name` (any case).
+fn header_in<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// Runs a ureq request; a 4xx/5xx is a response, a transport error panics.
@@ -202,10 +207,7 @@ pub struct Resp {
 
 impl Resp {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        header_in(&self.headers, name)
     }
 
     pub fn text(&self) -> String {
@@ -294,10 +296,7 @@ impl Raw {
             .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
             .collect();
         self.buf.drain(..end + 4);
-        let cl = headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-            .and_then(|(_, v)| v.parse::<usize>().ok());
+        let cl = header_in(&headers, "content-length").and_then(|v| v.parse::<usize>().ok());
         let bodiless = head_only || status < 200 || status == 204 || status == 304;
         let body = if bodiless {
             Vec::new()
