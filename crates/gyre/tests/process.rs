@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use util::http::free_port;
+use util::http::{free_port, Raw};
 use util::{wait_for, Prefix};
 
 const BASE: &str = "daemon off;\nerror_log logs/error.log notice;\n";
@@ -226,13 +226,7 @@ fn reload_under_load_serves_the_new_config_and_fails_no_request() {
     }
     assert!(wait_for(Duration::from_secs(5), || get(addr, "/v")
         .is_ok_and(|r| r.1 == b"two")));
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut total = 0;
-    for h in load {
-        let (ok, failed) = h.join().unwrap();
-        assert!(failed.is_empty(), "failed during reload: {failed:?}");
-        total += ok;
-    }
+    let total = finish_load(&stop, load);
     assert!(total > 100, "only {total} requests ran");
     assert!(s.log().contains("reconfiguring"));
 }
@@ -405,58 +399,50 @@ fn keepalive_load(
 ) -> (u32, Vec<String>) {
     let (mut ok, mut failed) = (0u32, Vec::new());
     let end = std::time::Instant::now() + Duration::from_secs(20);
-    let mut conn: Option<TcpStream> = None;
+    let mut conn: Option<Raw> = None;
     while !stop.load(std::sync::atomic::Ordering::Relaxed) && std::time::Instant::now() < end {
-        let s = match conn.as_mut() {
-            Some(s) => s,
-            None => {
-                let s = TcpStream::connect(addr).unwrap();
-                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-                conn.insert(s)
-            }
-        };
-        if let Err(e) = s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n") {
-            failed.push(format!("write: {e}"));
+        let r = conn.get_or_insert_with(|| Raw::connect(addr.port()));
+        if !r.try_send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n") {
+            failed.push("write failed".to_string());
             conn = None;
             continue;
         }
-        // Read one response (headers + Content-Length body).
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
-        let done = loop {
-            match s.read(&mut chunk) {
-                Ok(0) => break Err("eof before response".to_string()),
-                Ok(n) => {
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
-                        let len: usize = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length: "))
-                            .and_then(|v| v.trim().parse().ok())
-                            .unwrap_or(0);
-                        if buf.len() >= i + 4 + len {
-                            break Ok(head.contains("connection: close"));
-                        }
-                    }
-                }
-                Err(e) => break Err(e.to_string()),
-            }
-        };
-        match done {
-            Ok(close) => {
+        match r.try_response(false) {
+            Ok(Some(resp)) => {
                 ok += 1;
-                if close {
+                if resp
+                    .header("Connection")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+                {
                     conn = None;
                 }
             }
+            Ok(None) => {
+                failed.push("eof before response".to_string());
+                conn = None;
+            }
             Err(e) => {
-                failed.push(e);
+                failed.push(e.to_string());
                 conn = None;
             }
         }
     }
     (ok, failed)
+}
+
+/// Joins load threads; every request must have succeeded. The total.
+fn finish_load(
+    stop: &std::sync::atomic::AtomicBool,
+    load: Vec<std::thread::JoinHandle<(u32, Vec<String>)>>,
+) -> u32 {
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut total = 0;
+    for h in load {
+        let (ok, failed) = h.join().unwrap();
+        assert!(failed.is_empty(), "failed during reload: {failed:?}");
+        total += ok;
+    }
+    total
 }
 
 #[test]
@@ -476,12 +462,6 @@ fn reload_under_keepalive_load_fails_no_request() {
         assert!(s.signal("reload").status.success());
         std::thread::sleep(Duration::from_millis(300));
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut total = 0;
-    for h in load {
-        let (ok, failed) = h.join().unwrap();
-        assert!(failed.is_empty(), "failed during reload: {failed:?}");
-        total += ok;
-    }
+    let total = finish_load(&stop, load);
     assert!(total > 100, "only {total} requests ran");
 }
