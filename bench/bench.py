@@ -122,21 +122,27 @@ def alive(pid):
         return False
 
 
-def http_get(port, path="/r", close=True, timeout=2.0):
-    """One GET; returns the status code or raises."""
+def first_line(port, payload, timeout):
+    """Sends `payload` on a fresh connection; the first line back (no CRLF)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     try:
-        hdr = "Connection: close\r\n" if close else ""
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: b\r\n{hdr}\r\n".encode())
+        s.sendall(payload)
         data = b""
         while b"\r\n" not in data:
             chunk = s.recv(4096)
             if not chunk:
                 break
             data += chunk
-        return int(data.split(b" ")[1])
+        return data.split(b"\r\n")[0]
     finally:
         s.close()
+
+
+def http_get(port, path="/r", close=True, timeout=2.0):
+    """One GET; returns the status code or raises."""
+    hdr = "Connection: close\r\n" if close else ""
+    line = first_line(port, f"GET {path} HTTP/1.1\r\nHost: b\r\n{hdr}\r\n".encode(), timeout)
+    return int(line.split(b" ")[1])
 
 
 def wait_for(fn, secs, step=0.02):
@@ -1271,18 +1277,7 @@ def kv_proc(srv):
 
 def resp_cmd(port, *args, timeout=1.0):
     """One command on a fresh connection; the first reply line (no CRLF)."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    try:
-        s.sendall(resp_enc(*args))
-        data = b""
-        while b"\r\n" not in data:
-            c = s.recv(4096)
-            if not c:
-                break
-            data += c
-        return data.split(b"\r\n")[0]
-    finally:
-        s.close()
+    return first_line(port, resp_enc(*args), timeout)
 
 
 def resp_enc(*args):
