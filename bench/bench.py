@@ -36,6 +36,8 @@ import sys
 import tempfile
 import time
 
+import kv_types  # noqa: E402  (bench/ is on sys.path: this script's folder)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "bench")
 RESULTS = os.path.join(BENCH, "results")
@@ -1899,7 +1901,7 @@ take `fuzz/dict/kv.dict`). Replay a crash: `cargo +nightly fuzz run TARGET ARTIF
 
 # --------------------------------------------------------------------- report
 
-ORDER = ["http", "ceiling", "memory", "balance", "faults", "fuzz", "kv", "kv_fair", "core"]
+ORDER = ["http", "ceiling", "memory", "balance", "faults", "fuzz", "kv", "kv_fair", "kv_types", "core"]
 
 
 def report():
@@ -1999,7 +2001,7 @@ def write_svg():
 
 SECTIONS = {"http": sec_http, "core": sec_core, "memory": sec_memory, "balance": sec_balance,
             "ceiling": sec_ceiling, "faults": sec_faults, "faults-kv": sec_faults_kv, "kv": sec_kv,
-            "kv-fair": sec_kv_fair,
+            "kv-fair": sec_kv_fair, "kv-types": lambda: kv_types.sec_kv_types(sys.modules[__name__]),
             "fuzz": sec_fuzz, "report": report}
 
 
@@ -2028,7 +2030,7 @@ def main():
         if a == "fuzz" and i + 1 < len(args) and args[i + 1].isdigit():
             FUZZ_SECS = int(args[i + 1])
         # fuzz is not part of all: it needs nightly Rust and 3 × 5 minutes.
-        todo = (["http", "ceiling", "memory", "balance", "faults", "core", "kv", "kv-fair"]
+        todo = (["http", "ceiling", "memory", "balance", "faults", "core", "kv", "kv-fair", "kv-types"]
                 if a == "all" else [a])
         for sec in todo:
             if sec not in SECTIONS:

@@ -1,0 +1,380 @@
+"""`bench/run.sh kv-types`: the kv process's data types against redis-server 7.0
+(issue 13), side by side in one run.
+
+- throughput: redis-benchmark's own type tests at -P 1 and -P 16, req/s and
+  server CPU per request; LRANGE_100/300/600 run as custom commands on a list
+  filled once beforehand, so their CPU is the LRANGE's alone (redis-benchmark's
+  `-t lrange_N` would mix in the LPUSH it fills the list with);
+- memory: RSS and INFO used_memory for 1e6 small hashes, sets, sorted sets and
+  lists, one sorted set of 1e6 members and one hash of 1e6 fields, each loaded
+  with `redis-cli --pipe` into a fresh server;
+- latency: ZADD and ZRANGEBYSCORE on the 1e6-member sorted set, one command at a
+  time from one client.
+
+A test gyre does not answer yet (an error reply to a probe) is recorded as
+"not supported", never as a figure. This module is a part of bench.py: it is
+handed bench.py's namespace (servers, redis-benchmark, CPU and RSS readers)
+rather than importing it, since bench.py runs as __main__.
+"""
+import os
+import random
+import re
+import socket
+import subprocess
+import time
+
+# (name in the report, redis-benchmark -t name, a probe command that must not
+# answer an error on a server that has the type)
+TESTS = [
+    ("LPUSH", "lpush", ["LPUSH", "probe:l", "x"]),
+    ("RPUSH", "rpush", ["RPUSH", "probe:l", "x"]),
+    ("LPOP", "lpop", ["LPOP", "probe:l"]),
+    ("RPOP", "rpop", ["RPOP", "probe:l"]),
+    ("SADD", "sadd", ["SADD", "probe:s", "x"]),
+    ("HSET", "hset", ["HSET", "probe:h", "f", "v"]),
+    ("SPOP", "spop", ["SPOP", "probe:s"]),
+    ("ZADD", "zadd", ["ZADD", "probe:z", "1", "x"]),
+    ("ZPOPMIN", "zpopmin", ["ZPOPMIN", "probe:z"]),
+    ("MSET", "mset", ["MSET", "probe:a", "1", "probe:b", "2"]),
+]
+LRANGES = [("LRANGE_100", 99), ("LRANGE_300", 299), ("LRANGE_600", 599)]
+GOAL_CPU = {"LRANGE_600": 1.5}  # -P 16 CPU ratio goals; 1.3 for the others
+GOAL_CPU_DEFAULT = 1.3
+RANDOM_KEYSPACE = 100000  # redis-benchmark -r: aggregates really grow
+
+
+def resp_call(port, *args, timeout=5.0):
+    """One command on a fresh connection; the whole first reply (bytes)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(_enc(args))
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            if _complete(data):
+                break
+        return data
+    finally:
+        s.close()
+
+
+def _enc(args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def _complete(data):
+    """Whether `data` holds one whole RESP2 reply (enough for the replies read here)."""
+    def walk(i):
+        j = data.find(b"\r\n", i)
+        if j < 0:
+            return None
+        t, body = data[i:i + 1], data[i + 1:j]
+        if t in (b"+", b"-", b":"):
+            return j + 2
+        if t == b"$":
+            n = int(body)
+            end = j + 2 + max(n, 0) + (2 if n >= 0 else 0)
+            return end if len(data) >= end else None
+        if t == b"*":
+            k = j + 2
+            for _ in range(max(int(body), 0)):
+                k = walk(k)
+                if k is None:
+                    return None
+            return k
+        return j + 2
+    try:
+        return walk(0) is not None
+    except ValueError:
+        return False
+
+
+def info_field(port, field):
+    txt = resp_call(port, "INFO", "memory").decode(errors="replace")
+    for line in txt.split("\r\n"):
+        if line.startswith(field + ":"):
+            return int(line.split(":", 1)[1])
+    return None
+
+
+def supported(port, probe):
+    r = resp_call(port, *probe)
+    resp_call(port, "DEL", probe[1])
+    return not r.startswith(b"-")
+
+
+def bench_custom(port, n, pipeline, cmd, conns=50, timeout=120):
+    """req/s of one redis-benchmark custom-command run (bounded in time)."""
+    argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-c", str(conns),
+            "-n", str(n), "-P", str(pipeline), "-q", *cmd]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout).stdout
+    except subprocess.TimeoutExpired:
+        return None
+    for name, rps in _rates(out):
+        return rps
+    return None
+
+
+def _rates(out):
+    """(test name, req/s) from redis-benchmark -q output: `NAME (note): N requests per second`."""
+    for part in out.replace("\r", "\n").split("\n"):
+        m = re.match(r"\s*(.*): ([\d.]+) requests per second", part)
+        if m:
+            yield m.group(1).split(" ")[0], float(m.group(2))
+
+
+def throughput(b):
+    rows = []
+    for pipeline, n in ((1, int(os.environ.get("BENCH_KV_N", "200000"))),
+                        (16, int(os.environ.get("BENCH_KV_NP", "2000000")))):
+        g, r = b.gyre_kv(), b.Redis().start()
+        ok = {}
+        for name, _, probe in TESTS:
+            ok[name] = {s.kind: supported(b.kv_proc(s)[0], probe) for s in (g, r)}
+        for name, _ in LRANGES:
+            ok[name] = ok["LPUSH"]
+        res = {}
+        for rnd in range(b.ROUNDS):
+            for name, test, _ in TESTS:
+                for srv in (g, r):
+                    if not ok[name][srv.kind]:
+                        continue
+                    port, pid = b.kv_proc(srv)
+                    c0 = b.cpu_secs([pid])
+                    out = _rb(port, test, n, pipeline)
+                    cpu = b.cpu_secs([pid]) - c0
+                    rps = out.get(name)
+                    if rps:
+                        res.setdefault((name, srv.kind), []).append((rps, cpu * 1e6 / n))
+                        b.log(f"  -P {pipeline:2} round {rnd + 1} {name:10} {srv.kind:5} "
+                              f"{rps:10.0f} req/s cpu {cpu * 1e6 / n:.2f} µs/req")
+            for srv in (g, r):
+                if not ok["LPUSH"][srv.kind]:
+                    continue
+                port, pid = b.kv_proc(srv)
+                resp_call(port, "DEL", "bench:list")
+                for i in range(0, 600, 100):
+                    resp_call(port, "RPUSH", "bench:list", *[f"e{j}" for j in range(i, i + 100)])
+                for name, stop in LRANGES:
+                    m = max(n // (10 if stop > 100 else 5), 1000)
+                    c0 = b.cpu_secs([pid])
+                    rps = bench_custom(port, m, pipeline, ["LRANGE", "bench:list", "0", str(stop)])
+                    cpu = b.cpu_secs([pid]) - c0
+                    if rps:
+                        res.setdefault((name, srv.kind), []).append((rps, cpu * 1e6 / m))
+                        b.log(f"  -P {pipeline:2} round {rnd + 1} {name:10} {srv.kind:5} "
+                              f"{rps:10.0f} req/s cpu {cpu * 1e6 / m:.2f} µs/req")
+        for name in [t[0] for t in TESTS] + [x[0] for x in LRANGES]:
+            d = {"pipeline": pipeline, "test": name, "n": n}
+            for k in ("gyre", "redis"):
+                xs = res.get((name, k), [])
+                d[k] = {"rps": b.med([x[0] for x in xs]), "cpu_us": b.med([x[1] for x in xs]),
+                        "supported": ok[name][k]}
+            d["ratio_rps"] = d["gyre"]["rps"] / max(d["redis"]["rps"], 1e-9)
+            d["ratio_cpu"] = d["redis"]["cpu_us"] / max(d["gyre"]["cpu_us"], 1e-9)
+            rows.append(d)
+        g.stop()
+        r.stop()
+    return rows
+
+
+def _rb(port, test, n, pipeline):
+    """redis-benchmark -t TEST with a random keyspace (so sets and sorted sets
+    grow instead of holding one member)."""
+    cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-t", test, "-c", "50",
+           "-n", str(n), "-P", str(pipeline), "-r", str(RANDOM_KEYSPACE), "-q"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=180).stdout
+    except subprocess.TimeoutExpired:
+        return {}
+    return dict(_rates(out))
+
+
+# ------------------------------------------------------------------- memory
+
+def _datasets(n_keys, n_big):
+    """name → (description, function writing the RESP commands to a file, probe)."""
+    def small(cmd, key, members):
+        def gen(f):
+            rnd = random.Random(7)
+            for i in range(n_keys):
+                f.write(_enc([cmd, f"{key}:{i}", *members(rnd, i)]))
+        return gen
+
+    def big(cmd, key, members_of):
+        def gen(f):
+            rnd = random.Random(9)
+            batch = 1000
+            for i in range(0, n_big, batch):
+                f.write(_enc([cmd, key, *members_of(rnd, range(i, min(i + batch, n_big)))]))
+        return gen
+
+    return {
+        "hashes": (f"{n_keys:,} hashes of 10 fields (f0..f9 → 8-byte values)",
+                   small("HSET", "h", lambda r, i: [x for k in range(10)
+                                                    for x in (f"f{k}", f"v{r.randrange(10**7):07d}")]),
+                   ["HSET", "probe:h", "f", "v"]),
+        "sets": (f"{n_keys:,} sets of 10 integers",
+                 small("SADD", "s", lambda r, i: [str(r.randrange(10**9)) for _ in range(10)]),
+                 ["SADD", "probe:s", "1"]),
+        "zsets": (f"{n_keys:,} sorted sets of 10 members (8-byte names, integer scores)",
+                  small("ZADD", "z", lambda r, i: [x for k in range(10)
+                                                   for x in (str(r.randrange(10**6)), f"m{k}{r.randrange(10**6):06d}")]),
+                  ["ZADD", "probe:z", "1", "a"]),
+        "lists": (f"{n_keys:,} lists of 10 items (8 bytes)",
+                  small("RPUSH", "l", lambda r, i: [f"i{r.randrange(10**7):07d}" for _ in range(10)]),
+                  ["RPUSH", "probe:l", "a"]),
+        "big_zset": (f"one sorted set of {n_big:,} members",
+                     big("ZADD", "bigz", lambda r, rng: [x for i in rng
+                                                         for x in (str(r.randrange(10**9)), f"member:{i}")]),
+                     ["ZADD", "probe:z", "1", "a"]),
+        "big_hash": (f"one hash of {n_big:,} fields",
+                     big("HSET", "bigh", lambda r, rng: [x for i in rng
+                                                         for x in (f"field:{i}", f"v{r.randrange(10**7):07d}")]),
+                     ["HSET", "probe:h", "f", "v"]),
+    }
+
+
+def memory(b):
+    n_keys = int(os.environ.get("BENCH_KVT_KEYS", "1000000"))
+    n_big = int(os.environ.get("BENCH_KVT_BIG", "1000000"))
+    out = {"n_keys": n_keys, "n_big": n_big, "rows": []}
+    for name, (desc, gen, probe) in _datasets(n_keys, n_big).items():
+        path = os.path.join(b.TMP, f"kvt-{name}.resp")
+        with open(path, "wb") as f:
+            gen(f)
+        row = {"name": name, "desc": desc}
+        for kind in ("gyre", "redis"):
+            srv = b.gyre_kv() if kind == "gyre" else b.Redis().start()
+            port, pid = b.kv_proc(srv)
+            if not supported(port, probe):
+                row[kind] = {"supported": False}
+                srv.stop()
+                continue
+            time.sleep(0.2)
+            r0, u0 = b.rss_bytes(pid), info_field(port, "used_memory")
+            t0 = time.time()
+            with open(path, "rb") as f:
+                p = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), "--pipe"],
+                                   stdin=f, capture_output=True, text=True, timeout=600)
+            secs = time.time() - t0
+            time.sleep(0.5)
+            r1, u1 = b.rss_bytes(pid), info_field(port, "used_memory")
+            errors = "errors: 0" not in p.stdout
+            row[kind] = {"supported": True, "rss": r1 - r0, "used": (u1 or 0) - (u0 or 0),
+                         "load_secs": secs, "errors": errors}
+            b.log(f"  {name:9} {kind:5} RSS +{(r1 - r0) / 2**20:.1f} MiB, used_memory "
+                  f"+{((u1 or 0) - (u0 or 0)) / 2**20:.1f} MiB, load {secs:.1f} s"
+                  f"{' (ERRORS in the load)' if errors else ''}")
+            if name == "big_zset":
+                row[kind]["latency"] = zset_latency(port)
+            srv.stop()
+        os.unlink(path)
+        out["rows"].append(row)
+    return out
+
+
+def zset_latency(port, n=5000):
+    """p50/p99/max µs of ZADD and ZRANGEBYSCORE (10 members) on `bigz`, one
+    command at a time on one connection."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    rnd = random.Random(3)
+    res = {}
+    try:
+        for name, mk in (("ZADD", lambda: ["ZADD", "bigz", str(rnd.randrange(10**9)), f"new:{rnd.randrange(10**6)}"]),
+                         ("ZRANGEBYSCORE", lambda: ["ZRANGEBYSCORE", "bigz", str(rnd.randrange(10**9)),
+                                                    "+inf", "LIMIT", "0", "10"])):
+            lat = []
+            for _ in range(n):
+                req = _enc(mk())
+                t0 = time.perf_counter()
+                s.sendall(req)
+                data = b""
+                while not _complete(data):
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        raise OSError("closed")
+                    data += chunk
+                lat.append((time.perf_counter() - t0) * 1e6)
+            lat.sort()
+            res[name] = {"p50": lat[len(lat) // 2], "p99": lat[int(len(lat) * 0.99)], "max": lat[-1]}
+    finally:
+        s.close()
+    return res
+
+
+# ------------------------------------------------------------------- report
+
+def md(b, d):
+    m = d["machine"]
+    rows = []
+    for r in d.get("throughput", []):
+        if not r["gyre"]["supported"]:
+            rows.append([f"{r['test']}, -P {r['pipeline']}", "not supported by gyre yet", "", "", ""])
+            continue
+        goal = GOAL_CPU.get(r["test"], GOAL_CPU_DEFAULT) if r["pipeline"] == 16 else None
+        mark = "" if goal is None else (f" {'✓' if r['ratio_cpu'] >= goal else '✗'} (≥ {goal})")
+        rows.append([f"{r['test']}, -P {r['pipeline']}",
+                     f"{b.fmt(r['gyre']['rps'], 0)} / {b.fmt(r['redis']['rps'], 0)}",
+                     f"{r['ratio_rps']:.2f}×",
+                     f"{r['gyre']['cpu_us']:.2f} / {r['redis']['cpu_us']:.2f}",
+                     f"**{r['ratio_cpu']:.2f}×**{mark}"])
+    mem = d.get("memory", {})
+    mrows, lrows = [], []
+    for r in mem.get("rows", []):
+        g, x = r.get("gyre", {}), r.get("redis", {})
+        if not g.get("supported"):
+            mrows.append([r["desc"], "not supported by gyre yet", "", "", ""])
+            continue
+        goal = 0.7 if r["name"] == "big_zset" else (0.8 if r["name"] in ("hashes", "sets", "zsets", "lists") else None)
+        ratio = g["rss"] / max(x.get("rss", 0), 1)
+        mark = "" if goal is None else f" {'✓' if ratio <= goal else '✗'} (≤ {goal})"
+        mrows.append([r["desc"], f"{g['rss'] / 2**20:.1f} / {x.get('rss', 0) / 2**20:.1f}",
+                      f"**{ratio:.2f}×**{mark}",
+                      f"{g['used'] / 2**20:.1f} / {x.get('used', 0) / 2**20:.1f}",
+                      f"{g['load_secs']:.1f} / {x.get('load_secs', 0):.1f}"])
+        for k in ("gyre", "redis"):
+            for cmd, v in r.get(k, {}).get("latency", {}).items():
+                lrows.append([k, cmd, f"{v['p50']:.0f}", f"{v['p99']:.0f}", f"{v['max']:.0f}"])
+    return f"""## KV data types vs redis (`bench/run.sh kv-types`)
+
+{b.mline(m)}. gyre (release, 1 worker, `kv {{ listen …; hz 10; maxclients 20000; }}`)
+against redis-server {b.redis_version()} from Debian (`--save '' --appendonly no`), fresh
+per table. CPU is utime+stime of gyre's kv process or of redis-server.
+
+### Throughput: redis-benchmark's type tests, `-c 50 -r {RANDOM_KEYSPACE}`
+
+One run per test and server, alternating, {b.ROUNDS} rounds, medians. LRANGE_N is
+`LRANGE bench:list 0 N-1` on a 600-item list filled once (a custom command, so the CPU is
+the LRANGE's alone). Goal at -P 16: CPU per request ≥ 1.3× less than redis (LRANGE_600 ≥ 1.5×).
+Cells are gyre / redis.
+
+{b.table(["test", "req/s gyre / redis", "req/s ratio", "µs CPU/req", "CPU ratio redis/gyre"], rows)}
+
+### Memory: each data set loaded with `redis-cli --pipe` into a fresh server
+
+RSS and INFO used_memory growth over the empty server, MiB, gyre / redis. Goals: RSS
+≤ 0.8× redis's for the 1e6 small aggregates, ≤ 0.7× for the large sorted set.
+
+{b.table(["data set", "RSS MiB gyre / redis", "RSS ratio", "used_memory MiB", "load s"], mrows)}
+
+### Latency on the large sorted set (one client, one command at a time, µs)
+
+{b.table(["server", "command", "p50", "p99", "max"], lrows)}
+"""
+
+
+def sec_kv_types(b):
+    data = {"machine": b.machine()}
+    b.log("== kv-types: gyre kv process vs redis-server " + b.redis_version())
+    data["throughput"] = throughput(b)
+    data["memory"] = memory(b)
+    b.save("kv_types", md(b, data), data)
