@@ -35,6 +35,13 @@ impl Core {
         let x = self.pool.get_mut(c).ok_or_else(stale)?;
         let r = socket::recv(fd_of(x)?, buf);
         let rev = &mut x.read;
+        if rev.assumed {
+            rev.assumed = false;
+            let hit = !matches!(&r, Err(e) if e.kind() == io::ErrorKind::WouldBlock);
+            if let Some(ls) = x.listener.and_then(|i| self.listeners.get_mut(i)) {
+                ls.first_read.record(hit);
+            }
+        }
         match r {
             Ok(0) => {
                 rev.ready = false;
@@ -139,15 +146,32 @@ impl Core {
     }
 
     /// For protocols whose clients speak first (HTTP, RESP), called from
-    /// `Protocol::init_connection`: the handler runs as soon as the
-    /// connection is set up and reads before any interest is registered.
-    /// The request usually arrives with the handshake's last ACK, so a
-    /// connection answered and closed on its first read never costs an
-    /// epoll_ctl; if nothing is there yet, the read says EAGAIN and
-    /// [`Core::handle_read_event`] registers interest as usual.
+    /// `Protocol::init_connection`: when the client's first bytes are
+    /// likely there already, the handler runs as soon as the connection is
+    /// set up and reads before any interest is registered, so a connection
+    /// answered and closed on its first read costs no epoll_ctl and no
+    /// wait. Whether they are likely is learnt per listener from how such
+    /// first reads went (`first_read.rs`: on an idle server the request
+    /// usually arrives a little after the accept, on a busy one it is
+    /// there); when they are not, read interest is registered here and the
+    /// handler runs on the read event, as nginx does without `deferred`.
+    /// With `deferred` the data is there and nothing changes.
     pub fn assume_readable(&mut self, c: ConnId) {
-        if let Some(x) = self.pool.get_mut(c) {
+        let Some(x) = self.pool.get_mut(c) else {
+            return;
+        };
+        if x.read.ready {
+            return;
+        }
+        let try_now = x
+            .listener
+            .and_then(|i| self.listeners.get_mut(i))
+            .is_none_or(|ls| ls.first_read.should_try());
+        if try_now {
             x.read.ready = true;
+            x.read.assumed = true;
+        } else if let Err(e) = self.handle_read_event(c) {
+            log::error!("cannot watch a new connection ({e})");
         }
     }
 

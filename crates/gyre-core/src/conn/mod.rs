@@ -1,6 +1,7 @@
 //! Connections: the pool, listening sockets, accept, and I/O.
 
 pub mod accept;
+pub(crate) mod first_read;
 pub mod io;
 pub mod listener;
 pub mod pool;

@@ -68,6 +68,11 @@ pub struct Event {
     pub pending_eof: bool,
     /// This event's timer does not keep an exiting worker alive.
     pub cancelable: bool,
+    /// `ready` was assumed, not reported ([`Core::assume_readable`]): the
+    /// first read's outcome teaches the listener's estimate.
+    ///
+    /// [`Core::assume_readable`]: crate::event::Core::assume_readable
+    pub(crate) assumed: bool,
     pub(crate) timer: Option<TimerId>,
 }
 

@@ -174,6 +174,8 @@ pub(crate) struct ListenerSlot {
     pub(crate) open: bool,
     /// Connections accepted, for re-adding EPOLLEXCLUSIVE sockets.
     pub(crate) accepts: u64,
+    /// Whether its clients' first bytes are usually there at accept.
+    pub(crate) first_read: crate::conn::first_read::FirstRead,
     pub(crate) conn: ConnId,
     pub(crate) protocol: Option<Box<dyn Protocol>>,
 }
@@ -1127,6 +1129,7 @@ impl Core {
             addr,
             open: true,
             accepts: 0,
+            first_read: Default::default(),
             conn: c,
             protocol: Some(protocol),
         });
