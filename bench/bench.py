@@ -26,6 +26,7 @@ import atexit
 import json
 import os
 import re
+import resource
 import selectors
 import shutil
 import signal
@@ -306,10 +307,13 @@ def wrk(url, secs=SECS, conns=CONNS, close=False, latency=True, timeout=None):
     if close:
         cmd += ["-H", "Connection: close"]
     cmd += ["--timeout", "5s", url]
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, capture_output=True, text=True,
                          timeout=timeout or secs + 30).stdout
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = {"rps": 0.0, "reqs": 0, "errors": 0, "non2xx": 0, "p50": float("nan"),
-         "p99": float("nan"), "raw": out}
+         "p99": float("nan"), "raw": out,
+         "client_cpu": (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)}
     for line in out.splitlines():
         line = line.strip()
         if line.startswith("Requests/sec:"):
@@ -328,12 +332,106 @@ def wrk(url, secs=SECS, conns=CONNS, close=False, latency=True, timeout=None):
     return r
 
 
+AB_N = int(os.environ.get("BENCH_AB_N", "100000"))
+
+
+def ab(url, n=AB_N, conns=CONNS):
+    """`ab -n N -c C` (no keep-alive: one request per connection, as health
+    checks and HTTP/1.0 clients do): req/s, p50/p99 ms, failed requests."""
+    r = {"rps": float("nan"), "p50": float("nan"), "p99": float("nan"), "failed": 0}
+    try:
+        out = subprocess.run(["ab", "-q", "-n", str(n), "-c", str(conns), url],
+                             capture_output=True, text=True, timeout=120).stdout
+    except subprocess.TimeoutExpired:
+        return r
+    for line in out.splitlines():
+        p = line.split()
+        if line.startswith("Requests per second:"):
+            r["rps"] = float(p[3])
+        elif line.startswith("Failed requests:"):
+            r["failed"] = int(p[2])
+        elif len(p) == 2 and p[0] == "50%":
+            r["p50"] = float(p[1])
+        elif len(p) == 2 and p[0] == "99%":
+            r["p99"] = float(p[1])
+    return r
+
+
 def measured_wrk(srv, url, **kw):
     ws = srv.workers()
-    c0 = cpu_secs(ws)
+    c0, v0 = cpu_secs(ws), sleeps(ws)
     r = wrk(url, **kw)
-    r["cpu_us"] = (cpu_secs(ws) - c0) * 1e6 / max(r["reqs"], 1)
+    n = max(r["reqs"], 1)
+    r["cpu_us"] = (cpu_secs(ws) - c0) * 1e6 / n
+    r["sleeps"] = (sleeps(ws) - v0) / n
+    r["client_us"] = r["client_cpu"] * 1e6 / n
     return r
+
+
+def sleeps(pids):
+    """Voluntary context switches (times the process blocked, mostly in
+    epoll_wait): each is a wake-up that whoever makes it ready pays for."""
+    t = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        t += int(line.split()[1])
+        except OSError:
+            pass
+    return t
+
+
+SYSCALLS = ["accept4", "recvfrom", "read", "sendto", "sendmsg", "writev", "write", "sendfile64",
+            "close", "shutdown", "epoll_ctl", "epoll_wait", "epoll_pwait", "setsockopt", "openat",
+            "newfstatat", "statx", "newfstat", "pread64"]
+
+
+def perf_works():
+    if not shutil.which("perf"):
+        return False
+    r = subprocess.run(["perf", "stat", "-x,", "-e", "syscalls:sys_enter_close", "true"],
+                       capture_output=True, text=True)
+    return r.returncode == 0 and "not supported" not in r.stderr and "<not" not in r.stderr
+
+
+_PERF = []
+
+
+def syscall_count(srv, url, secs=STRACE_SECS, **kw):
+    """Syscalls per request of the worker(s) over a short wrk run: counted by
+    perf's syscall tracepoints (no slowdown) when they work, else strace."""
+    if not _PERF:
+        _PERF.append(perf_works())
+    if not _PERF[0]:
+        return strace_count(srv, url, secs, **kw)
+    ws = srv.workers()
+    names = [x for x in SYSCALLS if os.path.isdir(f"/sys/kernel/tracing/events/syscalls/sys_enter_{x}")]
+    ev = ",".join(f"syscalls:sys_enter_{x}" for x in names) + ",raw_syscalls:sys_enter"
+    cmd = ["perf", "stat", "-x,", "-e", ev, "-p", ",".join(str(w) for w in ws)]
+    st = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    r = wrk(url, secs=secs, latency=False, **kw)
+    st.send_signal(signal.SIGINT)
+    try:
+        err = st.communicate(timeout=20)[1]
+    except subprocess.TimeoutExpired:
+        st.kill()
+        err = st.communicate()[1]
+    calls, total = {}, 0
+    for line in err.splitlines():
+        p = line.split(",")
+        if len(p) < 3 or not p[0].strip().isdigit():
+            continue
+        name = p[2]
+        if name == "raw_syscalls:sys_enter":
+            total = int(p[0])
+        elif name.startswith("syscalls:sys_enter_"):
+            calls[name[len("syscalls:sys_enter_"):]] = int(p[0])
+    n = max(r["reqs"], 1)
+    top = sorted(calls.items(), key=lambda kv: -kv[1])
+    return total / n, ", ".join(f"{k} {v / n:.2f}" for k, v in top if v / n >= 0.01)
 
 
 def strace_count(srv, url, secs=STRACE_SECS, **kw):
@@ -471,6 +569,8 @@ def callgrind_per_request(kind, path, close):
 
 
 def goal_for(case, conn):
+    if conn.startswith("close"):
+        return 1.1  # issue 16
     if case == "return 200":
         return 1.3
     if case == "13-byte file":
@@ -483,9 +583,13 @@ def sec_http():
     log(f"== http: gyre vs nginx, wrk -t1 -c{CONNS} -d{SECS}s, {ROUNDS} rounds alternating")
     rows, data = [], []
     for workers in (1, 2):
-        for close in (False, True):
-            g = Server("gyre", workers).start()
-            n = Server("nginx", workers).start()
+        # Connection: close also with `listen … deferred` on both (the best
+        # setting for one request per connection: TCP_DEFER_ACCEPT wakes the
+        # server once per connection, with the request there).
+        for close, deferred in ((False, False), (True, False), (True, True)):
+            opts = "deferred" if deferred else ""
+            g = Server("gyre", workers, listen_opts=opts).start()
+            n = Server("nginx", workers, listen_opts=opts).start()
             for case, path in CASES:
                 res = {"gyre": [], "nginx": []}
                 for _ in range(ROUNDS):
@@ -495,22 +599,38 @@ def sec_http():
                         log(f"  {workers}w {'close' if close else 'keep-alive':10} {case:13} "
                             f"{s.kind:5} {r['rps']:10.0f} req/s p50 {fmt(r['p50'])} µs "
                             f"p99 {fmt(r['p99'])} µs cpu {r['cpu_us']:.2f} µs/req "
+                            f"sleeps {r['sleeps']:.2f}/req wrk {r['client_us']:.2f} µs/req "
                             f"err {r['errors']} non2xx {r['non2xx']}")
                 sc = {}
                 for s in (g, n):
-                    sc[s.kind] = strace_count(s, s.url(path), close=close)
-                    log(f"  strace {s.kind}: {sc[s.kind][0]:.2f} syscalls/req ({sc[s.kind][1]})")
+                    sc[s.kind] = syscall_count(s, s.url(path), close=close)
+                    log(f"  syscalls {s.kind}: {sc[s.kind][0]:.2f}/req ({sc[s.kind][1]})")
+                abr = {}
+                if close and shutil.which("ab"):
+                    for _ in range(ROUNDS):
+                        for s in (g, n):
+                            abr.setdefault(s.kind, []).append(ab(s.url(path)))
+                    log(f"  ab -n {AB_N} -c {CONNS}: " + ", ".join(
+                        f"{k} {med([x['rps'] for x in v]):.0f} req/s p50 {med([x['p50'] for x in v]):.0f} ms "
+                        f"p99 {med([x['p99'] for x in v]):.0f} ms" for k, v in abr.items()))
                 instr = {}
-                if workers == 1 and shutil.which("valgrind"):
+                if workers == 1 and not deferred and shutil.which("valgrind"):
                     for k in ("gyre", "nginx"):
                         instr[k] = callgrind_per_request(k, path, close)
                         log(f"  callgrind {k}: {instr[k]:,.0f} instructions/req")
-                d = {"workers": workers, "conn": "close" if close else "keep-alive", "case": case}
+                d = {"workers": workers, "case": case,
+                     "conn": ("close, deferred" if deferred else "close") if close else "keep-alive"}
                 for k in ("gyre", "nginx"):
                     rs = res[k]
                     d[k] = {"rps": med([r["rps"] for r in rs]), "p50": med([r["p50"] for r in rs]),
                             "p99": med([r["p99"] for r in rs]),
                             "cpu_us": med([r["cpu_us"] for r in rs]),
+                            "sleeps": med([r["sleeps"] for r in rs]),
+                            "client_us": med([r["client_us"] for r in rs]),
+                            "ab": ({"rps": med([x["rps"] for x in abr[k]]),
+                                    "p50": med([x["p50"] for x in abr[k]]),
+                                    "p99": med([x["p99"] for x in abr[k]]),
+                                    "failed": sum(x["failed"] for x in abr[k])} if k in abr else None),
                             "errors": sum(r["errors"] + r["non2xx"] for r in rs),
                             "sys": sc[k][0], "sys_top": sc[k][1], "instr": instr.get(k)}
                 d["ratio_rps"] = d["gyre"]["rps"] / max(d["nginx"]["rps"], 1e-9)
@@ -548,10 +668,20 @@ def http_md(m, data):
             f"{d['gyre']['cpu_us']:.2f} / {d['nginx']['cpu_us']:.2f}",
             f"**{d['ratio_cpu']:.2f}×** {'✓' if ok_cpu else '✗'}",
             f"{d['gyre']['sys']:.2f} / {d['nginx']['sys']:.2f}{syscall_goal}",
+            f"{fmt(d['gyre'].get('sleeps', float('nan')), 2)} / {fmt(d['nginx'].get('sleeps', float('nan')), 2)}",
+            f"{fmt(d['gyre'].get('client_us', float('nan')), 2)} / {fmt(d['nginx'].get('client_us', float('nan')), 2)}",
             f"{d['gyre']['errors']} / {d['nginx']['errors']}",
         ])
     head = ["case", "req/s gyre / nginx", "req/s ratio (goal)", "p50 µs", "p99 µs (goal: no worse)",
-            "µs CPU/req", "CPU ratio nginx/gyre", "syscalls/req", "errors"]
+            "µs CPU/req", "CPU ratio nginx/gyre", "syscalls/req", "server sleeps/req",
+            "wrk µs CPU/req", "errors"]
+    abrows = [[f"{d['case']}, {d['conn']}, {d['workers']}w",
+               f"{fmt(d['gyre']['ab']['rps'], 0)} / {fmt(d['nginx']['ab']['rps'], 0)}",
+               f"**{d['gyre']['ab']['rps'] / max(d['nginx']['ab']['rps'], 1e-9):.2f}×**",
+               f"{fmt(d['gyre']['ab']['p50'], 0)} / {fmt(d['nginx']['ab']['p50'], 0)}",
+               f"{fmt(d['gyre']['ab']['p99'], 0)} / {fmt(d['nginx']['ab']['p99'], 0)}",
+               f"{d['gyre']['ab']['failed']} / {d['nginx']['ab']['failed']}"]
+              for d in data if d["gyre"].get("ab") and d["nginx"].get("ab")]
     detail = "\n".join(f"- {d['case']}, {d['conn']}, {d['workers']}w — gyre: {d['gyre']['sys_top']}; "
                        f"nginx: {d['nginx']['sys_top']}" for d in data)
     instr = "\n".join(
@@ -571,20 +701,30 @@ configuration text (`worker_processes N`, `access_log off`, `sendfile on`,
 1s` on both because their defaults differ, keep-alive defaults, `worker_connections
 4096`), both running at once, `wrk -t1 -c{CONNS} -d{SECS}s --latency`, alternating
 gyre, nginx for {ROUNDS} rounds; medians. CPU is utime+stime of the worker(s) from
-/proc per request; syscalls per request from one extra {STRACE_SECS} s run under
-`strace -c -f` on the worker(s) (strace slows the server, so batching differs a little
-from the timed runs). wrk itself takes about one of the two cores, so req/s with 2
-workers is bounded by the machine; read the ratios, CPU/req and syscalls/req.
+/proc per request; syscalls per request from one extra {STRACE_SECS} s run counted by
+perf's syscall tracepoints (`perf stat -e syscalls:sys_enter_*`, which does not slow
+the server down; strace does, and then finds requests already waiting that at full
+speed have not arrived yet) or, without perf, `strace -c -f`. "Server sleeps" are the
+workers' voluntary context switches per request (each is a wake-up that the other side
+pays for in its own syscall); "wrk µs CPU/req" is the load generator's own CPU. wrk
+takes about one of the two cores, so req/s with 2 workers is bounded by the machine,
+and with `Connection: close` by wrk itself: read the ratios, CPU/req and syscalls/req.
+"close, deferred" rows put `deferred` (TCP_DEFER_ACCEPT) on both servers' `listen`,
+the best setting for one request per connection.
 Goals (issue 6): req/s and CPU ≥ 1.3× nginx on `return 200`, ≥ 2× on the 13-byte
 file, ≥ 1.0× on 64 KiB; p99 no worse; ≤ 2 syscalls per small keep-alive request.
 Cells are gyre / nginx.
 
 {table(head, rows)}
 
-Syscalls per request (strace -c; "besides epoll waits" also includes the few
+Syscalls per request ("besides epoll waits" also includes the few
 calls that set up wrk's {CONNS} connections during the traced run, about 0.01/request):
 
 {detail}
+
+`ab -n {AB_N} -c {CONNS}` (no keep-alive), {ROUNDS} runs each, medians; p50/p99 in ms:
+
+{table(["case", "req/s gyre / nginx", "ratio", "p50 ms", "p99 ms", "failed"], abrows)}
 
 {instr}"""
     return md
@@ -614,7 +754,7 @@ def sec_ceiling():
         d = {"conn": "close" if close else "keep-alive"}
         for s in srvs:
             rs = res[s.kind]
-            sysc = strace_count(s, s.url("/r"), close=close)
+            sysc = syscall_count(s, s.url("/r"), close=close)
             d[s.kind] = {"rps": med([r["rps"] for r in rs]), "cpu_us": med([r["cpu_us"] for r in rs]),
                          "p99": med([r["p99"] for r in rs]), "sys": sysc[0], "sys_top": sysc[1]}
         data.append(d)

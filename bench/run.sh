@@ -3,7 +3,7 @@
 #   bench/run.sh [http|core|memory|balance|ceiling|faults|faults-kv|kv|kv-fair|kv-types|all|report]...
 #   bench/run.sh fuzz [seconds]   cargo-fuzz targets in fuzz/, each for seconds (300);
 #                                 not part of all (nightly Rust, 3 x 5 minutes)
-# Needs: Debian's nginx wrk strace valgrind redis-server redis-tools (installed with
+# Needs: Debian's nginx wrk apache2-utils linux-perf strace valgrind redis-server redis-tools (installed with
 # apt-get when missing), gcc, python3 (no packages), cargo. Runs everything on
 # 127.0.0.1; rewrites BENCHMARKS.md and bench/results.svg from bench/results/.
 # Knobs: BENCH_SECS BENCH_ROUNDS BENCH_CONNS BENCH_STRACE_SECS BENCH_CHURN_SECS
@@ -27,7 +27,7 @@ done
 
 if ((servers)); then
     need=()
-    for t in nginx:nginx wrk:wrk strace:strace valgrind:valgrind redis-server:redis-server redis-cli:redis-tools; do
+    for t in nginx:nginx wrk:wrk ab:apache2-utils perf:linux-perf strace:strace valgrind:valgrind redis-server:redis-server redis-cli:redis-tools; do
         command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
     done
     if ((${#need[@]})); then
