@@ -1,11 +1,20 @@
 //! The error log in nginx's format, behind the `log` facade:
-//! `2026/11/29 22:14:45 [error] 1234#0: message`.
+//! `2026/11/29 22:14:45 [error] 1234#0: message`, or, for a line about a
+//! connection or request, `… 1234#0: *7 message while ACTION, client: …,
+//! server: …, request: "…", host: "…"` (see [`LogContext`] and [`log_ctx!`],
+//! nginx's `log->handler`).
+//!
+//! nginx has eight levels and `log` five; they map as [`ERROR`] (error, crit,
+//! alert, emerg), [`WARN`], [`NOTICE`], [`INFO`] and [`DEBUG`], so a module
+//! logs each message at nginx's level for it and `error_log FILE info` shows
+//! what nginx's would.
 //!
 //! It writes to stderr until a file is opened (nginx does the same before its
 //! error log is open), and the file can be reopened in place for logrotate
 //! (`USR1`). Each record is one write(2) of one line, so lines from several
 //! processes appending to one file do not interleave.
 
+use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,11 +22,23 @@ use std::sync::{Mutex, OnceLock};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
+/// nginx's `error`, `crit`, `alert` and `emerg`.
+pub const ERROR: Level = Level::Error;
+/// nginx's `warn`.
+pub const WARN: Level = Level::Warn;
+/// nginx's `notice`.
+pub const NOTICE: Level = Level::Info;
+/// nginx's `info` (client mistakes and timeouts: `client timed out`).
+pub const INFO: Level = Level::Debug;
+/// nginx's `debug`.
+pub const DEBUG: Level = Level::Trace;
+
 /// nginx's level names, for `error_log FILE LEVEL`.
 pub fn parse_level(s: &str) -> Option<LevelFilter> {
     Some(match s {
         "debug" => LevelFilter::Trace,
-        "info" | "notice" => LevelFilter::Info,
+        "info" => LevelFilter::Debug,
+        "notice" => LevelFilter::Info,
         "warn" => LevelFilter::Warn,
         "error" | "crit" | "alert" | "emerg" => LevelFilter::Error,
         _ => return None,
@@ -129,6 +150,54 @@ impl Log for ErrorLog {
     fn flush(&self) {}
 }
 
+/// What a line about a connection or request adds to its message (nginx's
+/// `log->handler`, e.g. `ngx_http_log_error`): the connection number
+/// before it, what was being done, and who and what it was about after it.
+/// Every protocol implements it once for its connection or request, and
+/// every message about one goes through [`log_ctx!`], so the shape is the
+/// same for all of them, as fail2ban's and log shippers' patterns expect.
+pub trait LogContext {
+    /// nginx's `*N`: the connection's number, the one `$connection` shows.
+    fn number(&self) -> u64;
+    /// nginx's `while …` (`reading client request headers`), if any.
+    fn action(&self) -> Option<&str> {
+        None
+    }
+    /// Appends the context after the message, each part with its leading
+    /// `, ` (`, client: 127.0.0.1, server: localhost, request: "GET / HTTP/1.1"`).
+    fn context(&self, out: &mut dyn fmt::Write) -> fmt::Result;
+}
+
+/// A message with its [`LogContext`], formatted only when the line is
+/// written (nothing is built while the level is off).
+pub struct WithContext<'a, C: ?Sized>(pub &'a C, pub fmt::Arguments<'a>);
+
+impl<C: LogContext + ?Sized> fmt::Display for WithContext<'_, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "*{} {}", self.0.number(), self.1)?;
+        if let Some(a) = self.0.action() {
+            write!(f, " while {a}")?;
+        }
+        self.0.context(f)
+    }
+}
+
+/// Logs a message about a connection or request at an nginx level, with
+/// its context: `log_ctx!(errlog::INFO, &ctx, "client timed out ({e})")`.
+#[macro_export]
+macro_rules! log_ctx {
+    ($level:expr, $ctx:expr, $($arg:tt)+) => {
+        $crate::errlog::__log::log!(
+            $level,
+            "{}",
+            $crate::errlog::WithContext($ctx, format_args!($($arg)+))
+        )
+    };
+}
+
+#[doc(hidden)]
+pub use log as __log;
+
 /// Applies the configuration's first `error_log`: its target and level.
 pub fn configure(logs: &[crate::conf::ErrorLog]) -> std::io::Result<()> {
     use crate::conf::{LogLevel, LogTarget};
@@ -138,7 +207,8 @@ pub fn configure(logs: &[crate::conf::ErrorLog]) -> std::io::Result<()> {
     let level = match first.level {
         LogLevel::Emerg | LogLevel::Alert | LogLevel::Crit | LogLevel::Error => LevelFilter::Error,
         LogLevel::Warn => LevelFilter::Warn,
-        LogLevel::Notice | LogLevel::Info => LevelFilter::Info,
+        LogLevel::Notice => LevelFilter::Info,
+        LogLevel::Info => LevelFilter::Debug,
         LogLevel::Debug => LevelFilter::Trace,
     };
     match &first.target {
@@ -156,4 +226,65 @@ pub fn configure(logs: &[crate::conf::ErrorLog]) -> std::io::Result<()> {
     }
     init(level);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Req {
+        action: Option<&'static str>,
+    }
+
+    impl LogContext for Req {
+        fn number(&self) -> u64 {
+            7
+        }
+        fn action(&self) -> Option<&str> {
+            self.action
+        }
+        fn context(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+            write!(
+                out,
+                ", client: 127.0.0.1, server: localhost, request: \"GET /x HTTP/1.1\", host: \"localhost\""
+            )
+        }
+    }
+
+    #[test]
+    fn a_line_about_a_request_has_nginx_shape() {
+        let r = Req { action: None };
+        let e = "2: No such file or directory";
+        let line = WithContext(&r, format_args!("open() \"/srv/x\" failed ({e})")).to_string();
+        assert_eq!(
+            line,
+            "*7 open() \"/srv/x\" failed (2: No such file or directory), client: 127.0.0.1, \
+             server: localhost, request: \"GET /x HTTP/1.1\", host: \"localhost\""
+        );
+        let r = Req {
+            action: Some("reading client request headers"),
+        };
+        let line = WithContext(&r, format_args!("client timed out")).to_string();
+        assert!(
+            line.starts_with("*7 client timed out while reading client request headers, client: ")
+        );
+    }
+
+    #[test]
+    fn levels_map_to_nginx_names_and_filters() {
+        for (l, name) in [
+            (ERROR, "error"),
+            (WARN, "warn"),
+            (NOTICE, "notice"),
+            (INFO, "info"),
+            (DEBUG, "debug"),
+        ] {
+            assert_eq!(level_name(l), name);
+            let f = parse_level(name).expect("a level");
+            // `error_log FILE LEVEL` shows that level and the ones above it.
+            assert!(l <= f, "{name}");
+        }
+        let notice = parse_level("notice").expect("notice");
+        assert!(INFO > notice, "info lines are not shown at notice");
+    }
 }

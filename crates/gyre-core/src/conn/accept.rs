@@ -66,7 +66,17 @@ impl Core {
                         z.stats().handled.inc();
                         z.stats().active.inc();
                     }
+                    // nginx's `c->number`: one counter in the shared zone,
+                    // so `*N` in the error log and `$connection` are unique
+                    // across workers (without a zone, the pool's own serial).
+                    let number = self
+                        .shared
+                        .as_ref()
+                        .map(|z| z.connection_counter().fetch_add(1) + 1);
                     if let Some(x) = self.pool.get_mut(c) {
+                        if let Some(n) = number {
+                            x.number = n;
+                        }
                         x.peer = peer;
                         x.listener = Some(ls.0);
                         x.read.ready = deferred;

@@ -108,7 +108,9 @@ pub struct Connection {
     pub peer: Option<SocketAddr>,
     /// Index of the listener that accepted it.
     pub listener: Option<usize>,
-    /// A serial number unique within this process (nginx's `c->number`).
+    /// nginx's `c->number`: unique across the workers of a process model
+    /// (taken from the shared zone's counter at accept), else within this
+    /// process.
     pub number: u64,
     /// Set when the core asks the handler to close (drain, shutdown): the
     /// handler should finish up and close the connection.
