@@ -109,19 +109,48 @@ fn echo(addr: SocketAddr, msg: &[u8]) -> std::io::Result<TcpStream> {
     Ok(s)
 }
 
-/// Established TCP sockets a process holds (its accepted connections).
-fn sockets(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter(|e| {
-                    std::fs::read_link(e.path())
-                        .map(|l| l.to_string_lossy().starts_with("socket:"))
-                        .unwrap_or(false)
-                })
-                .count()
+/// Which of `workers` holds the server side of each of the `clients`
+/// connections to `port`: the accepted sockets' inodes from /proc/net/tcp
+/// (local port `port`, remote port a client's), then the worker whose fds
+/// name them. Exact however busy the machine is — counting a worker's
+/// sockets against a baseline was not, while a starting worker still
+/// closed the master's copies of listening sockets.
+fn owners(workers: &[u32], port: u16, clients: &[TcpStream]) -> Vec<usize> {
+    let remote: std::collections::HashSet<u16> = clients
+        .iter()
+        .filter_map(|c| c.local_addr().ok().map(|a| a.port()))
+        .collect();
+    let port_of = |hex: &str| {
+        hex.rsplit(':')
+            .next()
+            .and_then(|p| u16::from_str_radix(p, 16).ok())
+    };
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let inodes: std::collections::HashSet<String> = tcp
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (local, rem, inode) = (f.get(1)?, f.get(2)?, f.get(9)?);
+            (port_of(local)? == port && remote.contains(&port_of(rem)?))
+                .then(|| format!("socket:[{inode}]"))
         })
-        .unwrap_or(0)
+        .collect();
+    workers
+        .iter()
+        .map(|w| {
+            std::fs::read_dir(format!("/proc/{w}/fd"))
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .filter(|e| {
+                            std::fs::read_link(e.path())
+                                .is_ok_and(|l| inodes.contains(l.to_string_lossy().as_ref()))
+                        })
+                        .count()
+                })
+                .unwrap_or(0)
+        })
+        .collect()
 }
 
 #[test]
@@ -142,20 +171,6 @@ fn connections_spread_over_both_workers_in_each_accept_mode() {
         );
         assert!(wait(Duration::from_secs(5), || m.workers().len() == 2));
         let workers = m.workers();
-        // A starting worker closes the master's copies of other listening
-        // sockets: count from when its sockets stopped changing (under a
-        // loaded test run that can take a while).
-        let count = || workers.iter().map(|&w| sockets(w)).collect::<Vec<_>>();
-        let mut base = count();
-        let settle = std::time::Instant::now();
-        loop {
-            std::thread::sleep(Duration::from_millis(100));
-            let now = count();
-            if now == base || settle.elapsed() > Duration::from_secs(3) {
-                break;
-            }
-            base = now;
-        }
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let mut held = Vec::new();
         for i in 0..100 {
@@ -165,11 +180,7 @@ fn connections_spread_over_both_workers_in_each_accept_mode() {
                 std::thread::sleep(Duration::from_millis(60));
             }
         }
-        let per: Vec<usize> = workers
-            .iter()
-            .zip(&base)
-            .map(|(&w, &b)| sockets(w).saturating_sub(b))
-            .collect();
+        let per = owners(&workers, port, &held);
         assert_eq!(per.iter().sum::<usize>(), 100, "{mode}: {per:?}");
         assert!(
             per.iter().all(|&n| n >= 10),
