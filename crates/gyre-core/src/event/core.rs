@@ -176,6 +176,8 @@ pub(crate) struct ListenerSlot {
     pub(crate) accepts: u64,
     pub(crate) conn: ConnId,
     pub(crate) protocol: Option<Box<dyn Protocol>>,
+    /// `listen ... ssl`: accepted connections handshake first.
+    pub(crate) tls: Option<super::tls::TlsListen>,
 }
 
 /// One event loop.
@@ -211,6 +213,8 @@ pub struct Core {
     pub(crate) last_pool_warning: Msec,
     stop: bool,
     exiting: bool,
+    /// File bytes read for TLS (no sendfile under TLS), kept for reuse.
+    pub(crate) tls_scratch: Vec<u8>,
 }
 
 impl Core {
@@ -259,6 +263,7 @@ impl Core {
             last_pool_warning: now.wrapping_sub(1_000_000),
             stop: false,
             exiting: false,
+            tls_scratch: Vec::new(),
             opts,
         })
     }
@@ -501,6 +506,16 @@ impl Core {
 
     /// Runs a connection's handler for one event.
     pub(crate) fn call(&mut self, c: ConnId, kind: EvKind, timedout: bool) {
+        let Some(x) = self.pool.get_mut(c) else {
+            return;
+        };
+        if kind == EvKind::Write
+            && !timedout
+            && x.tls.is_some()
+            && !self.tls_before_write_handler(c)
+        {
+            return;
+        }
         let Some(x) = self.pool.get_mut(c) else {
             return;
         };
@@ -1023,6 +1038,19 @@ impl Core {
         let Some(x) = self.pool.get(c) else {
             return;
         };
+        let c = if x.tls.is_some() {
+            // close_notify first; when it cannot all go out now, the slot
+            // lingers under a new generation and closes itself.
+            match self.tls_close(c) {
+                Some(c) => c,
+                None => return,
+            }
+        } else {
+            c
+        };
+        let Some(x) = self.pool.get(c) else {
+            return;
+        };
         if let Kind::Listener(_) = x.kind {
             log::error!("close() called on a listening connection");
             return;
@@ -1129,6 +1157,7 @@ impl Core {
             accepts: 0,
             conn: c,
             protocol: Some(protocol),
+            tls: None,
         });
         if self.accept_mutex.is_none() {
             self.set_interest(c, Interest::READ)?;
