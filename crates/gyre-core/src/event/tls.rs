@@ -47,14 +47,16 @@ const WRITE_CHUNK: usize = 4 * 16 * 1024;
 /// chosen per handshake by the configuration's own `cert_resolver` (RSA or
 /// ECDSA by the client's signature schemes).
 pub trait ChooseConfig {
-    /// `None` refuses the handshake (an `unrecognized_name` alert is sent).
-    fn choose(&self, hello: &ClientHello<'_>) -> Option<Arc<ServerConfig>>;
+    /// An error refuses the handshake; its text is logged (at error level:
+    /// it is the server's configuration that is lacking) followed by
+    /// "while SSL handshaking".
+    fn choose(&self, hello: &ClientHello<'_>) -> Result<Arc<ServerConfig>, String>;
 }
 
 /// One configuration for every client.
 impl ChooseConfig for Arc<ServerConfig> {
-    fn choose(&self, _hello: &ClientHello<'_>) -> Option<Arc<ServerConfig>> {
-        Some(self.clone())
+    fn choose(&self, _hello: &ClientHello<'_>) -> Result<Arc<ServerConfig>, String> {
+        Ok(self.clone())
     }
 }
 
@@ -452,11 +454,12 @@ impl Core {
                         Ok(None) => continue,
                         Ok(Some(accepted)) => {
                             let chosen = cfg.config.choose(&accepted.client_hello());
-                            let Some(sc) = chosen else {
-                                log::info!(
-                                    "SSL_do_handshake() failed (no server configuration for the requested name) while SSL handshaking{ctx}"
-                                );
-                                return Step::Failed;
+                            let sc = match chosen {
+                                Ok(sc) => sc,
+                                Err(reason) => {
+                                    log::error!("{reason} while SSL handshaking{ctx}");
+                                    return Step::Failed;
+                                }
                             };
                             match accepted.into_connection(sc) {
                                 Ok(conn) => tls.state = State::Conn(Box::new(conn)),
