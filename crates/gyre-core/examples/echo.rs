@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p gyre-core --example echo -- \
 //!     [--listen 127.0.0.1:7000] [--backend epoll|poll] [--idle-timeout-ms N] \
-//!     [--connections N] [--multi-accept]
+//!     [--connections N] [--multi-accept] [--tls-cert FILE --tls-key FILE]
 //! cargo run --release -p gyre-core --example echo -- --conf echo.conf [--prefix DIR]
 //! ```
 //!
@@ -19,6 +19,10 @@
 //! echo { listen 127.0.0.1:7000; idle_timeout 30s; }
 //! ```
 //!
+//! With `--tls-cert` / `--tls-key` (PEM) the listener speaks TLS: the core
+//! runs the handshake and the echo protocol below is unchanged — its
+//! `recv` and `send` go through the TLS layer.
+//!
 //! Every connection echoes what it reads. A connection idle for
 //! `--idle-timeout-ms` is closed (a timer on its read event); a periodic time
 //! event logs the counters once a second. Reads go into one buffer shared by
@@ -32,6 +36,8 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use gyre_core::conn::{ConnId, ListenOptions, Listener, Protocol};
+use gyre_core::event::tls::TlsListen;
+use gyre_core::event::tls_conf;
 use gyre_core::event::{Backend, Core, CoreOptions, Ev, Handler, Next};
 
 #[derive(Default)]
@@ -186,6 +192,8 @@ struct Args {
     idle_ms: u64,
     connections: usize,
     multi_accept: bool,
+    tls_cert: Option<String>,
+    tls_key: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -197,6 +205,8 @@ fn parse_args() -> Result<Args, String> {
         idle_ms: 0,
         connections: 1024,
         multi_accept: false,
+        tls_cert: None,
+        tls_key: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -219,11 +229,14 @@ fn parse_args() -> Result<Args, String> {
                 a.connections = v.parse().map_err(|_| format!("bad number {v:?}"))?;
             }
             "--multi-accept" => a.multi_accept = true,
+            "--tls-cert" => a.tls_cert = Some(value()?),
+            "--tls-key" => a.tls_key = Some(value()?),
             "--conf" => a.conf = Some(value()?),
             "--prefix" => a.prefix = Some(value()?),
             "-h" | "--help" => {
                 return Err("usage: echo [--listen ADDR:PORT] [--backend epoll|poll] \
-                            [--idle-timeout-ms N] [--connections N] [--multi-accept]"
+                            [--idle-timeout-ms N] [--connections N] [--multi-accept] \
+                            [--tls-cert FILE --tls-key FILE]"
                     .into())
             }
             _ => return Err(format!("unknown flag {flag:?}")),
@@ -265,7 +278,7 @@ fn run(args: Args) -> std::io::Result<()> {
     let ls = Listener::bind(ListenOptions::new(args.listen))?;
     let addr = ls.local_addr();
     let counters = Rc::new(Counters::default());
-    core.add_listener(
+    let id = core.add_listener(
         ls,
         Box::new(Echo {
             idle_ms: args.idle_ms,
@@ -273,7 +286,35 @@ fn run(args: Args) -> std::io::Result<()> {
             scratch: Rc::new(RefCell::new(vec![0; 16 * 1024])),
         }),
     )?;
-    log::info!("echo listening on {addr} using {}", core.backend_name());
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            let config = tls_conf::simple_server_config(cert.as_ref(), key.as_ref(), &[])?;
+            core.set_listener_tls(
+                id,
+                Some(TlsListen {
+                    config: Rc::new(config),
+                    // The idle timeout bounds the handshake too.
+                    handshake_timeout: if args.idle_ms > 0 {
+                        args.idle_ms
+                    } else {
+                        60_000
+                    },
+                    plain_fallback: false,
+                }),
+            );
+            " (TLS)"
+        }
+        (None, None) => "",
+        _ => {
+            return Err(std::io::Error::other(
+                "--tls-cert and --tls-key go together",
+            ))
+        }
+    };
+    log::info!(
+        "echo listening on {addr}{tls} using {}",
+        core.backend_name()
+    );
     let mut last_reads = 0;
     core.create_time_event(1000, move |core, _| {
         let c = &counters;

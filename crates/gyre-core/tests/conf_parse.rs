@@ -714,6 +714,7 @@ fn echo_module_plugs_in() {
             backlog: 128,
             reuseport: true,
             deferred: true,
+            ssl: false,
         }
     );
     assert_eq!(s.listen[1].addr, "[::1]:7001".parse().unwrap());

@@ -14,7 +14,7 @@ use gyre_core::conf::{
     Args, Block, ConfCtx, ConfError, Context, Directive, DirectiveSpec, ListenConf, ModuleDef,
 };
 
-use crate::mime;
+use crate::{mime, ssl};
 
 /// How a `location` matches (`=`, `^~`, or a plain prefix).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +130,8 @@ pub struct ServerConf {
     pub client_header_timeout: u64,
     pub client_header_buffer_size: usize,
     pub large_client_header_buffers: (usize, usize),
+    /// `ssl_*` (crate::ssl).
+    pub ssl: crate::ssl::ServerSsl,
 }
 
 /// The whole `http {}` block.
@@ -140,6 +142,8 @@ pub struct HttpConf {
     pub set: LocSettings,
     pub srv: ServerSettings,
     pub servers: Vec<ServerConf>,
+    /// `ssl_*` at http level (crate::ssl).
+    pub ssl: crate::ssl::SslSet,
     /// Extension → MIME type, from `types {}` or the built-in table.
     pub types: Arc<mime::MimeTypes>,
     types_set: bool,
@@ -303,7 +307,7 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
             )));
         }
     }
-    Ok(())
+    crate::ssl::init(c)
 }
 
 fn set_http(c: &mut HttpConf, _: &Directive, _: &ConfCtx) -> Result<(), String> {
@@ -311,8 +315,11 @@ fn set_http(c: &mut HttpConf, _: &Directive, _: &ConfCtx) -> Result<(), String> 
     Ok(())
 }
 
-fn set_server(c: &mut HttpConf, _: &Directive, _: &ConfCtx) -> Result<(), String> {
-    c.servers.push(ServerConf::default());
+fn set_server(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.servers.push(ServerConf {
+        ssl: crate::ssl::ServerSsl::at(d),
+        ..ServerConf::default()
+    });
     Ok(())
 }
 
@@ -671,6 +678,56 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::TAKE2,
         set_large_client_header_buffers,
     ),
+    // ngx_http_ssl_module (crate::ssl).
+    DirectiveSpec::multi("ssl_certificate", HS, Args::TAKE1, ssl::set_certificate),
+    DirectiveSpec::multi(
+        "ssl_certificate_key",
+        HS,
+        Args::TAKE1,
+        ssl::set_certificate_key,
+    ),
+    DirectiveSpec::new("ssl_protocols", HS, Args::ONE_MORE, ssl::set_protocols),
+    DirectiveSpec::new("ssl_ciphers", HS, Args::TAKE1, ssl::set_ciphers),
+    DirectiveSpec::new(
+        "ssl_prefer_server_ciphers",
+        HS,
+        Args::FLAG,
+        ssl::set_prefer_server_ciphers,
+    ),
+    DirectiveSpec::new(
+        "ssl_session_cache",
+        HS,
+        Args::TAKE12,
+        ssl::set_session_cache,
+    ),
+    DirectiveSpec::new(
+        "ssl_session_timeout",
+        HS,
+        Args::TAKE1,
+        ssl::set_session_timeout,
+    ),
+    DirectiveSpec::new(
+        "ssl_session_tickets",
+        HS,
+        Args::FLAG,
+        ssl::set_session_tickets,
+    ),
+    DirectiveSpec::multi(
+        "ssl_session_ticket_key",
+        HS,
+        Args::TAKE1,
+        ssl::set_session_ticket_key,
+    ),
+    DirectiveSpec::new("ssl_verify_client", HS, Args::TAKE1, ssl::set_verify_client),
+    DirectiveSpec::new(
+        "ssl_client_certificate",
+        HS,
+        Args::TAKE1,
+        ssl::set_client_certificate,
+    ),
+    DirectiveSpec::new("ssl_verify_depth", HS, Args::TAKE1, ssl::set_verify_depth),
+    DirectiveSpec::new("ssl_dhparam", HS, Args::TAKE1, ssl::set_dhparam),
+    DirectiveSpec::new("ssl_ecdh_curve", HS, Args::TAKE1, ssl::set_ecdh_curve),
 ];
 
 /// The module gyre registers for `http {}`.

@@ -201,7 +201,8 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
             .map(|(i, _)| i)
             .or_else(|| servers.first().copied())
             .unwrap_or(0);
-        core.add_listener(
+        let tls = crate::ssl::listener_tls(conf, addr, &servers, default);
+        let id = core.add_listener(
             ls,
             Box::new(HttpProtocol {
                 shared: shared.clone(),
@@ -209,6 +210,7 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
                 default,
             }),
         )?;
+        core.set_listener_tls(id, tls);
     }
     {
         let mut logs = shared.logs.borrow_mut();
@@ -571,6 +573,12 @@ impl HttpConn {
                 }
                 self.set_stat(core, Stat::Writing);
                 let (mut resp, route) = self.handle(core, &req);
+                let conf = &self.shared.conf;
+                if let Some(r) =
+                    crate::ssl::refuse(core, c, conf, &self.servers, self.default, &req)
+                {
+                    resp = r;
+                }
                 let last_call = self.last_call;
                 let m = self.machine(now);
                 let st = m.settings_mut();

@@ -13,6 +13,7 @@
 //! }
 //! ```
 
+use crate::tls;
 use gyre_core::conf::{
     Args, Block, ConfCtx, ConfError, Context, Directive, DirectiveSpec, ListenConf, ModuleDef,
 };
@@ -32,6 +33,8 @@ pub struct KvConf {
     pub databases: u32,
     pub proto_max_bulk_len: u64,
     pub client_query_buffer_limit: u64,
+    /// `port`, `tls-port` and the other TLS settings (crate::tls).
+    pub tls: crate::tls::KvTls,
 }
 
 impl Default for KvConf {
@@ -46,6 +49,7 @@ impl Default for KvConf {
             databases: 16,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
+            tls: crate::tls::KvTls::default(),
         }
     }
 }
@@ -125,10 +129,42 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::new("databases", KV, Args::TAKE1, set_databases),
     DirectiveSpec::new("proto_max_bulk_len", KV, Args::TAKE1, set_bulk),
     DirectiveSpec::new("client_query_buffer_limit", KV, Args::TAKE1, set_qbuf),
+    // crate::tls, in redis.conf's spelling and with underscores.
+    DirectiveSpec::new("port", KV, Args::TAKE1, tls::set_port),
+    DirectiveSpec::new("tls-port", KV, Args::TAKE1, tls::set_tls_port),
+    DirectiveSpec::new("tls_port", KV, Args::TAKE1, tls::set_tls_port),
+    DirectiveSpec::new("tls-cert-file", KV, Args::TAKE1, tls::set_cert_file),
+    DirectiveSpec::new("tls_cert_file", KV, Args::TAKE1, tls::set_cert_file),
+    DirectiveSpec::new("tls-key-file", KV, Args::TAKE1, tls::set_key_file),
+    DirectiveSpec::new("tls_key_file", KV, Args::TAKE1, tls::set_key_file),
+    DirectiveSpec::new("tls-ca-cert-file", KV, Args::TAKE1, tls::set_ca_cert_file),
+    DirectiveSpec::new("tls_ca_cert_file", KV, Args::TAKE1, tls::set_ca_cert_file),
+    DirectiveSpec::new("tls-auth-clients", KV, Args::TAKE1, tls::set_auth_clients),
+    DirectiveSpec::new("tls_auth_clients", KV, Args::TAKE1, tls::set_auth_clients),
+    DirectiveSpec::new("tls-protocols", KV, Args::ONE_MORE, tls::set_protocols),
+    DirectiveSpec::new("tls_protocols", KV, Args::ONE_MORE, tls::set_protocols),
 ];
 
 fn kv_init(c: &mut KvConf, _: &ConfCtx) -> Result<(), ConfError> {
-    if c.present && c.listen.is_empty() {
+    match c.tls.port {
+        // `port 0`: no plain port (a TLS-only server).
+        Some(0) if !c.listen.is_empty() => {
+            return Err(ConfError::new(
+                "\"port 0\" and \"listen\" exclude each other",
+            ))
+        }
+        Some(0) => {}
+        Some(p) => c.listen.push(
+            gyre_core::conf::parse_listen(&[format!("127.0.0.1:{p}")], 6379)
+                .map_err(ConfError::new)?,
+        ),
+        None => {}
+    }
+    if c.tls.tls_port.is_some_and(|p| p != 0) {
+        // Read now so `gyre -t` reports what Redis reports at start.
+        crate::tls::server_config(&c.tls).map_err(|e| ConfError::new(e.to_string()))?;
+    }
+    if c.present && c.listen.is_empty() && c.tls.port != Some(0) {
         c.listen.push(
             gyre_core::conf::parse_listen(&["127.0.0.1:6379".to_string()], 6379)
                 .map_err(ConfError::new)?,

@@ -56,7 +56,8 @@ const REPLY_BUF_KEEP: usize = 64 * 1024;
 
 /// The sockets `conf` listens on.
 pub fn listeners(conf: &KvConf) -> Vec<ListenOptions> {
-    conf.listen
+    let mut out: Vec<ListenOptions> = conf
+        .listen
         .iter()
         .map(|l| ListenOptions {
             addr: l.addr,
@@ -64,7 +65,10 @@ pub fn listeners(conf: &KvConf) -> Vec<ListenOptions> {
             reuseport: false,
             deferred: l.deferred,
         })
-        .collect()
+        .collect();
+    // The TLS port comes last (crate::tls).
+    out.extend(crate::tls::tls_addr(conf).map(ListenOptions::new));
+    out
 }
 
 /// The server configuration for `conf`.
@@ -111,16 +115,27 @@ pub fn init(conf: &KvConf, core: &mut Core, listeners: Vec<Listener>) -> io::Res
         out: RefCell::new(Vec::with_capacity(READ_BUF)),
         slicing: Cell::new(false),
     });
-    for ls in listeners {
+    for (i, ls) in listeners.into_iter().enumerate() {
         let laddr = ls.local_addr().to_string();
         log::info!("kv listening on {laddr}");
-        core.add_listener(
+        let id = core.add_listener(
             ls,
             Box::new(KvProtocol {
                 shared: shared.clone(),
                 laddr,
             }),
         )?;
+        if i >= conf.listen.len() {
+            let config = crate::tls::server_config(&conf.tls)?;
+            core.set_listener_tls(
+                id,
+                Some(gyre_core::event::tls::TlsListen {
+                    config: Rc::new(config),
+                    handshake_timeout: 60_000,
+                    plain_fallback: false,
+                }),
+            );
+        }
     }
     let s = shared.clone();
     let period = 1000 / u64::from(conf.hz.max(1));

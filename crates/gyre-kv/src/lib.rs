@@ -54,6 +54,7 @@ pub mod hash;
 pub mod info;
 pub mod resp;
 pub mod server;
+pub mod tls;
 pub mod util;
 
 /// The Redis version this module answers as (INFO, HELLO).

@@ -191,10 +191,12 @@ pub struct ListenConf {
     pub reuseport: bool,
     /// `TCP_DEFER_ACCEPT`: wake the worker only when data has arrived.
     pub deferred: bool,
+    /// `ssl`: connections on this address speak TLS.
+    pub ssl: bool,
 }
 
 /// Parses the arguments of `listen` (without the directive name):
-/// `ADDR[:PORT] [default_server] [backlog=N] [reuseport] [deferred]`.
+/// `ADDR[:PORT] [default_server] [backlog=N] [reuseport] [deferred] [ssl]`.
 ///
 /// ADDR is `PORT` alone, `*:PORT`, `IPv4[:PORT]`, `[IPv6][:PORT]` or a host
 /// name resolved now (its first address, as the configuration is read once).
@@ -213,6 +215,7 @@ pub fn parse_listen(args: &[String], default_port: u16) -> Result<ListenConf, St
         backlog: DEFAULT_BACKLOG,
         reuseport: false,
         deferred: false,
+        ssl: false,
     };
     for arg in &args[1..] {
         match arg.as_str() {
@@ -220,6 +223,7 @@ pub fn parse_listen(args: &[String], default_port: u16) -> Result<ListenConf, St
             "default_server" | "default" => conf.default_server = true,
             "reuseport" => conf.reuseport = true,
             "deferred" => conf.deferred = true,
+            "ssl" => conf.ssl = true,
             _ => {
                 if let Some(n) = arg.strip_prefix("backlog=") {
                     conf.backlog = parse_number(n)

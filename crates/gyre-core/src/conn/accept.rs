@@ -113,9 +113,23 @@ impl Core {
         }
     }
 
+    /// Starts the handshake on a TLS listener, or hands the connection to
+    /// the protocol at once.
+    fn init_connection(&mut self, ls: ListenerId, c: super::ConnId) {
+        let timeout = self
+            .listeners
+            .get(ls.0)
+            .and_then(|s| s.tls.as_ref())
+            .map(|t| t.handshake_timeout);
+        match timeout {
+            Some(ms) => self.start_tls(ls.0, c, ms),
+            None => self.init_connection_plain(ls, c),
+        }
+    }
+
     /// Hands a new connection to its listener's protocol; runs the read
     /// handler at once when data is already there (deferred accept).
-    fn init_connection(&mut self, ls: ListenerId, c: super::ConnId) {
+    pub(crate) fn init_connection_plain(&mut self, ls: ListenerId, c: super::ConnId) {
         let Some(mut p) = self.listeners.get_mut(ls.0).and_then(|s| s.protocol.take()) else {
             self.close(c);
             return;

@@ -33,6 +33,9 @@ impl Core {
     pub fn recv(&mut self, c: ConnId, buf: &mut [u8]) -> io::Result<usize> {
         let rdhup = self.actions.reports_rdhup();
         let x = self.pool.get_mut(c).ok_or_else(stale)?;
+        if x.tls.is_some() {
+            return self.tls_recv(c, buf);
+        }
         let r = socket::recv(fd_of(x)?, buf);
         let rev = &mut x.read;
         if rev.assumed {
@@ -69,6 +72,9 @@ impl Core {
     /// Writes from `buf`; a short write clears `write.ready`.
     pub fn send(&mut self, c: ConnId, buf: &[u8]) -> io::Result<usize> {
         let x = self.pool.get_mut(c).ok_or_else(stale)?;
+        if x.tls.is_some() {
+            return self.tls_send(c, &[IoSlice::new(buf)]);
+        }
         let r = socket::send(fd_of(x)?, buf);
         Self::after_write(x, r, buf.len())
     }
@@ -78,6 +84,9 @@ impl Core {
     /// instead of a small segment for the head.
     pub fn send_more(&mut self, c: ConnId, buf: &[u8]) -> io::Result<usize> {
         let x = self.pool.get_mut(c).ok_or_else(stale)?;
+        if x.tls.is_some() {
+            return self.tls_send(c, &[IoSlice::new(buf)]);
+        }
         let r = socket::send_more(fd_of(x)?, buf);
         Self::after_write(x, r, buf.len())
     }
@@ -85,13 +94,16 @@ impl Core {
     /// Gathers `bufs` into one writev(2); a short write clears `write.ready`.
     pub fn writev(&mut self, c: ConnId, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         let x = self.pool.get_mut(c).ok_or_else(stale)?;
+        if x.tls.is_some() {
+            return self.tls_send(c, bufs);
+        }
         let want = bufs.iter().map(|b| b.len()).sum();
         let r = socket::writev(fd_of(x)?, bufs);
         Self::after_write(x, r, want)
     }
 
     /// Sends up to `count` bytes of `file` from `*offset` (advanced by the
-    /// amount sent) with sendfile(2).
+    /// amount sent) with sendfile(2) (on TLS: read and encrypted, at most 64 KiB per call).
     pub fn sendfile(
         &mut self,
         c: ConnId,
@@ -100,6 +112,9 @@ impl Core {
         count: usize,
     ) -> io::Result<usize> {
         let x = self.pool.get_mut(c).ok_or_else(stale)?;
+        if x.tls.is_some() {
+            return self.tls_sendfile(c, file, offset, count);
+        }
         let r = socket::sendfile(fd_of(x)?, file, offset, count);
         Self::after_write(x, r, count)
     }
@@ -210,6 +225,9 @@ impl Core {
     /// close.
     pub fn shutdown_write(&mut self, c: ConnId) -> io::Result<()> {
         let x = self.pool.get(c).ok_or_else(stale)?;
+        if x.tls.is_some() {
+            return self.tls_shutdown_write(c);
+        }
         socket::shutdown_write(fd_of(x)?)
     }
 

@@ -101,6 +101,10 @@ pub struct Connection {
     /// Write direction.
     pub write: Event,
     pub(crate) handler: Option<Box<dyn Handler>>,
+    /// The TLS layer, on a connection accepted by a TLS listener.
+    pub(crate) tls: Option<Box<crate::event::tls::Tls>>,
+    /// Accepted by a TLS listener but spoke plain text.
+    pub(crate) plain_on_tls: bool,
     /// What the multiplexer watches for this fd.
     pub(crate) registered: Interest,
     pub(crate) in_backend: bool,
@@ -133,6 +137,8 @@ impl Connection {
             read: Event::default(),
             write: Event::default(),
             handler: None,
+            tls: None,
+            plain_on_tls: false,
             registered: Interest::NONE,
             in_backend: false,
             peer: None,
@@ -248,11 +254,26 @@ impl Pool {
         x.kind = Kind::Free;
         x.next_free = head;
         x.handler = None;
+        x.tls = None;
         x.peer = None;
         let fd = x.fd.take();
         self.free_head = c.slot;
         self.free_n += 1;
         fd
+    }
+
+    /// Gives a live slot a new generation, so every outstanding id and token
+    /// for it goes stale while the slot stays in use (a TLS connection whose
+    /// protocol closed it, flushing close_notify on its own).
+    pub(crate) fn renew(&mut self, c: ConnId) -> Option<ConnId> {
+        self.get(c)?;
+        self.set_reusable(c, false);
+        let x = &mut self.conns[c.slot as usize];
+        x.gen = x.gen.wrapping_add(1);
+        Some(ConnId {
+            slot: c.slot,
+            gen: x.gen,
+        })
     }
 
     /// Marks or unmarks `c` as reusable; a newly reusable connection goes to

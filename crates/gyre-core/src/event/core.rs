@@ -178,6 +178,8 @@ pub(crate) struct ListenerSlot {
     pub(crate) first_read: crate::conn::first_read::FirstRead,
     pub(crate) conn: ConnId,
     pub(crate) protocol: Option<Box<dyn Protocol>>,
+    /// `listen ... ssl`: accepted connections handshake first.
+    pub(crate) tls: Option<super::tls::TlsListen>,
 }
 
 /// One event loop.
@@ -213,6 +215,8 @@ pub struct Core {
     pub(crate) last_pool_warning: Msec,
     stop: bool,
     exiting: bool,
+    /// File bytes read for TLS (no sendfile under TLS), kept for reuse.
+    pub(crate) tls_scratch: Vec<u8>,
 }
 
 impl Core {
@@ -261,6 +265,7 @@ impl Core {
             last_pool_warning: now.wrapping_sub(1_000_000),
             stop: false,
             exiting: false,
+            tls_scratch: Vec::new(),
             opts,
         })
     }
@@ -503,6 +508,16 @@ impl Core {
 
     /// Runs a connection's handler for one event.
     pub(crate) fn call(&mut self, c: ConnId, kind: EvKind, timedout: bool) {
+        let Some(x) = self.pool.get_mut(c) else {
+            return;
+        };
+        if kind == EvKind::Write
+            && !timedout
+            && x.tls.is_some()
+            && !self.tls_before_write_handler(c)
+        {
+            return;
+        }
         let Some(x) = self.pool.get_mut(c) else {
             return;
         };
@@ -1025,6 +1040,19 @@ impl Core {
         let Some(x) = self.pool.get(c) else {
             return;
         };
+        let c = if x.tls.is_some() {
+            // close_notify first; when it cannot all go out now, the slot
+            // lingers under a new generation and closes itself.
+            match self.tls_close(c) {
+                Some(c) => c,
+                None => return,
+            }
+        } else {
+            c
+        };
+        let Some(x) = self.pool.get(c) else {
+            return;
+        };
         if let Kind::Listener(_) = x.kind {
             log::error!("close() called on a listening connection");
             return;
@@ -1132,6 +1160,7 @@ impl Core {
             first_read: Default::default(),
             conn: c,
             protocol: Some(protocol),
+            tls: None,
         });
         if self.accept_mutex.is_none() {
             self.set_interest(c, Interest::READ)?;

@@ -8,6 +8,8 @@ pub mod poll;
 pub mod posted;
 pub mod time_event;
 pub mod timer;
+pub mod tls;
+pub mod tls_conf;
 
 pub use self::actions::{Actions, Backend, Interest, Readiness, Trigger};
 pub use self::clock::{msec_before, msec_diff, Clock, Msec};

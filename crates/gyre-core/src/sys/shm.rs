@@ -124,6 +124,16 @@ impl ShmRegion {
         self.ptr.as_ptr()
     }
 
+    /// The whole region as 64-bit atomic words: for variable-sized tables
+    /// (the TLS session cache) laid out by the layer above.
+    pub fn words(&self) -> &[AtomicU64] {
+        // SAFETY: the mapping is `len` bytes, page-aligned (so aligned for
+        // AtomicU64), lives as long as `&self`; AtomicU64 is ShmSafe (valid
+        // for every bit pattern, mutated only atomically), and `len / 8`
+        // words fit in it.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<AtomicU64>(), self.len / 8) }
+    }
+
     /// Views the start of the region as a `T`.
     ///
     /// Returns `None` when `T` does not fit or needs more than page alignment.

@@ -118,6 +118,28 @@ pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
 /// `send(2)` with MSG_NOSIGNAL, retried on EINTR; falls back to write(2)
 /// for an fd that is not a socket.
 #[inline]
+/// Looks at the first bytes waiting without taking them (MSG_PEEK): how the
+/// TLS layer tells a ClientHello from a plain-text request.
+pub fn peek(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match rnet::recv(fd, &mut *buf, rnet::RecvFlags::PEEK) {
+            Err(rustix::io::Errno::INTR) => continue,
+            r => return Ok(r?.0),
+        }
+    }
+}
+
+/// Reads from a file at `offset` (pread(2)), for sending a file over TLS,
+/// where sendfile(2) cannot be used.
+pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    loop {
+        match rustix::io::pread(fd, &mut *buf, offset) {
+            Err(rustix::io::Errno::INTR) => continue,
+            r => return Ok(r?),
+        }
+    }
+}
+
 pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
     send_flags(fd, buf, rnet::SendFlags::NOSIGNAL)
 }

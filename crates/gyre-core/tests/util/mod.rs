@@ -2,6 +2,7 @@
 //! real process and reading what it logs.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod certs;
 pub mod fork;
 
 use std::io::{BufRead, BufReader};

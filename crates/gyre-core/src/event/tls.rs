@@ -1,0 +1,911 @@
+//! TLS as a connection layer (nginx's `ngx_event_openssl`): a sans-I/O rustls
+//! connection driven by the core's own socket calls, switched on per listener.
+//!
+//! This module owns the handshake (the first handler of a connection accepted
+//! on a TLS listener), the record layer under [`Core::recv`] / [`Core::send`]
+//! / [`Core::writev`] / [`Core::sendfile`] once the handshake is done, and the
+//! close (close_notify, flushed in the background like nginx's
+//! `ngx_ssl_shutdown` when the socket is full). It knows nothing of the
+//! protocol above: the listener's [`Protocol::init_connection`] is called once
+//! the handshake has finished, exactly as for a plain connection.
+//!
+//! What a protocol sees is what it sees on a plain socket: `read.ready` means
+//! "a recv may make progress" (true while decrypted bytes wait in the TLS
+//! layer), a record that needs more bytes is `WouldBlock`, and a short write
+//! clears `write.ready`. Ciphertext that the socket could not take yet stays
+//! in the TLS layer and keeps write interest registered by the core itself;
+//! the protocol's write handler is called again only if it saw the short
+//! write. Kernel TLS is not used (not available on the target machines), so
+//! a file is read and encrypted.
+//!
+//! [`Protocol::init_connection`]: crate::conn::Protocol::init_connection
+
+use std::io::{self, IoSlice, Read, Write};
+use std::os::fd::BorrowedFd;
+use std::rc::Rc;
+use std::sync::Arc;
+
+pub use rustls;
+use rustls::server::{Acceptor, ClientHello};
+use rustls::{ServerConfig, ServerConnection};
+
+use super::actions::Interest;
+use super::core::{Core, Ev, EvKind, Handler};
+use crate::conn::pool::ConnId;
+use crate::sys::socket;
+
+/// nginx's `ngx_ssl_shutdown` waits this long for close_notify to go out.
+const SHUTDOWN_TIMEOUT_MS: u64 = 3000;
+
+/// The most plaintext encrypted per call (four full records): bounds the
+/// ciphertext held for one connection and the bytes read from a file.
+const WRITE_CHUNK: usize = 4 * 16 * 1024;
+
+/// Picks the configuration of a handshake from the client's hello: the
+/// server block chosen by SNI (its certificates, protocols, client
+/// verification). Certificates within one configuration can still be
+/// chosen per handshake by the configuration's own `cert_resolver` (RSA or
+/// ECDSA by the client's signature schemes).
+pub trait ChooseConfig {
+    /// An error refuses the handshake; its text is logged (at error level:
+    /// it is the server's configuration that is lacking) followed by
+    /// "while SSL handshaking".
+    fn choose(&self, hello: &ClientHello<'_>) -> Result<Arc<ServerConfig>, String>;
+}
+
+/// One configuration for every client.
+impl ChooseConfig for Arc<ServerConfig> {
+    fn choose(&self, _hello: &ClientHello<'_>) -> Result<Arc<ServerConfig>, String> {
+        Ok(self.clone())
+    }
+}
+
+/// TLS on a listener (nginx's `listen ... ssl`).
+#[derive(Clone)]
+pub struct TlsListen {
+    pub config: Rc<dyn ChooseConfig>,
+    /// How long the handshake may take (nginx uses `client_header_timeout`).
+    pub handshake_timeout: u64,
+    /// When the first byte is not a TLS record, hand the connection to the
+    /// protocol as plain text (marked [`Core::is_plain_on_tls`]) instead of
+    /// failing the handshake: how HTTP answers "The plain HTTP request was
+    /// sent to HTTPS port".
+    pub plain_fallback: bool,
+}
+
+/// What a finished handshake negotiated, kept with the connection so a
+/// protocol can read it without asking rustls (`$ssl_protocol`,
+/// `$ssl_cipher`, `$ssl_server_name`, `$ssl_session_reused`, `$scheme`).
+#[derive(Clone, Debug)]
+pub struct TlsInfo {
+    pub version: rustls::ProtocolVersion,
+    pub suite: rustls::CipherSuite,
+    /// The SNI host name the client sent.
+    pub server_name: Option<Box<str>>,
+    /// The session was resumed (ticket or session id).
+    pub resumed: bool,
+    pub alpn: Option<Box<[u8]>>,
+    /// The client presented a certificate that was verified.
+    pub client_verified: bool,
+}
+
+impl TlsInfo {
+    /// nginx's `$ssl_protocol`: `TLSv1.2`, `TLSv1.3`.
+    pub fn protocol_name(&self) -> &'static str {
+        match self.version {
+            rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3",
+            rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2",
+            _ => "unknown",
+        }
+    }
+}
+
+enum State {
+    /// Reading the ClientHello, before a configuration is chosen.
+    Hello(Box<Acceptor>),
+    /// Handshaking or established.
+    Conn(Box<ServerConnection>),
+}
+
+/// A connection's TLS state, owned by its pool slot.
+pub(crate) struct Tls {
+    state: State,
+    info: Option<TlsInfo>,
+    /// Decrypted bytes not yet read by the protocol.
+    plain_pending: usize,
+    /// The socket reported end of stream.
+    sock_eof: bool,
+    /// The protocol saw a short write: call its write handler once the
+    /// pending ciphertext is out.
+    proto_wants_write: bool,
+    /// A fatal alert or close_notify was queued: no more application data.
+    closed: bool,
+    /// Closed by its protocol, flushing close_notify under [`Shutdown`].
+    lingering: bool,
+}
+
+impl Tls {
+    fn new() -> Tls {
+        Tls {
+            state: State::Hello(Box::default()),
+            info: None,
+            plain_pending: 0,
+            sock_eof: false,
+            proto_wants_write: false,
+            closed: false,
+            lingering: false,
+        }
+    }
+
+    fn conn(&mut self) -> Option<&mut ServerConnection> {
+        match &mut self.state {
+            State::Conn(c) => Some(c),
+            State::Hello(_) => None,
+        }
+    }
+
+    /// Ciphertext waiting for the socket.
+    fn pending_out(&self) -> bool {
+        match &self.state {
+            State::Conn(c) => c.wants_write(),
+            State::Hello(_) => false,
+        }
+    }
+}
+
+/// Reads ciphertext from the socket for rustls, remembering what happened.
+struct SockReader<'a> {
+    fd: BorrowedFd<'a>,
+    /// A read shorter than asked (the socket is drained, with EPOLLRDHUP).
+    short: bool,
+}
+
+impl Read for SockReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = socket::recv(self.fd, buf)?;
+        self.short = n < buf.len();
+        Ok(n)
+    }
+}
+
+struct SockWriter<'a>(BorrowedFd<'a>);
+
+impl Write for SockWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        socket::send(self.0, buf)
+    }
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        socket::writev(self.0, bufs)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Result of pushing ciphertext to the socket.
+#[derive(PartialEq, Eq)]
+enum Flush {
+    Done,
+    Blocked,
+}
+
+/// Writes pending ciphertext until done or the socket is full.
+fn flush(tls: &mut Tls, fd: BorrowedFd<'_>) -> io::Result<Flush> {
+    match tls.conn() {
+        Some(conn) => flush_conn(conn, fd),
+        None => Ok(Flush::Done),
+    }
+}
+
+fn flush_conn(conn: &mut ServerConnection, fd: BorrowedFd<'_>) -> io::Result<Flush> {
+    // Bounded: every pass either writes bytes or stops.
+    while conn.wants_write() {
+        match conn.write_tls(&mut SockWriter(fd)) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flush::Blocked),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Flush::Done)
+}
+
+fn broken() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "connection closed")
+}
+
+/// rustls's error as an I/O error for the protocol (it is logged where it
+/// matters: during the handshake).
+fn tls_error(e: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+/// The handshake: the first handler of a connection on a TLS listener
+/// (nginx's `ngx_http_ssl_handshake` + `ngx_ssl_handshake`).
+pub(crate) struct Handshake {
+    pub(crate) ls: usize,
+    /// The first byte has been looked at (for `plain_fallback`).
+    peeked: bool,
+}
+
+enum Step {
+    Done,
+    Again,
+    Plain,
+    Failed,
+}
+
+impl Handler for Handshake {
+    fn handle(&mut self, core: &mut Core, ev: Ev) {
+        let c = ev.conn;
+        if ev.timedout {
+            log::info!(
+                "client timed out (110: Connection timed out) while SSL handshaking{}",
+                core.log_ctx(c)
+            );
+            core.close(c);
+            return;
+        }
+        match core.handshake_step(c, self) {
+            Step::Again => {
+                let want_write = core.tls_mut(c).is_some_and(|t| t.pending_out());
+                let want = if want_write {
+                    Interest::READ.with(Interest::WRITE)
+                } else {
+                    Interest::READ
+                };
+                if core.set_interest(c, want).is_err() {
+                    core.close(c);
+                }
+            }
+            Step::Failed => core.close(c),
+            Step::Plain => {
+                core.del_timer(Ev::read(c));
+                if let Some(x) = core.pool.get_mut(c) {
+                    x.tls = None;
+                    x.plain_on_tls = true;
+                    x.read.ready = true;
+                }
+                core.init_protocol(crate::conn::ListenerId(self.ls), c);
+            }
+            Step::Done => {
+                core.del_timer(Ev::read(c));
+                if let Some(x) = core.pool.get_mut(c) {
+                    // The client's first data may have come with its Finished
+                    // and already be decrypted; the protocol reads at once.
+                    x.read.ready = true;
+                }
+                core.init_protocol(crate::conn::ListenerId(self.ls), c);
+            }
+        }
+    }
+}
+
+/// Flushes close_notify after a close whose ciphertext the socket could not
+/// take at once (nginx's `ngx_ssl_shutdown_handler`); the slot has a new
+/// generation, so the protocol's id for it is already stale.
+struct Shutdown;
+
+impl Handler for Shutdown {
+    fn handle(&mut self, core: &mut Core, ev: Ev) {
+        let c = ev.conn;
+        if ev.timedout || ev.kind == EvKind::Read {
+            core.close(c);
+            return;
+        }
+        let done = match core.pool.get_mut(c) {
+            Some(x) => match (x.tls.as_deref_mut(), x.fd.as_ref()) {
+                (Some(t), Some(fd)) => {
+                    use std::os::fd::AsFd;
+                    !matches!(flush(t, fd.as_fd()), Ok(Flush::Blocked))
+                }
+                _ => true,
+            },
+            None => return,
+        };
+        if done {
+            core.close(c);
+        }
+    }
+}
+
+impl Core {
+    /// Puts TLS on a registered listener (`None` turns it off): connections
+    /// it accepts from now on handshake first.
+    pub fn set_listener_tls(&mut self, ls: crate::conn::ListenerId, tls: Option<TlsListen>) {
+        if let Some(s) = self.listeners.get_mut(ls.0) {
+            s.tls = tls;
+        }
+    }
+
+    /// Whether `c` speaks TLS (handshake finished or not).
+    pub fn is_tls(&self, c: ConnId) -> bool {
+        self.pool.get(c).is_some_and(|x| x.tls.is_some())
+    }
+
+    /// What the handshake negotiated, once it is done.
+    pub fn tls_info(&self, c: ConnId) -> Option<&TlsInfo> {
+        self.pool.get(c)?.tls.as_ref()?.info.as_ref()
+    }
+
+    /// The certificates the client presented (mTLS), leaf first.
+    pub fn tls_peer_certificates(
+        &self,
+        c: ConnId,
+    ) -> Option<&[rustls::pki_types::CertificateDer<'static>]> {
+        match &self.pool.get(c)?.tls.as_ref()?.state {
+            State::Conn(conn) => conn.peer_certificates(),
+            State::Hello(_) => None,
+        }
+    }
+
+    /// The connection came on a TLS listener but its client spoke plain text
+    /// (only with [`TlsListen::plain_fallback`]).
+    pub fn is_plain_on_tls(&self, c: ConnId) -> bool {
+        self.pool.get(c).is_some_and(|x| x.plain_on_tls)
+    }
+
+    fn tls_mut(&mut self, c: ConnId) -> Option<&mut Tls> {
+        self.pool.get_mut(c)?.tls.as_deref_mut()
+    }
+
+    /// ", client: ADDR, server: ADDR" for log lines, as nginx appends.
+    pub(crate) fn log_ctx(&self, c: ConnId) -> String {
+        let Some(x) = self.pool.get(c) else {
+            return String::new();
+        };
+        let client = x.peer.map(|p| p.ip().to_string()).unwrap_or_default();
+        let server = x
+            .listener
+            .and_then(|l| self.listeners.get(l))
+            .map(|s| s.addr.to_string())
+            .unwrap_or_default();
+        format!(", client: {client}, server: {server}")
+    }
+
+    /// Called by the accept path: a connection on a TLS listener gets the
+    /// TLS state and the handshake handler, with its deadline.
+    pub(crate) fn start_tls(&mut self, ls: usize, c: ConnId, timeout: u64) {
+        if let Some(x) = self.pool.get_mut(c) {
+            x.tls = Some(Box::new(Tls::new()));
+            // Clients speak first: try the ClientHello at once.
+            x.read.ready = true;
+            x.handler = Some(Box::new(Handshake { ls, peeked: false }));
+        }
+        self.add_timer(Ev::read(c), timeout);
+        if self.accept_mutex_held {
+            self.post(Ev::read(c));
+        } else {
+            self.call(c, EvKind::Read, false);
+        }
+    }
+
+    fn tls_listen(&self, ls: usize) -> Option<&TlsListen> {
+        self.listeners.get(ls)?.tls.as_ref()
+    }
+
+    /// Drives the handshake as far as the socket allows.
+    fn handshake_step(&mut self, c: ConnId, hs: &mut Handshake) -> Step {
+        let Some(cfg) = self.tls_listen(hs.ls).cloned() else {
+            return Step::Failed;
+        };
+        let rdhup = self.actions.reports_rdhup();
+        // Bounded: each pass makes progress on the socket or returns.
+        for _ in 0..64 {
+            let ctx = self.log_ctx(c);
+            let Some(x) = self.pool.get_mut(c) else {
+                return Step::Failed;
+            };
+            use std::os::fd::AsFd;
+            let Some(fd) = x.fd.as_ref().map(|f| f.as_fd()) else {
+                return Step::Failed;
+            };
+            let Some(tls) = x.tls.as_deref_mut() else {
+                return Step::Failed;
+            };
+            if cfg.plain_fallback && !hs.peeked {
+                let mut b = [0u8; 1];
+                match socket::peek(fd, &mut b) {
+                    Ok(0) => return Step::Failed,
+                    Ok(_) => {
+                        hs.peeked = true;
+                        // 0x16: a TLS handshake record; high bit: SSLv2 hello.
+                        if b[0] != 0x16 && b[0] & 0x80 == 0 {
+                            return Step::Plain;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        x.read.ready = false;
+                        return Step::Again;
+                    }
+                    Err(_) => return Step::Failed,
+                }
+            }
+            match &mut tls.state {
+                State::Hello(acc) => {
+                    if !x.read.ready {
+                        return Step::Again;
+                    }
+                    let mut rd = SockReader { fd, short: false };
+                    match acc.read_tls(&mut rd) {
+                        Ok(0) => {
+                            log::info!(
+                                "peer closed connection in SSL handshake while SSL handshaking{ctx}"
+                            );
+                            return Step::Failed;
+                        }
+                        Ok(_) => {
+                            if rd.short && rdhup && !x.read.pending_eof {
+                                x.read.ready = false;
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            x.read.ready = false;
+                            return Step::Again;
+                        }
+                        Err(e) => {
+                            log::info!(
+                                "SSL_do_handshake() failed ({e}) while SSL handshaking{ctx}"
+                            );
+                            return Step::Failed;
+                        }
+                    }
+                    match acc.accept() {
+                        Ok(None) => continue,
+                        Ok(Some(accepted)) => {
+                            let chosen = cfg.config.choose(&accepted.client_hello());
+                            let sc = match chosen {
+                                Ok(sc) => sc,
+                                Err(reason) => {
+                                    log::error!("{reason} while SSL handshaking{ctx}");
+                                    return Step::Failed;
+                                }
+                            };
+                            match accepted.into_connection(sc) {
+                                Ok(conn) => tls.state = State::Conn(Box::new(conn)),
+                                Err((e, mut alert)) => {
+                                    let _ = alert.write(&mut SockWriter(fd));
+                                    log::info!(
+                                        "SSL_do_handshake() failed (SSL: {e}) while SSL handshaking{ctx}"
+                                    );
+                                    return Step::Failed;
+                                }
+                            }
+                        }
+                        Err((e, mut alert)) => {
+                            let _ = alert.write(&mut SockWriter(fd));
+                            log::info!(
+                                "SSL_do_handshake() failed (SSL: {e}) while SSL handshaking{ctx}"
+                            );
+                            return Step::Failed;
+                        }
+                    }
+                }
+                State::Conn(conn) => {
+                    if conn.wants_write() {
+                        match flush_conn(conn, fd) {
+                            Ok(Flush::Done) => {}
+                            Ok(Flush::Blocked) => {
+                                x.write.ready = false;
+                                return Step::Again;
+                            }
+                            Err(_) => return Step::Failed,
+                        }
+                        continue;
+                    }
+                    if !conn.is_handshaking() {
+                        tls.info = Some(info_of(conn));
+                        return Step::Done;
+                    }
+                    if !x.read.ready {
+                        return Step::Again;
+                    }
+                    let mut rd = SockReader { fd, short: false };
+                    match conn.read_tls(&mut rd) {
+                        Ok(0) => {
+                            log::info!(
+                                "peer closed connection in SSL handshake while SSL handshaking{ctx}"
+                            );
+                            return Step::Failed;
+                        }
+                        Ok(_) => {
+                            if rd.short && rdhup && !x.read.pending_eof {
+                                x.read.ready = false;
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            x.read.ready = false;
+                            return Step::Again;
+                        }
+                        Err(e) => {
+                            log::info!(
+                                "SSL_do_handshake() failed ({e}) while SSL handshaking{ctx}"
+                            );
+                            return Step::Failed;
+                        }
+                    }
+                    match conn.process_new_packets() {
+                        Ok(st) => tls.plain_pending = st.plaintext_bytes_to_read(),
+                        Err(e) => {
+                            // The alert rustls queued goes out best-effort.
+                            let _ = flush_conn(conn, fd);
+                            log::info!(
+                                "SSL_do_handshake() failed (SSL: {e}) while SSL handshaking{ctx}"
+                            );
+                            return Step::Failed;
+                        }
+                    }
+                }
+            }
+        }
+        // Not finished in 64 passes (a client feeding a byte at a time while
+        // the socket stays ready): give the others a turn.
+        self.post(Ev::read(c));
+        Step::Again
+    }
+
+    /// The listener's protocol takes over `c` (after the handshake).
+    fn init_protocol(&mut self, ls: crate::conn::ListenerId, c: ConnId) {
+        self.init_connection_plain(ls, c);
+    }
+
+    fn set_interest_of(&mut self, c: ConnId, want: Interest) -> io::Result<()> {
+        let cur = self
+            .pool
+            .get(c)
+            .map(|x| x.registered)
+            .unwrap_or(Interest::NONE);
+        self.set_interest(c, cur.with(want))
+    }
+
+    // ------------------------------------------------------------ record layer
+
+    /// [`Core::recv`] on a TLS connection.
+    pub(crate) fn tls_recv(&mut self, c: ConnId, buf: &mut [u8]) -> io::Result<usize> {
+        let rdhup = self.actions.reports_rdhup();
+        let x = self.pool.get_mut(c).ok_or_else(broken)?;
+        use std::os::fd::AsFd;
+        let fd = x.fd.as_ref().map(|f| f.as_fd()).ok_or_else(broken)?;
+        let tls = x.tls.as_deref_mut().ok_or_else(broken)?;
+        let State::Conn(conn) = &mut tls.state else {
+            return Err(io::ErrorKind::WouldBlock.into());
+        };
+        let rev = &mut x.read;
+        // Bounded: each pass takes plaintext or reads the socket.
+        for _ in 0..64 {
+            if buf.is_empty() {
+                return Ok(0);
+            }
+            match conn.reader().read(buf) {
+                Ok(0) => {
+                    // close_notify.
+                    rev.ready = false;
+                    rev.eof = true;
+                    return Ok(0);
+                }
+                Ok(n) => {
+                    tls.plain_pending = tls.plain_pending.saturating_sub(n);
+                    if tls.plain_pending > 0 {
+                        rev.ready = true;
+                    }
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    // The peer closed without close_notify: an end of
+                    // stream as any other (nginx ignores unexpected EOF).
+                    rev.ready = false;
+                    rev.eof = true;
+                    return Ok(0);
+                }
+                Err(e) => {
+                    rev.ready = false;
+                    rev.error = true;
+                    return Err(e);
+                }
+            }
+            tls.plain_pending = 0;
+            if tls.sock_eof {
+                rev.ready = false;
+                rev.eof = true;
+                return Ok(0);
+            }
+            if !rev.ready {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let mut rd = SockReader { fd, short: false };
+            match conn.read_tls(&mut rd) {
+                Ok(0) => tls.sock_eof = true,
+                Ok(_) => {
+                    if rd.short && rdhup && !rev.pending_eof {
+                        rev.ready = false;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    rev.ready = false;
+                    return Err(e);
+                }
+                Err(e) => {
+                    rev.ready = false;
+                    rev.error = true;
+                    return Err(e);
+                }
+            }
+            match conn.process_new_packets() {
+                Ok(st) => tls.plain_pending = st.plaintext_bytes_to_read(),
+                Err(e) => {
+                    let _ = flush_conn(conn, fd);
+                    tls.closed = true;
+                    rev.ready = false;
+                    rev.error = true;
+                    return Err(tls_error(e));
+                }
+            }
+            // A record whose answer is ours to send (a key update).
+            if conn.wants_write() {
+                let _ = flush_conn(conn, fd);
+            }
+        }
+        Err(io::ErrorKind::WouldBlock.into())
+    }
+
+    /// [`Core::send`] / [`Core::writev`] on a TLS connection: encrypts what
+    /// the TLS layer takes (up to [`WRITE_CHUNK`] beyond what is pending) and
+    /// writes it. Returns the plaintext taken.
+    pub(crate) fn tls_send(&mut self, c: ConnId, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        let mut blocked = false;
+        let mut taken = 0usize;
+        let r = {
+            let x = self.pool.get_mut(c).ok_or_else(broken)?;
+            use std::os::fd::AsFd;
+            let fd = x.fd.as_ref().map(|f| f.as_fd()).ok_or_else(broken)?;
+            let tls = x.tls.as_deref_mut().ok_or_else(broken)?;
+            if tls.closed {
+                x.write.error = true;
+                return Err(io::Error::new(io::ErrorKind::BrokenPipe, "TLS closed"));
+            }
+            (|| -> io::Result<()> {
+                if flush(tls, fd)? == Flush::Blocked {
+                    blocked = true;
+                    return Ok(());
+                }
+                let Some(conn) = tls.conn() else {
+                    return Err(broken());
+                };
+                // Bounded by WRITE_CHUNK per call.
+                let mut i = 0;
+                let mut off = 0;
+                while i < bufs.len() && taken < WRITE_CHUNK {
+                    let b = &bufs[i][off..];
+                    let room = WRITE_CHUNK - taken;
+                    let b = &b[..b.len().min(room)];
+                    if b.is_empty() {
+                        i += 1;
+                        off = 0;
+                        continue;
+                    }
+                    let n = conn.writer().write(b)?;
+                    if n == 0 {
+                        break;
+                    }
+                    taken += n;
+                    off += n;
+                    if off >= bufs[i].len() {
+                        i += 1;
+                        off = 0;
+                    }
+                }
+                if flush(tls, fd)? == Flush::Blocked {
+                    blocked = true;
+                }
+                Ok(())
+            })()
+        };
+        let x = self.pool.get_mut(c).ok_or_else(broken)?;
+        let wev = &mut x.write;
+        if let Err(e) = r {
+            wev.ready = false;
+            wev.error = true;
+            return Err(e);
+        }
+        if taken < want {
+            // The protocol sees a short write (or EAGAIN) and waits for the
+            // write event, as on a full socket.
+            wev.ready = false;
+            if let Some(t) = x.tls.as_deref_mut() {
+                t.proto_wants_write = true;
+            }
+        }
+        if blocked {
+            // Pending ciphertext keeps write interest, whatever the protocol
+            // does next.
+            self.set_interest_of(c, Interest::WRITE)?;
+        }
+        if taken == 0 && want > 0 {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(taken)
+    }
+
+    /// [`Core::sendfile`] on a TLS connection: reads the file and encrypts.
+    pub(crate) fn tls_sendfile(
+        &mut self,
+        c: ConnId,
+        file: BorrowedFd<'_>,
+        offset: &mut u64,
+        count: usize,
+    ) -> io::Result<usize> {
+        let mut buf = std::mem::take(&mut self.tls_scratch);
+        buf.resize(count.min(WRITE_CHUNK), 0);
+        let r = (|| {
+            let n = socket::pread(file, &mut buf, *offset)?;
+            if n == 0 {
+                return Ok(0);
+            }
+            let sent = self.tls_send(c, &[IoSlice::new(&buf[..n])])?;
+            if sent < count && sent == n {
+                // Everything read went out: not a short write for the
+                // protocol (it asked for more than one chunk).
+                if let Some(x) = self.pool.get_mut(c) {
+                    let blocked = x.tls.as_deref().is_some_and(|t| t.pending_out());
+                    if !blocked {
+                        x.write.ready = true;
+                        if let Some(t) = x.tls.as_deref_mut() {
+                            t.proto_wants_write = false;
+                        }
+                    }
+                }
+            }
+            *offset += sent as u64;
+            Ok(sent)
+        })();
+        buf.clear();
+        self.tls_scratch = buf;
+        r
+    }
+
+    /// Called before a connection's write handler runs on a write event:
+    /// pushes pending ciphertext first. Returns whether the protocol's
+    /// handler should run (it saw a short write and the socket has room).
+    pub(crate) fn tls_before_write_handler(&mut self, c: ConnId) -> bool {
+        let edge = self.actions.edge_triggered();
+        let Some(x) = self.pool.get_mut(c) else {
+            return false;
+        };
+        use std::os::fd::AsFd;
+        let Some(fd) = x.fd.as_ref().map(|f| f.as_fd()) else {
+            return true;
+        };
+        let Some(tls) = x.tls.as_deref_mut() else {
+            return true;
+        };
+        if matches!(tls.state, State::Hello(_)) || tls.info.is_none() {
+            // Handshaking: the handshake handler flushes for itself.
+            return true;
+        }
+        match flush(tls, fd) {
+            Ok(Flush::Blocked) => {
+                x.write.ready = false;
+                false
+            }
+            Ok(Flush::Done) => {
+                if tls.proto_wants_write {
+                    tls.proto_wants_write = false;
+                    return true;
+                }
+                // Nothing the protocol waits for: a level-triggered module
+                // would report the writable socket forever.
+                if !edge {
+                    let cur = x.registered;
+                    let _ = self.set_interest(c, cur.without(Interest::WRITE));
+                }
+                false
+            }
+            Err(_) => {
+                x.write.error = true;
+                true
+            }
+        }
+    }
+
+    /// [`Core::shutdown_write`] on a TLS connection: close_notify, then FIN
+    /// once it is out.
+    pub(crate) fn tls_shutdown_write(&mut self, c: ConnId) -> io::Result<()> {
+        let x = self.pool.get_mut(c).ok_or_else(broken)?;
+        use std::os::fd::AsFd;
+        let fd = x.fd.as_ref().map(|f| f.as_fd()).ok_or_else(broken)?;
+        let Some(tls) = x.tls.as_deref_mut() else {
+            return socket::shutdown_write(fd);
+        };
+        if !tls.closed {
+            tls.closed = true;
+            if let Some(conn) = tls.conn() {
+                conn.send_close_notify();
+            }
+        }
+        match flush(tls, fd)? {
+            Flush::Done => socket::shutdown_write(fd),
+            Flush::Blocked => {
+                x.write.ready = false;
+                self.set_interest_of(c, Interest::WRITE)
+            }
+        }
+    }
+
+    /// Part of [`Core::close`]: sends close_notify after an established
+    /// session. Returns the id to close now, or `None` when the ciphertext
+    /// could not all go out and the slot now flushes it in the background
+    /// under a new generation (so `c` is stale for its protocol at once).
+    pub(crate) fn tls_close(&mut self, c: ConnId) -> Option<ConnId> {
+        let x = self.pool.get_mut(c)?;
+        use std::os::fd::AsFd;
+        let fd = x.fd.as_ref().map(|f| f.as_fd())?;
+        let Some(tls) = x.tls.as_deref_mut() else {
+            return Some(c);
+        };
+        if tls.info.is_none() || tls.lingering || x.write.error || x.read.error {
+            return Some(c);
+        }
+        if !tls.closed {
+            tls.closed = true;
+            if let Some(conn) = tls.conn() {
+                conn.send_close_notify();
+            }
+        }
+        match flush(tls, fd) {
+            Ok(Flush::Blocked) => tls.lingering = true,
+            _ => return Some(c),
+        }
+        // Linger: the protocol's handler and timers go, the slot stays.
+        self.del_timer(Ev::read(c));
+        self.del_timer(Ev::write(c));
+        self.delete_posted(Ev::read(c));
+        self.delete_posted(Ev::write(c));
+        self.set_reusable(c, false);
+        let n = self.pool.renew(c)?;
+        let token = n.token();
+        let x = self.pool.get_mut(n)?;
+        x.handler = Some(Box::new(Shutdown));
+        x.idle = false;
+        let fd = x.fd.as_ref()?.as_fd();
+        let trigger = if self.actions.edge_triggered() {
+            super::actions::Trigger::Edge
+        } else {
+            super::actions::Trigger::Level
+        };
+        let r = if x.in_backend {
+            self.actions.modify(fd, token, Interest::WRITE, trigger)
+        } else {
+            self.actions.add(fd, token, Interest::WRITE, trigger)
+        };
+        let x = self.pool.get_mut(n)?;
+        match r {
+            Ok(()) => {
+                x.in_backend = true;
+                x.registered = Interest::WRITE;
+                x.read.active = false;
+                x.write.active = true;
+                x.write.ready = false;
+            }
+            Err(_) => return Some(n),
+        }
+        self.add_timer(Ev::write(n), SHUTDOWN_TIMEOUT_MS);
+        None
+    }
+}
+
+fn info_of(conn: &ServerConnection) -> TlsInfo {
+    TlsInfo {
+        version: conn
+            .protocol_version()
+            .unwrap_or(rustls::ProtocolVersion::Unknown(0)),
+        suite: conn
+            .negotiated_cipher_suite()
+            .map_or(rustls::CipherSuite::Unknown(0), |s| s.suite()),
+        server_name: conn.server_name().map(Into::into),
+        resumed: matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
+        alpn: conn.alpn_protocol().map(Into::into),
+        client_verified: conn.peer_certificates().is_some_and(|c| !c.is_empty()),
+    }
+}

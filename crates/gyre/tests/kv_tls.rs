@@ -1,0 +1,269 @@
+//! The kv process's TLS port through the real binary: `redis-cli --tls`
+//! (with and without a client certificate, as `tls-auth-clients` asks), a
+//! rustls client speaking RESP (a 1 MB value both ways), a TLS-only server
+//! (`port 0`), and the configuration errors. redis-cli is Debian's; its
+//! tests skip with a message when it is missing.
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gyre_core::event::tls::rustls;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use util::certs::{Alg, Ca, Leaf};
+use util::http::free_port;
+use util::{wait_for, Prefix, Server};
+
+struct Kv {
+    s: Server,
+    tls_port: u16,
+    plain_port: Option<u16>,
+}
+
+struct Pki {
+    ca: Ca,
+    server: Leaf,
+    client: Leaf,
+}
+
+fn pki(p: &Prefix) -> Pki {
+    let dir = p.path("conf");
+    let ca = Ca::new(&dir, "ca");
+    let server = ca.leaf(&dir, "kv", &["localhost"], Alg::Ecdsa);
+    let client = ca.client(&dir, "client", "alice");
+    Pki { ca, server, client }
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn start(p: &Prefix, pki: &Pki, plain: bool, extra: &str) -> Kv {
+    let tls_port = free_port();
+    let plain_port = plain.then(free_port);
+    let listen = match plain_port {
+        Some(port) => format!("listen 127.0.0.1:{port};"),
+        None => "port 0;".to_string(),
+    };
+    p.conf(&format!(
+        "daemon off;\nerror_log logs/error.log info;\npid logs/gyre.pid;\nworker_processes 1;\n\
+         events {{}}\nkv {{\n{listen}\ntls-port {tls_port};\ntls-cert-file {};\n\
+         tls_key_file {};\ntls-ca-cert-file {};\n{extra}\n}}\n",
+        s(&pki.server.cert),
+        s(&pki.server.key),
+        s(&pki.ca.pem),
+    ));
+    let srv = p.start();
+    assert!(
+        wait_for(Duration::from_secs(10), || TcpStream::connect((
+            "127.0.0.1",
+            tls_port
+        ))
+        .is_ok()),
+        "{}",
+        srv.log()
+    );
+    Kv {
+        s: srv,
+        tls_port,
+        plain_port,
+    }
+}
+
+fn have_redis_cli() -> bool {
+    let ok = Command::new("redis-cli")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        println!("redis-cli not installed: skipping");
+    }
+    ok
+}
+
+/// `redis-cli ARGS` with a deadline: (stdout, stderr).
+fn redis_cli(args: &[&str]) -> (String, String) {
+    let out = Command::new("timeout")
+        .args(["10", "redis-cli"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn redis_cli_tls_with_client_certificate() {
+    if !have_redis_cli() {
+        return;
+    }
+    let p = Prefix::new("kv-tls-cli");
+    let pki = pki(&p);
+    let kv = start(&p, &pki, true, "");
+    let port = kv.tls_port.to_string();
+    let (ca, cert, key) = (s(&pki.ca.pem), s(&pki.client.cert), s(&pki.client.key));
+    let tls = |cmd: &[&str]| {
+        let mut a = vec![
+            "--tls",
+            "--cacert",
+            &ca,
+            "--cert",
+            &cert,
+            "--key",
+            &key,
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+        ];
+        a.extend_from_slice(cmd);
+        redis_cli(&a)
+    };
+    assert_eq!(tls(&["PING"]).0, "PONG\n");
+    assert_eq!(tls(&["SET", "k", "over tls"]).0, "OK\n");
+    assert_eq!(tls(&["GET", "k"]).0, "over tls\n");
+    // The same keyspace behind the plain port.
+    let plain = kv.plain_port.unwrap().to_string();
+    assert_eq!(redis_cli(&["-p", &plain, "GET", "k"]).0, "over tls\n");
+
+    // tls-auth-clients yes (Redis's default): no certificate, no service.
+    let (out, err) = redis_cli(&["--tls", "--cacert", &ca, "-p", &port, "PING"]);
+    assert!(
+        !out.contains("PONG"),
+        "served without a client certificate: {out}"
+    );
+    assert!(!(out.clone() + &err).is_empty());
+    // And the server is still there.
+    assert_eq!(tls(&["PING"]).0, "PONG\n");
+}
+
+fn rustls_client(ca: &Path, client: Option<&Leaf>) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(ca).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let b = rustls::ClientConfig::builder_with_provider(gyre_core::event::tls_conf::provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    Arc::new(match client {
+        Some(l) => b
+            .with_client_auth_cert(
+                CertificateDer::pem_file_iter(&l.cert)
+                    .unwrap()
+                    .map(|c| c.unwrap())
+                    .collect(),
+                PrivateKeyDer::from_pem_file(&l.key).unwrap(),
+            )
+            .unwrap(),
+        None => b.with_no_client_auth(),
+    })
+}
+
+fn read_reply(t: &mut impl Read, want: usize) -> Vec<u8> {
+    let mut out = vec![0; want];
+    t.read_exact(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn tls_only_with_optional_client_auth_and_a_large_value() {
+    let p = Prefix::new("kv-tls-only");
+    let pki = pki(&p);
+    let kv = start(
+        &p,
+        &pki,
+        false,
+        "tls-auth-clients optional;\ntls-protocols \"TLSv1.2 TLSv1.3\";",
+    );
+    assert_eq!(kv.plain_port, None);
+    // One listener: the TLS one.
+    assert!(kv.s.logged("kv listening on", Duration::from_secs(5)));
+    assert_eq!(
+        kv.s.log().matches("kv listening on").count(),
+        1,
+        "{}",
+        kv.s.log()
+    );
+
+    let sock = TcpStream::connect(("127.0.0.1", kv.tls_port)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    sock.set_write_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let cfg = rustls_client(&pki.ca.pem, None);
+    let conn =
+        rustls::ClientConnection::new(cfg, ServerName::try_from("localhost").unwrap()).unwrap();
+    let mut t = rustls::StreamOwned::new(conn, sock);
+    t.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    assert_eq!(read_reply(&mut t, 7), b"+PONG\r\n");
+    // 1 MB in and out: many records each way.
+    let big: Vec<u8> = (0..1_000_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    let mut cmd = format!("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n${}\r\n", big.len()).into_bytes();
+    cmd.extend_from_slice(&big);
+    cmd.extend_from_slice(b"\r\n*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n");
+    t.write_all(&cmd).unwrap();
+    assert_eq!(read_reply(&mut t, 5), b"+OK\r\n");
+    let head = format!("${}\r\n", big.len());
+    assert_eq!(read_reply(&mut t, head.len()), head.as_bytes());
+    assert!(read_reply(&mut t, big.len()) == big, "1 MB value differs");
+    assert_eq!(read_reply(&mut t, 2), b"\r\n");
+    // With a client certificate too (optional).
+    let sock = TcpStream::connect(("127.0.0.1", kv.tls_port)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let cfg = rustls_client(&pki.ca.pem, Some(&pki.client));
+    let conn =
+        rustls::ClientConnection::new(cfg, ServerName::try_from("localhost").unwrap()).unwrap();
+    let mut t = rustls::StreamOwned::new(conn, sock);
+    t.write_all(b"*2\r\n$6\r\nSTRLEN\r\n$3\r\nbig\r\n").unwrap();
+    assert_eq!(read_reply(&mut t, 10), b":1000000\r\n");
+}
+
+#[test]
+fn tls_configuration_errors_at_t() {
+    let p = Prefix::new("kv-tls-t");
+    let pki = pki(&p);
+    let t = |kv: &str| {
+        p.conf(&format!("daemon off;\nevents {{}}\nkv {{\n{kv}\n}}\n"));
+        let out = p.run(&["-t"]);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let (c, k) = (s(&pki.server.cert), s(&pki.server.key));
+    let e = t(&format!(
+        "tls-port 6390; tls-cert-file {c}; tls-key-file {k};"
+    ));
+    assert!(
+        e.contains("Either tls-ca-cert-file or tls-ca-cert-dir must be specified"),
+        "{e}"
+    );
+    let e = t(&format!(
+        "tls-port 6390; tls-auth-clients no; tls-cert-file /nonexistent; tls-key-file {k};"
+    ));
+    assert!(
+        e.contains("Failed to load certificate/private key /nonexistent"),
+        "{e}"
+    );
+    let e = t(&format!("tls-port 6390; tls-auth-clients no; tls-cert-file {c}; tls-key-file {k}; tls-protocols TLSv1.1;"));
+    assert!(e.contains("\"TLSv1.1\" is not supported"), "{e}");
+    let e = t("listen 127.0.0.1:6390; port 0;");
+    assert!(
+        e.contains("\"port 0\" and \"listen\" exclude each other"),
+        "{e}"
+    );
+    let e = t(&format!(
+        "port 0; tls_port 6390; tls_auth_clients no; tls_cert_file {c}; tls_key_file {k};"
+    ));
+    assert!(e.contains("test is successful"), "{e}");
+}
