@@ -55,6 +55,14 @@ impl AccessLog {
         &self.path
     }
 
+    /// Appends a line made by a `log_format` (newline included).
+    pub fn write_line(&mut self, line: &[u8]) {
+        self.buf.extend_from_slice(line);
+        if self.buf.len() >= BUFFER {
+            self.flush();
+        }
+    }
+
     pub fn log(&mut self, e: &Entry<'_>) {
         if e.unix_secs != self.time_secs {
             self.time_secs = e.unix_secs;

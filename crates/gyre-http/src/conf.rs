@@ -14,25 +14,57 @@ use gyre_core::conf::{
     Args, Block, ConfCtx, ConfError, Context, Directive, DirectiveSpec, ListenConf, ModuleDef,
 };
 
-use crate::{mime, ssl};
+use crate::complex_value::ComplexValue;
+use crate::location::LocTree;
+use crate::mime;
+use crate::regex::Regex;
+use crate::rewrite::{self, Op};
+use crate::ssl;
+use crate::variables::Variables;
 
-/// How a `location` matches (`=`, `^~`, or a plain prefix).
+/// How a `location` matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LocKind {
     Exact,
-    /// `^~`: a prefix that wins over regexes (gyre has none, so it behaves as
-    /// a prefix).
+    /// `^~`: a prefix that, when it is the longest, skips the regexes.
     PrefixNoRegex,
     Prefix,
+    /// `~` or `~*`.
+    Regex,
+    /// `@name`: reached only by internal redirects.
+    Named,
+    /// The server's own settings (no location matched).
+    Server,
 }
 
-/// `return CODE [TEXT|URL]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Return {
-    pub code: u16,
-    /// Body text or redirect URL; shared so a response carries it without
-    /// a copy.
-    pub text: Option<Arc<str>>,
+/// `try_files FILE ... LAST`.
+#[derive(Debug, Clone)]
+pub struct TryFiles {
+    /// Checked in order (a trailing `/` tests for a directory).
+    pub tries: Vec<ComplexValue>,
+    pub last: TryLast,
+}
+
+/// `try_files`'s last parameter.
+#[derive(Debug, Clone)]
+pub enum TryLast {
+    /// `=CODE`.
+    Code(u16),
+    /// `@name`.
+    Named(String),
+    /// An internal redirect to a URI.
+    Uri(ComplexValue),
+}
+
+/// `error_page CODE ... [=[RESPONSE]] URI`.
+#[derive(Debug, Clone)]
+pub struct ErrorPage {
+    pub codes: Vec<u16>,
+    /// `None`: answer with the original code; `Some(0)`: with the status
+    /// the page's request ends with (`=`); `Some(n)`: with `n`.
+    pub overwrite: Option<u16>,
+    /// A URI or `@name`.
+    pub uri: String,
 }
 
 /// `add_header NAME VALUE [always]`: (name, value, always).
@@ -46,10 +78,21 @@ pub struct LocSettings {
     pub alias: Option<PathBuf>,
     pub index: Option<Vec<String>>,
     pub default_type: Option<Arc<str>>,
-    pub ret: Option<Return>,
     pub stub_status: Option<bool>,
     pub add_header: Option<Vec<AddHeader>>,
-    pub error_page: Option<Vec<(Vec<u16>, String)>>,
+    pub error_page: Option<Vec<ErrorPage>>,
+    pub try_files: Option<TryFiles>,
+    pub limit_rate: Option<u64>,
+    pub limit_rate_after: Option<u64>,
+    pub internal: bool,
+    pub rewrite_log: Option<bool>,
+    pub uninitialized_variable_warn: Option<bool>,
+    /// `alias` with variables (captures of a regex location).
+    pub alias_cv: Option<ComplexValue>,
+    /// `access_log`'s format name.
+    pub log_format: Option<String>,
+    /// `access_log ... if=CONDITION`.
+    pub log_if: Option<ComplexValue>,
     pub keepalive_timeout: Option<u64>,
     pub keepalive_requests: Option<u64>,
     pub send_timeout: Option<u64>,
@@ -84,10 +127,28 @@ pub struct LocConf {
     pub alias: Option<PathBuf>,
     pub index: Vec<String>,
     pub default_type: Arc<str>,
-    pub ret: Option<Return>,
     pub stub_status: bool,
     pub add_header: Vec<AddHeader>,
-    pub error_page: Vec<(Vec<u16>, String)>,
+    pub error_page: Vec<ErrorPage>,
+    /// The location's name (`/prefix`, the regex, `@name`; `/` for the
+    /// server's own settings): what `alias` replaces.
+    pub name: Arc<str>,
+    pub kind: LocKind,
+    pub regex: Option<Arc<Regex>>,
+    pub internal: bool,
+    /// This level's rewrite-module script (not inherited, as nginx).
+    pub script: Arc<[Op]>,
+    pub try_files: Option<TryFiles>,
+    pub limit_rate: u64,
+    pub limit_rate_after: u64,
+    pub rewrite_log: bool,
+    pub uninitialized_variable_warn: bool,
+    pub alias_cv: Option<ComplexValue>,
+    pub children: LocTree,
+    /// Index of the access log's format in [`HttpConf::log_formats`].
+    pub log_format: usize,
+    /// `access_log ... if=`: log only when the value is neither empty nor "0".
+    pub log_if: Option<ComplexValue>,
     pub keepalive_timeout: u64,
     pub keepalive_requests: u64,
     pub send_timeout: u64,
@@ -104,8 +165,11 @@ pub struct LocConf {
 pub struct Location {
     pub kind: LocKind,
     pub uri: String,
+    pub regex: Option<Arc<Regex>>,
     pub set: LocSettings,
-    /// Filled by [`HttpConf::finish`].
+    pub script: Vec<Op>,
+    pub children: Vec<Location>,
+    /// Filled by `http_init`.
     pub conf: Option<Arc<LocConf>>,
 }
 
@@ -125,6 +189,14 @@ pub struct ServerConf {
     pub set: LocSettings,
     pub srv: ServerSettings,
     pub locations: Vec<Location>,
+    /// The server-level rewrite script (the server-rewrite phase).
+    pub script: Vec<Op>,
+    /// The server-level script, resolved.
+    pub srv_script: Arc<[Op]>,
+    /// Exact, prefix and regex locations.
+    pub tree: LocTree,
+    /// `@name` locations.
+    pub named: Vec<Arc<LocConf>>,
     /// What a URI matching no location gets (the server's own settings).
     pub fallback: Option<Arc<LocConf>>,
     pub client_header_timeout: u64,
@@ -147,38 +219,62 @@ pub struct HttpConf {
     /// Extension → MIME type, from `types {}` or the built-in table.
     pub types: Arc<mime::MimeTypes>,
     types_set: bool,
+    /// Every variable the configuration mentions.
+    pub vars: Variables,
+    /// Regexes compiled so far (their ids).
+    pub regexes: usize,
+    /// The phase handlers, built once the configuration is read.
+    pub phases: Arc<[crate::phases::Phase]>,
+    /// `log_format`s; 0 is `combined`.
+    pub log_formats: Vec<Arc<crate::log_format::LogFormat>>,
 }
 
 /// Which level a directive is at, from the enclosing blocks.
+#[derive(PartialEq, Eq)]
 enum Level {
     Http,
     Server,
-    Location,
+    /// Nested `depth` locations deep (1: a server's location).
+    Location(usize),
 }
 
 fn level(cx: &ConfCtx) -> Level {
-    match cx.blocks().last().map(String::as_str) {
-        Some("location") => Level::Location,
-        Some("server") => Level::Server,
-        _ => Level::Http,
+    let b = cx.blocks();
+    let depth = b.iter().filter(|n| *n == "location").count();
+    if depth > 0 {
+        Level::Location(depth)
+    } else if b.iter().any(|n| n == "server") {
+        Level::Server
+    } else {
+        Level::Http
     }
 }
 
+/// Whether the directive is inside an `if` block.
+fn in_if(cx: &ConfCtx) -> bool {
+    cx.blocks().last().is_some_and(|n| n == "if")
+}
+
 impl HttpConf {
+    fn location(&mut self, depth: usize) -> Result<&mut Location, String> {
+        let mut l = self
+            .servers
+            .last_mut()
+            .ok_or("no server")?
+            .locations
+            .last_mut()
+            .ok_or("no location")?;
+        for _ in 1..depth {
+            l = l.children.last_mut().ok_or("no location")?;
+        }
+        Ok(l)
+    }
+
     fn settings(&mut self, cx: &ConfCtx) -> Result<&mut LocSettings, String> {
         Ok(match level(cx) {
             Level::Http => &mut self.set,
             Level::Server => &mut self.servers.last_mut().ok_or("no server")?.set,
-            Level::Location => {
-                &mut self
-                    .servers
-                    .last_mut()
-                    .ok_or("no server")?
-                    .locations
-                    .last_mut()
-                    .ok_or("no location")?
-                    .set
-            }
+            Level::Location(d) => &mut self.location(d)?.set,
         })
     }
 
@@ -189,33 +285,49 @@ impl HttpConf {
         })
     }
 
-    /// Finds the location for a (normalised) path: an exact match, else the
-    /// longest prefix (nginx's static location tree, without regexes). Gives
-    /// the URI the location was declared with (what `alias` replaces) and its
-    /// settings; the server's own settings under `/` when none matches.
-    pub fn find_location<'a>(server: &'a ServerConf, path: &str) -> (&'a str, &'a Arc<LocConf>) {
-        let mut best: Option<&Location> = None;
-        for l in &server.locations {
-            match l.kind {
-                LocKind::Exact if l.uri == path => {
-                    best = Some(l);
-                    break;
-                }
-                LocKind::Exact => {}
-                LocKind::Prefix | LocKind::PrefixNoRegex => {
-                    if path.starts_with(&l.uri)
-                        && best
-                            .is_none_or(|b| b.kind != LocKind::Exact && b.uri.len() < l.uri.len())
-                    {
-                        best = Some(l);
-                    }
-                }
+    /// The rewrite script a directive adds to: the server's or the
+    /// location's, or the body of the `if` being read.
+    fn script(&mut self, cx: &ConfCtx) -> Result<&mut Vec<Op>, String> {
+        let ops = match level(cx) {
+            Level::Http => return Err("no server".into()),
+            Level::Server => &mut self.servers.last_mut().ok_or("no server")?.script,
+            Level::Location(d) => &mut self.location(d)?.script,
+        };
+        if in_if(cx) {
+            return match ops.last_mut() {
+                Some(Op::If { ops, .. }) => Ok(ops),
+                _ => Err("no if".into()),
+            };
+        }
+        Ok(ops)
+    }
+
+    /// The location a URI gets on `server`, by exact and prefix matching
+    /// only (for records the machine made before routing, which need just
+    /// their access log).
+    pub fn find_static<'a>(server: &'a ServerConf, path: &str) -> &'a Arc<LocConf> {
+        let mut best: Option<&Arc<LocConf>> = None;
+        for l in &server.tree.statics {
+            let hit = match l.kind {
+                LocKind::Exact => *l.name == *path,
+                _ => path.starts_with(&*l.name),
+            };
+            if hit && best.is_none_or(|b| b.kind != LocKind::Exact && b.name.len() < l.name.len()) {
+                best = Some(l);
             }
         }
-        match best.and_then(|l| l.conf.as_ref().map(|c| (l.uri.as_str(), c))) {
-            Some(found) => found,
-            None => ("/", server.fallback.as_ref().unwrap_or(&EMPTY_FALLBACK.0)),
-        }
+        best.or(server.fallback.as_ref())
+            .unwrap_or(&EMPTY_FALLBACK.0)
+    }
+
+    /// A named location of `server`.
+    pub fn named<'a>(server: &'a ServerConf, name: &str) -> Option<&'a Arc<LocConf>> {
+        server.named.iter().find(|l| *l.name == *name)
+    }
+
+    /// The server's own settings (a URI no location matches).
+    pub fn server_loc(server: &ServerConf) -> &Arc<LocConf> {
+        server.fallback.as_ref().unwrap_or(&EMPTY_FALLBACK.0)
     }
 }
 
@@ -241,7 +353,6 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         index: pick(levels, |s| s.index.clone()).unwrap_or_else(|| vec!["index.html".into()]),
         default_type: pick(levels, |s| s.default_type.clone())
             .unwrap_or_else(|| "text/plain".into()),
-        ret: levels.last().and_then(|s| s.ret.clone()),
         stub_status: levels.last().and_then(|s| s.stub_status).unwrap_or(false),
         add_header: pick(levels, |s| s.add_header.clone()).unwrap_or_default(),
         error_page: pick(levels, |s| s.error_page.clone()).unwrap_or_default(),
@@ -257,7 +368,79 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         // nginx's default: `access_log logs/access.log combined`.
         access_log: pick(levels, |s| s.access_log.clone())
             .unwrap_or_else(|| Some(default_log.to_path_buf())),
+        name: "/".into(),
+        kind: LocKind::Server,
+        regex: None,
+        internal: levels.last().is_some_and(|s| s.internal),
+        script: Arc::from(Vec::new()),
+        try_files: levels.last().and_then(|s| s.try_files.clone()),
+        limit_rate: pick(levels, |s| s.limit_rate).unwrap_or(0),
+        limit_rate_after: pick(levels, |s| s.limit_rate_after).unwrap_or(0),
+        rewrite_log: pick(levels, |s| s.rewrite_log).unwrap_or(false),
+        uninitialized_variable_warn: pick(levels, |s| s.uninitialized_variable_warn)
+            .unwrap_or(true),
+        alias_cv: levels.last().and_then(|s| s.alias_cv.clone()),
+        children: LocTree::default(),
+        log_format: 0,
+        log_if: levels
+            .iter()
+            .rev()
+            .find(|s| s.access_log.is_some())
+            .and_then(|s| s.log_if.clone()),
     }
+}
+
+/// The index of the format an `access_log` names (its own level's, as the
+/// path and format come together).
+fn log_format_of(
+    levels: &[&LocSettings],
+    formats: &[Arc<crate::log_format::LogFormat>],
+) -> Result<usize, ConfError> {
+    let name = levels
+        .iter()
+        .rev()
+        .find(|s| s.access_log.is_some())
+        .and_then(|s| s.log_format.clone());
+    match name {
+        None => Ok(0),
+        Some(n) => formats
+            .iter()
+            .position(|f| f.name == n)
+            .ok_or_else(|| ConfError::new(format!("unknown log format \"{n}\""))),
+    }
+}
+
+/// Resolves a location and its nested ones, inheriting from `levels`.
+fn resolve_location(
+    l: &mut Location,
+    levels: &mut Vec<LocSettings>,
+    defaults: (&Path, &Path),
+    formats: &[Arc<crate::log_format::LogFormat>],
+    named: &mut Vec<Arc<LocConf>>,
+) -> Result<Arc<LocConf>, ConfError> {
+    levels.push(l.set.clone());
+    let refs: Vec<&LocSettings> = levels.iter().collect();
+    let mut lc = resolve(&refs, defaults.0, defaults.1);
+    lc.log_format = log_format_of(&refs, formats)?;
+    drop(refs);
+    lc.name = l.uri.as_str().into();
+    lc.kind = l.kind;
+    lc.regex = l.regex.clone();
+    lc.script = Arc::from(l.script.clone());
+    let mut tree = LocTree::default();
+    for child in &mut l.children {
+        let c = resolve_location(child, levels, defaults, formats, named)?;
+        match c.kind {
+            LocKind::Regex => tree.regexes.push(c),
+            LocKind::Named => named.push(c),
+            _ => tree.statics.push(c),
+        }
+    }
+    levels.pop();
+    lc.children = tree;
+    let lc = Arc::new(lc);
+    l.conf = Some(lc.clone());
+    Ok(lc)
 }
 
 fn http_create() -> HttpConf {
@@ -265,6 +448,10 @@ fn http_create() -> HttpConf {
 }
 
 fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
+    if c.log_formats.first().is_none_or(|f| f.name != "combined") {
+        c.log_formats
+            .insert(0, Arc::new(crate::log_format::LogFormat::combined()));
+    }
     if !c.types_set {
         c.types = Arc::new(mime::builtin());
     }
@@ -294,19 +481,32 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
             .or(http_srv.large_client_header_buffers)
             .unwrap_or((4, 8192));
         let srv_set = s.set.clone();
-        s.fallback = Some(Arc::new(resolve(
-            &[&http_set, &srv_set],
-            &default_root,
-            &default_log,
-        )));
+        let mut fallback = resolve(&[&http_set, &srv_set], &default_root, &default_log);
+        fallback.log_format = log_format_of(&[&http_set, &srv_set], &c.log_formats)?;
+        s.fallback = Some(Arc::new(fallback));
+        s.srv_script = Arc::from(s.script.clone());
+        let mut levels = vec![http_set.clone(), srv_set];
+        let mut tree = LocTree::default();
+        let mut named = Vec::new();
         for l in &mut s.locations {
-            l.conf = Some(Arc::new(resolve(
-                &[&http_set, &srv_set, &l.set],
-                &default_root,
-                &default_log,
-            )));
+            let lc = resolve_location(
+                l,
+                &mut levels,
+                (&default_root, &default_log),
+                &c.log_formats,
+                &mut named,
+            )?;
+            match lc.kind {
+                LocKind::Regex => tree.regexes.push(lc),
+                LocKind::Named => named.push(lc),
+                _ => tree.statics.push(lc),
+            }
         }
+        s.tree = tree;
+        s.named = named;
     }
+    c.vars.resolve().map_err(ConfError::new)?;
+    c.phases = crate::phases::build(c);
     crate::ssl::init(c)
 }
 
@@ -337,26 +537,76 @@ fn set_server_name(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), S
 }
 
 fn set_location(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    if matches!(level(cx), Level::Location) {
-        return Err(d.error("nested locations are not supported"));
-    }
-    let (kind, uri) = match d.args.as_slice() {
-        [m, uri] if m == "=" => (LocKind::Exact, uri.clone()),
-        [m, uri] if m == "^~" => (LocKind::PrefixNoRegex, uri.clone()),
-        [m, _] if m == "~" || m == "~*" => {
-            return Err(format!("regex locations are not supported: \"{m}\""))
+    let (kind, uri, caseless) = match d.args.as_slice() {
+        [m, uri] if m == "=" => (LocKind::Exact, uri.clone(), false),
+        [m, uri] if m == "^~" => (LocKind::PrefixNoRegex, uri.clone(), false),
+        [m, uri] if m == "~" => (LocKind::Regex, uri.clone(), false),
+        [m, uri] if m == "~*" => (LocKind::Regex, uri.clone(), true),
+        [uri] if uri.starts_with('=') && uri.len() > 1 => {
+            (LocKind::Exact, uri[1..].to_string(), false)
         }
-        [uri] if uri.starts_with('=') && uri.len() > 1 => (LocKind::Exact, uri[1..].to_string()),
-        [uri] => (LocKind::Prefix, uri.clone()),
+        [uri] if uri.starts_with('~') && uri.len() > 1 => {
+            let caseless = uri.starts_with("~*");
+            let pat = if caseless { &uri[2..] } else { &uri[1..] };
+            (LocKind::Regex, pat.to_string(), caseless)
+        }
+        [uri] if uri.starts_with('@') => (LocKind::Named, uri.clone(), false),
+        [uri] => (LocKind::Prefix, uri.clone(), false),
         _ => return Err(format!("invalid location modifier \"{}\"", d.arg(0))),
     };
-    let s = c.servers.last_mut().ok_or("no server")?;
-    s.locations.push(Location {
+    let regex = if kind == LocKind::Regex {
+        Some(rewrite::compile_regex(
+            &uri,
+            caseless,
+            &mut c.vars,
+            &mut c.regexes,
+        )?)
+    } else {
+        None
+    };
+    let loc = Location {
         kind,
         uri,
+        regex,
         set: LocSettings::default(),
+        script: Vec::new(),
+        children: Vec::new(),
         conf: None,
-    });
+    };
+    match level(cx) {
+        Level::Location(depth) => {
+            let parent = c.location(depth)?;
+            if parent.kind == LocKind::Exact {
+                return Err(format!(
+                    "location \"{}\" cannot be inside the exact location \"{}\"",
+                    loc.uri, parent.uri
+                ));
+            }
+            if parent.kind == LocKind::Named {
+                return Err(format!(
+                    "location \"{}\" cannot be inside the named location \"{}\"",
+                    loc.uri, parent.uri
+                ));
+            }
+            if loc.kind == LocKind::Named {
+                return Err(format!(
+                    "named location \"{}\" can be on the server level only",
+                    loc.uri
+                ));
+            }
+            if parent.kind != LocKind::Regex
+                && loc.kind != LocKind::Regex
+                && !loc.uri.starts_with(&parent.uri)
+            {
+                return Err(format!(
+                    "location \"{}\" is outside location \"{}\"",
+                    loc.uri, parent.uri
+                ));
+            }
+            parent.children.push(loc);
+        }
+        _ => c.servers.last_mut().ok_or("no server")?.locations.push(loc),
+    }
     Ok(())
 }
 
@@ -380,6 +630,13 @@ fn set_alias(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String
             "\"alias\" directive is duplicate, \"root\" directive was specified earlier".into(),
         );
     }
+    let cv = if d.arg(0).contains('$') {
+        Some(ComplexValue::compile(&p.to_string_lossy(), &mut c.vars)?)
+    } else {
+        None
+    };
+    let s = c.settings(cx)?;
+    s.alias_cv = cv;
     s.alias = Some(p);
     Ok(())
 }
@@ -407,23 +664,101 @@ fn set_types(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String>
 }
 
 fn set_return(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let (code, text) = match d.args.as_slice() {
-        [code] if code.starts_with("http://") || code.starts_with("https://") => {
-            (302, Some(code.as_str().into()))
-        }
-        [code] => (parse_code(d, code)?, None),
-        [code, text] => (parse_code(d, code)?, Some(text.as_str().into())),
-        _ => return Err(d.error("invalid number of arguments")),
-    };
-    c.settings(cx)?.ret = Some(Return { code, text });
+    let op = rewrite::parse_return(d, &mut c.vars)?;
+    c.script(cx)?.push(op);
     Ok(())
 }
 
-fn parse_code(_d: &Directive, s: &str) -> Result<u16, String> {
-    match s.parse::<u16>() {
-        Ok(n) if n <= 999 => Ok(n),
-        _ => Err(format!("invalid return code \"{s}\"")),
+fn set_rewrite(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let op = rewrite::parse_rewrite(d, &mut c.vars, &mut c.regexes)?;
+    c.script(cx)?.push(op);
+    Ok(())
+}
+
+fn set_set(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let op = rewrite::parse_set(d, &mut c.vars)?;
+    c.script(cx)?.push(op);
+    Ok(())
+}
+
+fn set_break(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    c.script(cx)?.push(Op::Break);
+    Ok(())
+}
+
+fn set_if(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let cond = rewrite::parse_if(d, &mut c.vars, &mut c.regexes)?;
+    c.script(cx)?.push(Op::If {
+        cond,
+        ops: Vec::new(),
+    });
+    Ok(())
+}
+
+fn set_rewrite_log(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.rewrite_log = Some(v);
+    Ok(())
+}
+
+fn set_uninitialized_variable_warn(
+    c: &mut HttpConf,
+    d: &Directive,
+    cx: &ConfCtx,
+) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.uninitialized_variable_warn = Some(v);
+    Ok(())
+}
+
+fn set_internal(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    c.settings(cx)?.internal = true;
+    Ok(())
+}
+
+fn set_try_files(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let (last, tries) = d.args.split_last().ok_or("invalid number of arguments")?;
+    let tries = tries
+        .iter()
+        .map(|t| ComplexValue::compile(t, &mut c.vars))
+        .collect::<Result<Vec<_>, _>>()?;
+    let last = if let Some(code) = last.strip_prefix('=') {
+        match code.parse::<u16>() {
+            Ok(n) if n <= 999 => TryLast::Code(n),
+            _ => return Err(format!("invalid code \"{last}\"")),
+        }
+    } else if last.starts_with('@') {
+        TryLast::Named(last.clone())
+    } else {
+        TryLast::Uri(ComplexValue::compile(last, &mut c.vars)?)
+    };
+    let s = c.settings(cx)?;
+    if s.try_files.is_some() {
+        return Err("is duplicate".into());
     }
+    s.try_files = Some(TryFiles { tries, last });
+    Ok(())
+}
+
+fn set_limit_rate(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let v = d.size(0)? as u64;
+    c.settings(cx)?.limit_rate = Some(v);
+    Ok(())
+}
+
+fn set_limit_rate_after(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let v = d.size(0)? as u64;
+    c.settings(cx)?.limit_rate_after = Some(v);
+    Ok(())
+}
+
+fn set_log_format(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let f = crate::log_format::LogFormat::parse(&d.args, &mut c.vars)?;
+    if f.name == "combined" || c.log_formats.iter().any(|x| x.name == f.name) {
+        return Err(format!("duplicate \"log_format\" name \"{}\"", f.name));
+    }
+    c.log_formats.push(Arc::new(f));
+    Ok(())
 }
 
 fn set_stub_status(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), String> {
@@ -445,31 +780,74 @@ fn set_add_header(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), S
 }
 
 fn set_error_page(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let (uri, codes) = d.args.split_last().ok_or("invalid number of arguments")?;
-    let mut list = Vec::new();
-    for code in codes {
+    let (uri, rest) = d.args.split_last().ok_or("invalid number of arguments")?;
+    let mut codes = Vec::new();
+    let mut overwrite = None;
+    for code in rest {
+        if let Some(o) = code.strip_prefix('=') {
+            overwrite = Some(if o.is_empty() {
+                0
+            } else {
+                o.parse::<u16>()
+                    .map_err(|_| format!("invalid value \"{code}\""))?
+            });
+            continue;
+        }
         match code.parse::<u16>() {
-            Ok(n) if (300..=599).contains(&n) => list.push(n),
+            Ok(n) if (300..=599).contains(&n) => codes.push(n),
             _ => return Err(format!("value \"{code}\" must be between 300 and 599")),
         }
+    }
+    if codes.is_empty() {
+        return Err(d.error("invalid number of arguments"));
     }
     c.settings(cx)?
         .error_page
         .get_or_insert_with(Vec::new)
-        .push((list, uri.clone()));
+        .push(ErrorPage {
+            codes,
+            overwrite,
+            uri: uri.clone(),
+        });
     Ok(())
 }
 
 fn set_access_log(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let v = if d.arg(0) == "off" {
-        None
-    } else {
-        if d.args.len() > 1 && d.arg(1) != "combined" {
-            return Err(format!("unknown log format \"{}\"", d.arg(1)));
+    if d.arg(0) == "off" {
+        let s = c.settings(cx)?;
+        s.access_log = Some(None);
+        s.log_format = None;
+        s.log_if = None;
+        return Ok(());
+    }
+    let mut format = None;
+    let mut cond = None;
+    for (i, a) in d.args.iter().enumerate().skip(1) {
+        if let Some(v) = a.strip_prefix("buffer=") {
+            // Lines are always buffered (64 KiB, flushed every second and
+            // on exit); the size is checked as nginx checks it.
+            gyre_core::conf::parse_size(v).ok_or_else(|| format!("invalid buffer size \"{v}\""))?;
+        } else if let Some(v) = a.strip_prefix("flush=") {
+            gyre_core::conf::parse_time_ms(v)
+                .ok_or_else(|| format!("invalid flush time \"{v}\""))?;
+        } else if let Some(v) = a.strip_prefix("if=") {
+            cond = Some(ComplexValue::compile(v, &mut c.vars)?);
+        } else if a.starts_with("gzip") {
+            return Err(format!("invalid parameter \"{a}\""));
+        } else if i == 1 {
+            if a != "combined" && !c.log_formats.iter().any(|f| f.name == *a) {
+                return Err(format!("unknown log format \"{a}\""));
+            }
+            format = Some(a.clone());
+        } else {
+            return Err(format!("invalid parameter \"{a}\""));
         }
-        Some(cx.full_path(d.arg(0)))
-    };
-    c.settings(cx)?.access_log = Some(v);
+    }
+    let path = cx.full_path(d.arg(0));
+    let s = c.settings(cx)?;
+    s.access_log = Some(Some(path));
+    s.log_format = format;
+    s.log_if = cond;
     Ok(())
 }
 
@@ -583,6 +961,8 @@ const S: Context = Context::SERVER;
 const L: Context = Context::LOCATION;
 const HSL: Context = Context::HTTP.or(Context::SERVER).or(Context::LOCATION);
 const HS: Context = Context::HTTP.or(Context::SERVER);
+/// Inside `if ( ) { }` (nginx's `NGX_HTTP_SIF_CONF` / `LIF_CONF`).
+const IF: Context = Context::custom(0);
 
 static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     DirectiveSpec::block(
@@ -616,7 +996,30 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     DirectiveSpec::new("index", HSL, Args::ONE_MORE, set_index),
     DirectiveSpec::new("default_type", HSL, Args::TAKE1, set_default_type),
     DirectiveSpec::block("types", HSL, Args::NOARGS, Block::Raw, false, set_types),
-    DirectiveSpec::new("return", S.or(L), Args::TAKE12, set_return),
+    DirectiveSpec::multi("return", S.or(L).or(IF), Args::TAKE12, set_return),
+    DirectiveSpec::multi("rewrite", S.or(L).or(IF), Args::TAKE23, set_rewrite),
+    DirectiveSpec::multi("set", S.or(L).or(IF), Args::TAKE2, set_set),
+    DirectiveSpec::multi("break", S.or(L).or(IF), Args::NOARGS, set_break),
+    DirectiveSpec::block(
+        "if",
+        S.or(L),
+        Args::ONE_MORE,
+        Block::Context(IF),
+        true,
+        set_if,
+    ),
+    DirectiveSpec::new("rewrite_log", HSL.or(IF), Args::FLAG, set_rewrite_log),
+    DirectiveSpec::new(
+        "uninitialized_variable_warn",
+        HSL.or(IF),
+        Args::FLAG,
+        set_uninitialized_variable_warn,
+    ),
+    DirectiveSpec::new("internal", L, Args::NOARGS, set_internal),
+    DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, set_try_files),
+    DirectiveSpec::new("limit_rate", HSL, Args::TAKE1, set_limit_rate),
+    DirectiveSpec::new("limit_rate_after", HSL, Args::TAKE1, set_limit_rate_after),
+    DirectiveSpec::multi("log_format", H, Args::TWO_MORE, set_log_format),
     DirectiveSpec::new(
         "stub_status",
         S.or(L),
@@ -625,7 +1028,7 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     ),
     DirectiveSpec::multi("add_header", HSL, Args::TAKE23, set_add_header),
     DirectiveSpec::multi("error_page", HSL, Args::TWO_MORE, set_error_page),
-    DirectiveSpec::new("access_log", HSL, Args::TAKE12, set_access_log),
+    DirectiveSpec::new("access_log", HSL, Args::ONE_MORE, set_access_log),
     DirectiveSpec::new("open_file_cache", HSL, Args::TAKE12, set_open_file_cache),
     DirectiveSpec::new(
         "open_file_cache_valid",

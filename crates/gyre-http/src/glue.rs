@@ -27,10 +27,13 @@ use crate::access_log::{AccessLog, Entry};
 use crate::conf::{HttpConf, LocConf, ServerConf};
 use crate::conn::{Chunk, Connection, Disposition, Event, LogRecord};
 use crate::parse::Request;
-use crate::range::{self, RangeDecision};
-use crate::response::{Body, Response};
+use crate::phases::{self, Ctx, Status};
+use crate::regex::MatchCache;
+use crate::request::{HttpRequest, Wake};
+use crate::response::Response;
 use crate::settings::HttpSettings;
-use crate::static_file::{map_uri_into, FileCache, FileInfo, Open};
+use crate::static_file::{FileCache, FileInfo};
+use crate::variables::ConnInfo;
 
 /// Read buffer shared by every connection of a worker.
 const READ_BUF: usize = 16 * 1024;
@@ -83,6 +86,13 @@ struct Shared {
     machines: RefCell<Vec<Box<Connection>>>,
     /// The file path of the request being served (reused buffer).
     fpath: RefCell<PathBuf>,
+    /// Regex match buffers.
+    matches: RefCell<MatchCache>,
+    /// Request objects kept for reuse (see [`MACHINE_POOL`]).
+    #[allow(clippy::vec_box)]
+    requests: RefCell<Vec<Box<HttpRequest>>>,
+    /// Scratch bytes for the phases and log lines.
+    scratch: RefCell<Vec<u8>>,
 }
 
 impl Shared {
@@ -96,6 +106,32 @@ impl Shared {
             .iter()
             .position(|q| q.as_os_str().as_bytes() == p)
             .map_or(1, |i| i as u32 + 2)
+    }
+
+    /// The log file of a sink, opened on first use.
+    fn with_log(&self, sink: u32, f: impl FnOnce(&mut AccessLog)) {
+        let Some(i) = (sink as usize).checked_sub(2) else {
+            return;
+        };
+        let Some(path) = self.log_paths.get(i) else {
+            return;
+        };
+        let mut logs = self.logs.borrow_mut();
+        let Some(slot) = logs.get_mut(i) else {
+            return;
+        };
+        if slot.is_none() {
+            match AccessLog::open(path) {
+                Ok(l) => *slot = Some(l),
+                Err(e) => {
+                    log::error!("open() \"{}\" failed ({e})", path.display());
+                    return;
+                }
+            }
+        }
+        if let Some(l) = slot {
+            f(l);
+        }
     }
 
     fn log(&self, sink: u32, rec: &LogRecord, peer: Option<SocketAddr>, now_secs: u64) {
@@ -149,13 +185,7 @@ impl Shared {
 /// Every distinct access-log path of the configuration, in order.
 fn log_paths(conf: &HttpConf) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    let locs = conf.servers.iter().flat_map(|s| {
-        s.fallback
-            .iter()
-            .map(|f| &**f)
-            .chain(s.locations.iter().filter_map(|l| l.conf.as_deref()))
-    });
-    for loc in locs {
+    for loc in all_loc_confs(conf) {
         if let Some(p) = &loc.access_log {
             if !out.contains(p) {
                 out.push(p.clone());
@@ -165,15 +195,25 @@ fn log_paths(conf: &HttpConf) -> Vec<PathBuf> {
     out
 }
 
+/// Every resolved location of the configuration (nested and named ones,
+/// and each server's own settings).
+fn all_loc_confs(conf: &HttpConf) -> Vec<&LocConf> {
+    let mut v = Vec::new();
+    for s in &conf.servers {
+        v.extend(s.fallback.as_deref());
+        v.extend(
+            phases::all_locations(&s.locations)
+                .into_iter()
+                .filter_map(|l| l.conf.as_deref()),
+        );
+    }
+    v
+}
+
 /// Puts the HTTP protocol on a worker's listeners (`listeners[i]` is bound
 /// for `self::listeners(conf)[i]`) and starts the access-log flush timer.
 pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -> io::Result<()> {
-    let any_access_log = conf.servers.iter().any(|s| {
-        s.fallback.as_ref().is_some_and(|f| f.access_log.is_some())
-            || s.locations
-                .iter()
-                .any(|l| l.conf.as_ref().is_some_and(|c| c.access_log.is_some()))
-    });
+    let any_access_log = all_loc_confs(conf).iter().any(|l| l.access_log.is_some());
     let shared = Rc::new(Shared {
         any_access_log,
         conf: Arc::new(conf.clone()),
@@ -183,6 +223,9 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
         buf: RefCell::new(vec![0; READ_BUF]),
         machines: RefCell::new(Vec::new()),
         fpath: RefCell::new(PathBuf::new()),
+        matches: RefCell::new(MatchCache::default()),
+        requests: RefCell::new(Vec::new()),
+        scratch: RefCell::new(Vec::new()),
     });
     for ls in listeners {
         let addr = ls.local_addr();
@@ -206,8 +249,11 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
             ls,
             Box::new(HttpProtocol {
                 shared: shared.clone(),
-                servers: servers.into(),
-                default,
+                port: Rc::new(Port {
+                    servers,
+                    default,
+                    addr,
+                }),
             }),
         )?;
         core.set_listener_tls(id, tls);
@@ -229,8 +275,15 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
 /// A listener's protocol: nginx's `ngx_http_init_connection`.
 struct HttpProtocol {
     shared: Rc<Shared>,
-    servers: Rc<[usize]>,
+    port: Rc<Port>,
+}
+
+/// What the connections of one listening address share (nginx's
+/// `ngx_http_port_t`): its servers, the default one, the address.
+struct Port {
+    servers: Vec<usize>,
     default: usize,
+    addr: SocketAddr,
 }
 
 fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettings {
@@ -252,7 +305,7 @@ fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettin
 impl Protocol for HttpProtocol {
     fn init_connection(&mut self, core: &mut Core, c: ConnId) -> Option<Box<dyn Handler>> {
         let conf = &self.shared.conf;
-        let server = conf.servers.get(self.default)?;
+        let server = conf.servers.get(self.port.default)?;
         let fallback = server.fallback.clone()?;
         let now = core.now();
         // The handler reads at once (the request is usually there already);
@@ -270,8 +323,9 @@ impl Protocol for HttpProtocol {
             requests: 0,
             created: now,
             shared: self.shared.clone(),
-            servers: self.servers.clone(),
-            default: self.default,
+            port: self.port.clone(),
+            r: None,
+            delayed: false,
             files: Vec::new(),
             stat: Stat::None,
             send_timeout: fallback.send_timeout,
@@ -282,21 +336,24 @@ impl Protocol for HttpProtocol {
     }
 }
 
-/// What routing a request decided besides its response: its location's
-/// keep-alive settings and access log.
-struct Route {
-    keepalive_timeout: u64,
-    keepalive_requests: u64,
-    /// See [`LogRecord::sink`].
-    log_sink: u32,
-}
-
 /// Which stub_status gauge a connection is counted in.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Stat {
     None,
     Reading,
     Writing,
+}
+
+/// How [`HttpConn::run_phases`] starts.
+enum Start {
+    /// A new request, from its first phase.
+    New,
+    /// A suspended content handler, woken.
+    Resume,
+    /// Refused before the phases (nginx's `ngx_http_process_request`: a
+    /// plain request on a TLS port, a missing client certificate); boxed, as
+    /// it is rare and the others are small.
+    Refused(Box<Response>),
 }
 
 /// One HTTP connection's handler.
@@ -308,8 +365,13 @@ struct HttpConn {
     requests: u64,
     created: gyre_core::event::Msec,
     shared: Rc<Shared>,
-    servers: Rc<[usize]>,
-    default: usize,
+    port: Rc<Port>,
+    /// A request suspended by its content handler (it holds the
+    /// connection: no further request is read until it ends).
+    r: Option<Box<HttpRequest>>,
+    /// The write event's timer is a suspended request's wake-up (nginx's
+    /// `wev->delayed`), not the send timeout.
+    delayed: bool,
     /// Files referenced by `Segment::File` tokens.
     files: Vec<(u64, Rc<FileInfo>)>,
     stat: Stat,
@@ -334,7 +396,7 @@ impl HttpConn {
     /// connection was idle.
     fn machine(&mut self, now: gyre_core::event::Msec) -> &mut Connection {
         let (shared, default, requests, created) =
-            (&self.shared, self.default, self.requests, self.created);
+            (&self.shared, self.port.default, self.requests, self.created);
         self.m.get_or_insert_with(|| {
             let settings = shared
                 .conf
@@ -406,6 +468,7 @@ impl HttpConn {
     fn close(&mut self, core: &mut Core, c: ConnId) {
         self.set_stat(core, Stat::None);
         self.flush_logs(core, c);
+        self.r = None;
         self.release_machine();
         core.close(c);
     }
@@ -441,6 +504,7 @@ impl HttpConn {
         let Some(s) = conf.servers.get(server) else {
             return 1;
         };
+        let loc = HttpConf::find_static(s, "/");
         let path = rec
             .request_line
             .split(' ')
@@ -449,7 +513,11 @@ impl HttpConn {
             .split('?')
             .next()
             .unwrap_or("/");
-        self.shared.log_sink(HttpConf::find_location(s, path).1)
+        self.shared.log_sink(if path == "/" {
+            loc
+        } else {
+            HttpConf::find_static(s, path)
+        })
     }
 
     /// nginx's server selection: exact name, then `*.suffix`, then
@@ -457,10 +525,10 @@ impl HttpConn {
     fn pick_server(&self, host: Option<&str>) -> usize {
         let conf = &self.shared.conf;
         let Some(host) = host else {
-            return self.default;
+            return self.port.default;
         };
-        if self.servers.len() <= 1 {
-            return self.default;
+        if self.port.servers.len() <= 1 {
+            return self.port.default;
         }
         let host = host.to_ascii_lowercase();
         let host = host.trim_end_matches('.');
@@ -469,7 +537,7 @@ impl HttpConn {
         // (`www.*`), then the default server.
         let mut leading: Option<(usize, usize)> = None;
         let mut trailing: Option<(usize, usize)> = None;
-        for &i in self.servers.iter() {
+        for &i in self.port.servers.iter() {
             let Some(s) = conf.servers.get(i) else {
                 continue;
             };
@@ -496,7 +564,7 @@ impl HttpConn {
                 }
             }
         }
-        leading.or(trailing).map_or(self.default, |(i, _)| i)
+        leading.or(trailing).map_or(self.port.default, |(i, _)| i)
     }
 
     /// Reads what is there, answers every complete request, writes.
@@ -511,6 +579,12 @@ impl HttpConn {
                         return Flow::Closed;
                     }
                 }
+            }
+            if self.r.is_some() {
+                if self.delayed || self.wake_request(core, c) {
+                    return Flow::Continue;
+                }
+                continue;
             }
             let disposition = self
                 .m
@@ -562,40 +636,202 @@ impl HttpConn {
         }
     }
 
-    /// Answers every request the machine has parsed.
+    /// Answers every request the machine has parsed, unless one is
+    /// suspended.
     fn answer(&mut self, core: &Core, c: ConnId) {
         let now = core.now();
         let date = core.clock().http_date();
-        while let Some(ev) = self.m.as_mut().and_then(|m| m.poll(now, date)) {
+        while self.r.is_none() {
+            let Some(ev) = self.m.as_mut().and_then(|m| m.poll(now, date)) else {
+                break;
+            };
             if let Event::Request(req) = ev {
                 if let Some(z) = core.shared() {
                     z.stats().requests.inc();
                 }
                 self.set_stat(core, Stat::Writing);
-                let (mut resp, route) = self.handle(core, &req);
-                let conf = &self.shared.conf;
-                if let Some(r) =
-                    crate::ssl::refuse(core, c, conf, &self.servers, self.default, &req)
-                {
-                    resp = r;
+                let mut r = self.new_request(core, c, req);
+                let refused = crate::ssl::refuse(
+                    core,
+                    c,
+                    &self.shared.conf,
+                    &self.port.servers,
+                    self.port.default,
+                    &r.st.req,
+                );
+                let start = match refused {
+                    Some(resp) => Start::Refused(Box::new(resp)),
+                    None => Start::New,
+                };
+                match self.run_phases(core, &mut r, start) {
+                    Status::Done => self.end_request(core, c, r),
+                    Status::Again => self.r = Some(r),
                 }
-                let last_call = self.last_call;
-                let m = self.machine(now);
-                let st = m.settings_mut();
-                st.keepalive_timeout = route.keepalive_timeout;
-                st.keepalive_requests = route.keepalive_requests;
-                if route.keepalive_timeout == 0
-                    || m.requests() >= route.keepalive_requests
-                    || last_call
-                {
-                    resp.close = true;
-                }
-                m.set_log_sink(route.log_sink);
-                let _ = m.respond(resp, now, date);
-                m.recycle(req);
             }
         }
         self.flush_logs(core, c);
+    }
+
+    /// A (pooled) request object for a parsed head.
+    fn new_request(&mut self, core: &Core, c: ConnId, req: Box<Request>) -> Box<HttpRequest> {
+        let conf = &self.shared.conf;
+        let server_i = if self.port.servers.len() <= 1 {
+            self.port.default
+        } else {
+            self.pick_server(req.host())
+        };
+        let loc = conf
+            .servers
+            .get(server_i)
+            .map(|s| HttpConf::server_loc(s).clone())
+            .unwrap_or_else(|| HttpConf::server_loc(&ServerConf::default()).clone());
+        let conn = ConnInfo {
+            peer: core.conn(c).and_then(|x| x.peer),
+            local: Some(self.port.addr),
+            number: core.conn(c).map_or(0, |x| x.number),
+            requests: self.m.as_ref().map_or(0, |m| m.requests()),
+            tls: core.tls_info(c).is_some(),
+        };
+        let now = core.now();
+        let pooled = self.shared.requests.borrow_mut().pop();
+        let mut r = match pooled {
+            Some(mut r) => {
+                let old = r.reuse(req, server_i, loc, conn, now);
+                if let Some(m) = self.m.as_mut() {
+                    m.recycle(old);
+                }
+                r
+            }
+            None => Box::new(HttpRequest::new(req, server_i, loc, conn, now)),
+        };
+        r.reset_vars(conf);
+        r
+    }
+
+    /// Runs the phases of `r` (from its current phase, or resumes its
+    /// suspended content handler).
+    fn run_phases(&mut self, core: &Core, r: &mut HttpRequest, start: Start) -> Status {
+        let shared = self.shared.clone();
+        let Some(m) = self.m.as_mut() else {
+            return Status::Done;
+        };
+        let mut files = shared.files.borrow_mut();
+        let mut matches = shared.matches.borrow_mut();
+        let mut fpath = shared.fpath.borrow_mut();
+        let mut scratch = shared.scratch.borrow_mut();
+        let sink = |loc: &LocConf| {
+            if shared.any_access_log {
+                shared.log_sink(loc)
+            } else {
+                1
+            }
+        };
+        let mut cx = Ctx {
+            conf: &shared.conf,
+            files: &mut files,
+            matches: &mut matches,
+            m,
+            open: &mut self.files,
+            zone: core.shared(),
+            now: core.now(),
+            unix_ms: core.clock().unix_ms(),
+            date: core.clock().http_date(),
+            fpath: &mut fpath,
+            scratch: &mut scratch,
+            last_call: self.last_call,
+            sink: &sink,
+        };
+        let status = match start {
+            Start::New => phases::run(&mut cx, r),
+            Start::Resume => phases::resume(&mut cx, r),
+            Start::Refused(resp) => phases::run_refused(&mut cx, r, *resp),
+        };
+        self.send_timeout = r.st.loc.send_timeout;
+        status
+    }
+
+    /// The log phase, then the request object goes back to the pool.
+    fn end_request(&mut self, core: &Core, _c: ConnId, mut r: Box<HttpRequest>) {
+        let loc = r.st.loc.clone();
+        let shared = self.shared.clone();
+        if shared.any_access_log && (loc.log_format != 0 || loc.log_if.is_some()) {
+            let conf = &shared.conf;
+            let mut line = shared.scratch.borrow_mut();
+            line.clear();
+            let env = r.st.env(conf, None, core.now(), core.clock().unix_ms());
+            let mut write = true;
+            if let Some(cond) = &loc.log_if {
+                cond.eval(&conf.vars, &mut r.vars, &env, &mut line);
+                write = !(line.is_empty() || line.as_slice() == b"0");
+                line.clear();
+            }
+            if write {
+                match conf
+                    .log_formats
+                    .get(loc.log_format)
+                    .filter(|f| f.value.is_some())
+                {
+                    Some(f) => f.write(&conf.vars, &mut r.vars, &env, &mut line),
+                    None => {
+                        // `combined` with `if=`: the fast formatter.
+                        let rec = LogRecord {
+                            request_line: r.st.req.request_line().into_owned(),
+                            status: crate::response::wire_status(r.st.status),
+                            body_bytes_sent: r.st.body_bytes_sent,
+                            referer: r.st.req.referer(),
+                            user_agent: r.st.req.user_agent(),
+                            ..LogRecord::default()
+                        };
+                        let sink = shared.log_sink(&loc);
+                        drop(line);
+                        shared.log(sink, &rec, r.st.conn.peer, core.clock().unix_secs());
+                        line = shared.scratch.borrow_mut();
+                        line.clear();
+                    }
+                }
+                if !line.is_empty() {
+                    shared.with_log(shared.log_sink(&loc), |l| l.write_line(&line));
+                }
+            }
+        }
+        let mut pool = shared.requests.borrow_mut();
+        if pool.len() < MACHINE_POOL {
+            pool.push(r);
+        }
+    }
+
+    /// Resumes a suspended request once its output drained and its time
+    /// came; true when it is still suspended (and the timer armed).
+    fn wake_request(&mut self, core: &mut Core, c: ConnId) -> bool {
+        let Some(mut r) = self.r.take() else {
+            return false;
+        };
+        if self.has_output() {
+            self.r = Some(r);
+            return true;
+        }
+        let now = core.now();
+        if let Some(Wake::At(t)) = r.wake {
+            let wait = msec_diff(t, now);
+            if wait > 0 {
+                self.delayed = true;
+                core.add_timer(Ev::write(c), wait as u64);
+                self.r = Some(r);
+                return true;
+            }
+        }
+        self.delayed = false;
+        match self.run_phases(core, &mut r, Start::Resume) {
+            Status::Again => {
+                self.r = Some(r);
+                true
+            }
+            Status::Done => {
+                self.end_request(core, c, r);
+                self.answer(core, c);
+                false
+            }
+        }
     }
 
     /// Writes the machine's output in place; true when all of it went
@@ -646,339 +882,12 @@ impl HttpConn {
                 }
             }
         }
-        // Release the files: an idle connection keeps no capacity.
-        self.files = Vec::new();
+        // Release the files: an idle connection keeps no capacity (a
+        // suspended request may still send from them).
+        if self.r.is_none() {
+            self.files = Vec::new();
+        }
         Ok(true)
-    }
-
-    /// Chooses the response for one request, and the keep-alive settings
-    /// (timeout, requests) of its location.
-    fn handle(&mut self, core: &Core, req: &Request) -> (Response, Route) {
-        // An Rc clone (no atomic) keeps the configuration while `self` is
-        // borrowed mutably below.
-        let shared = self.shared.clone();
-        let conf = &shared.conf;
-        let server_i = if self.servers.len() <= 1 {
-            self.default
-        } else {
-            self.pick_server(req.host())
-        };
-        let Some(server) = conf.servers.get(server_i) else {
-            let route = Route {
-                keepalive_timeout: 0,
-                keepalive_requests: 0,
-                log_sink: 0,
-            };
-            return (Response::error(500), route);
-        };
-        let path = req.path_str().unwrap_or("/");
-        let (loc_uri, loc) = HttpConf::find_location(server, path);
-        self.send_timeout = loc.send_timeout;
-        let ka = Route {
-            keepalive_timeout: loc.keepalive_timeout,
-            keepalive_requests: loc.keepalive_requests,
-            log_sink: if shared.any_access_log {
-                shared.log_sink(loc)
-            } else {
-                1
-            },
-        };
-        if let crate::body::BodyKind::Length(n) = req.body {
-            if loc.client_max_body_size != 0 && n > loc.client_max_body_size {
-                log::error!(
-                    "client intended to send too large body: {n} bytes, request: \"{}\"",
-                    req.request_line()
-                );
-                return (Response::error(413), ka);
-            }
-        }
-        let mut resp = self.respond_in(core, req, loc, loc_uri, path);
-        if resp.status >= 300 {
-            if let Some(page) = error_page_for(loc, resp.status) {
-                resp = self.error_page(core, req, server, resp.status, page);
-            }
-        }
-        (resp, ka)
-    }
-
-    /// `error_page CODE URI`: the response of `URI` (as a GET), sent with
-    /// the original status (nginx's internal redirect).
-    fn error_page(
-        &mut self,
-        core: &Core,
-        req: &Request,
-        server: &ServerConf,
-        status: u16,
-        uri: &str,
-    ) -> Response {
-        let (loc_uri, loc) = HttpConf::find_location(server, uri);
-        let get = req.as_get();
-        let mut r = self.respond_in(core, &get, loc, loc_uri, uri);
-        if r.status != 200 {
-            return Response::error(status);
-        }
-        r.status = status;
-        r.headers
-            .retain(|(k, _)| k != "ETag" && k != "Accept-Ranges");
-        r.last_modified = None;
-        if req.is_head() {
-            r.content_length = Some(r.body.len());
-            r.body = Body::Empty;
-        }
-        r.close = Response::error(status).close;
-        r
-    }
-
-    /// The response of a location: stub_status, `return`, or a file.
-    fn respond_in(
-        &mut self,
-        core: &Core,
-        req: &Request,
-        loc: &LocConf,
-        loc_uri: &str,
-        path: &str,
-    ) -> Response {
-        let mut resp = if loc.stub_status {
-            stub_status(core, req)
-        } else if let Some(r) = &loc.ret {
-            ret(r, loc, req)
-        } else {
-            self.static_file(core, req, loc, loc_uri, path)
-        };
-        for (k, v, always) in &loc.add_header {
-            if *always
-                || matches!(
-                    resp.status,
-                    200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
-                )
-            {
-                resp.headers.push((k.into(), v.into()));
-            }
-        }
-        resp
-    }
-
-    fn static_file(
-        &mut self,
-        core: &Core,
-        req: &Request,
-        loc: &LocConf,
-        loc_uri: &str,
-        path: &str,
-    ) -> Response {
-        if !req.is_get_or_head() {
-            return Response::error(405);
-        }
-        // The path buffer is lent out for the request and given back, so
-        // mapping a URI costs no allocation.
-        let mut fpath = std::mem::take(&mut *self.shared.fpath.borrow_mut());
-        map_uri_into(loc, loc_uri, path, &mut fpath);
-        let resp = self.static_file_at(core, req, loc, path, &mut fpath);
-        *self.shared.fpath.borrow_mut() = fpath;
-        resp
-    }
-
-    /// The static response for `path`, whose file is `fpath`.
-    fn static_file_at(
-        &mut self,
-        core: &Core,
-        req: &Request,
-        loc: &LocConf,
-        path: &str,
-        fpath: &mut PathBuf,
-    ) -> Response {
-        let shared = self.shared.clone();
-        let conf = &shared.conf;
-        let now = core.now();
-        // Set when a directory request is answered by its index file.
-        let mut index_uri: Option<String> = None;
-        let mut files = shared.files.borrow_mut();
-        let mut opened = files.open(fpath, now, loc.open_file_cache);
-        if path.ends_with('/') {
-            if !matches!(opened, Open::Dir) {
-                return Response::error(match opened {
-                    Open::Forbidden => 403,
-                    Open::Error(_) => 500,
-                    _ => 404,
-                });
-            }
-            opened = Open::NotFound;
-            for idx in &loc.index {
-                let candidate = fpath.join(idx);
-                match files.open(&candidate, now, loc.open_file_cache) {
-                    Open::NotFound => continue,
-                    o => {
-                        opened = o;
-                        *fpath = candidate;
-                        index_uri = Some(format!("{path}{idx}"));
-                        break;
-                    }
-                }
-            }
-            if matches!(opened, Open::NotFound) {
-                // nginx: directory index of "..." is forbidden.
-                log::error!("directory index of \"{}\" is forbidden", fpath.display());
-                return Response::error(403);
-            }
-        }
-        match opened {
-            Open::File(info) => {
-                drop(files);
-                let uri_path = index_uri.as_deref().unwrap_or(path);
-                self.file_response(req, loc, conf, info, uri_path)
-            }
-            Open::Dir => {
-                let mut r = Response::error(301);
-                let mut loc_hdr = format!("{path}/");
-                if let Some(q) = req.query() {
-                    loc_hdr.push('?');
-                    loc_hdr.push_str(&String::from_utf8_lossy(q));
-                }
-                r.location = Some(loc_hdr.into());
-                r
-            }
-            Open::NotFound => {
-                log::error!(
-                    "open() \"{}\" failed (2: No such file or directory)",
-                    fpath.display()
-                );
-                Response::error(404)
-            }
-            Open::Forbidden => Response::error(403),
-            Open::Error(code) => {
-                log::error!("open() \"{}\" failed ({code})", fpath.display());
-                Response::error(500)
-            }
-        }
-    }
-
-    fn file_response(
-        &mut self,
-        req: &Request,
-        loc: &LocConf,
-        conf: &HttpConf,
-        info: Rc<FileInfo>,
-        uri_path: &str,
-    ) -> Response {
-        let ctype = crate::mime::for_path(&conf.types, uri_path, &loc.default_type);
-        let not_modified = match req.if_none_match() {
-            Some(inm) => etag_matches(inm, &info.etag),
-            None => req.if_modified_since() == Some(info.mtime),
-        };
-        let mut r = Response::new(200);
-        r.content_type = Some(ctype.into());
-        r.last_modified = Some((&info.last_modified).into());
-        r.headers.push(("ETag".into(), (&info.etag).into()));
-        if not_modified {
-            r.status = 304;
-            return r;
-        }
-        let (start, len) = match req.range().map(|v| range::decide(v, info.size)) {
-            Some(RangeDecision::Partial { start, end }) => {
-                r.status = 206;
-                if let Some(cr) = (RangeDecision::Partial { start, end }).content_range(info.size) {
-                    r.headers.push(("Content-Range".into(), cr.into()));
-                }
-                (start, end - start)
-            }
-            Some(RangeDecision::NotSatisfiable) => {
-                let mut e = Response::error(416);
-                e.headers.push((
-                    "Content-Range".into(),
-                    format!("bytes */{}", info.size).into(),
-                ));
-                return e;
-            }
-            _ => (0, info.size),
-        };
-        r.headers.push(("Accept-Ranges".into(), "bytes".into()));
-        if req.is_head() {
-            r.content_length = Some(len);
-            return r;
-        }
-        match &info.content {
-            Some(bytes) => {
-                let s = start as usize;
-                let e = (start + len) as usize;
-                r.body = Body::Shared {
-                    data: bytes.clone(),
-                    start: s.min(bytes.len()),
-                    end: e.min(bytes.len()),
-                };
-            }
-            None => {
-                let token = self.files.len() as u64 + 1;
-                self.files.push((token, info));
-                r.body = Body::File {
-                    token,
-                    offset: start,
-                    len,
-                };
-            }
-        }
-        r
-    }
-}
-
-fn error_page_for(loc: &LocConf, status: u16) -> Option<&str> {
-    loc.error_page
-        .iter()
-        .find(|(codes, _)| codes.contains(&status))
-        .map(|(_, uri)| uri.as_str())
-}
-
-fn etag_matches(header: &[u8], etag: &str) -> bool {
-    let h = String::from_utf8_lossy(header);
-    h.trim() == "*"
-        || h.split(',').any(|t| {
-            let t = t.trim();
-            t.strip_prefix("W/").unwrap_or(t) == etag
-        })
-}
-
-fn stub_status(core: &Core, req: &Request) -> Response {
-    if !req.is_get_or_head() {
-        return Response::error(405);
-    }
-    let snap = core
-        .shared()
-        .map(|z| z.stats().snapshot())
-        .unwrap_or_default();
-    let mut r = Response::new(200);
-    r.content_type = Some("text/plain".into());
-    let body = crate::stub_status::render(&snap).into_bytes();
-    if req.is_head() {
-        r.content_length = Some(body.len() as u64);
-    } else {
-        r.body = Body::Bytes(body);
-    }
-    r
-}
-
-fn ret(r: &crate::conf::Return, loc: &LocConf, req: &Request) -> Response {
-    let redirect = matches!(r.code, 301 | 302 | 303 | 307 | 308);
-    if redirect {
-        let mut resp = Response::error(r.code);
-        resp.location = r.text.as_ref().map(Into::into);
-        return resp;
-    }
-    match &r.text {
-        Some(text) => {
-            let mut resp = Response::new(r.code);
-            resp.content_type = Some((&loc.default_type).into());
-            if req.is_head() {
-                resp.content_length = Some(text.len() as u64);
-            } else {
-                resp.body = Body::shared(Arc::<[u8]>::from(text.clone()));
-            }
-            resp
-        }
-        None if r.code == 444 => {
-            let mut resp = Response::new(444);
-            resp.close = true;
-            resp
-        }
-        None => Response::error(r.code),
     }
 }
 
@@ -1005,7 +914,10 @@ impl Handler for HttpConn {
             self.close(core, c);
             return;
         }
-        if ev.timedout {
+        if ev.timedout && ev.kind == EvKind::Write && self.delayed {
+            // A suspended request's wake-up.
+            self.delayed = false;
+        } else if ev.timedout {
             if ev.kind == EvKind::Write {
                 log::info!("client timed out (110: Connection timed out) while sending response");
                 self.close(core, c);
@@ -1038,7 +950,9 @@ impl HttpConn {
             let _ = core.disable_read(c);
             return;
         }
-        core.del_timer(Ev::write(c));
+        if !self.delayed {
+            core.del_timer(Ev::write(c));
+        }
         if self.is_fresh() {
             // The first read found nothing yet: wait for it.
             if core.handle_read_event(c).is_err() {

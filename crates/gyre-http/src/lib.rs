@@ -12,22 +12,31 @@
 
 pub mod access_log;
 pub mod body;
+pub mod complex_value;
 pub mod conf;
 pub mod conn;
 pub mod date;
 pub mod glue;
+pub mod location;
+pub mod log_format;
 pub mod mime;
 pub mod parse;
+pub mod phases;
 pub mod range;
+pub mod regex;
+pub mod request;
 pub mod response;
+pub mod rewrite;
 pub mod settings;
 pub mod ssl;
 pub mod ssl_ciphers;
 pub mod ssl_session;
 pub mod ssl_shared_cache;
 pub mod static_file;
+pub mod static_handler;
 pub mod stub_status;
 pub mod uri;
+pub mod variables;
 
 pub use body::BodyKind;
 pub use conn::{Chunk, Connection, Disposition, Event, LogRecord, Output, Segment};

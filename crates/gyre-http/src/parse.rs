@@ -83,6 +83,8 @@ pub struct Request {
     host: Option<Span>,
     /// Name and value of each accepted header line, in order.
     headers: Vec<(Span, Span)>,
+    /// Bytes of the head as received (request line to the empty line).
+    head_len: usize,
     method_kind: MethodKind,
     /// Protocol version.
     pub version: Version,
@@ -106,6 +108,7 @@ impl Default for Request {
             query: None,
             host: None,
             headers: Vec::new(),
+            head_len: 0,
             method_kind: MethodKind::Other,
             version: Version::HTTP_11,
             connection: None,
@@ -183,6 +186,11 @@ impl Request {
         self.headers()
             .filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
             .map(|(_, v)| v)
+    }
+
+    /// Bytes of the head as received (`$request_length` without a body).
+    pub fn head_len(&self) -> usize {
+        self.head_len
     }
 
     /// True for HEAD: the response body is suppressed.
@@ -726,6 +734,7 @@ impl HeadParser {
         req.buf.clear();
         req.buf.extend_from_slice(&buf[..end]);
         let path_start = req.buf.len();
+        req.head_len = path_start;
         req.buf.extend_from_slice(&self.path);
         req.path = Span::new(path_start, req.buf.len());
         req.host = match line.uri_host.or(self.host) {

@@ -258,8 +258,7 @@ mod tests {
 
     #[test]
     fn root_and_alias_mapping() {
-        let mut loc = crate::conf::HttpConf::find_location(&Default::default(), "/")
-            .1
+        let mut loc = crate::conf::HttpConf::server_loc(&Default::default())
             .as_ref()
             .clone();
         loc.root = PathBuf::from("/srv/html");

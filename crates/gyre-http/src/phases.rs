@@ -1,0 +1,458 @@
+//! The phase engine (nginx's `ngx_http_core_run_phases`): an ordered list
+//! of phase handlers built once from the configuration ([`build`]), walked
+//! per request by [`run`].
+//!
+//! A handler says "next" (the following handler), "jump" (internal
+//! redirects and post-rewrite go back to find-config), "finalize" with a
+//! response (which `error_page` may turn into an internal redirect),
+//! "done" (the handler responded itself) or "again": the request is
+//! suspended, its state kept in the [`HttpRequest`], and the connection's
+//! handler resumes it with [`resume`] when its [`Wake`] condition holds
+//! (a timer, or the output drained). Phases without any handler in the
+//! configuration are left out of the list, so a plain configuration runs
+//! find-config and content only.
+//!
+//! Sans-I/O like the connection machine: a handler gets the machine to
+//! queue output on, the file cache and the time, never a socket.
+
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use gyre_core::event::Msec;
+use gyre_core::process::shm::SharedZone;
+
+use crate::conf::{HttpConf, TryLast};
+use crate::conn::Connection;
+use crate::regex::MatchCache;
+use crate::request::{Content, HttpRequest, Wake};
+use crate::response::Response;
+use crate::rewrite;
+use crate::static_file::{FileCache, FileInfo};
+
+/// One handler of the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The server-level rewrite script.
+    ServerRewrite,
+    /// Location lookup, `internal`, `client_max_body_size`.
+    FindConfig,
+    /// The location's rewrite script.
+    Rewrite,
+    /// Back to find-config when a rewrite changed the URI.
+    PostRewrite,
+    TryFiles,
+    Content,
+}
+
+/// The handler list for a configuration.
+pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
+    let mut v = Vec::new();
+    if conf.servers.iter().any(|s| !s.script.is_empty()) {
+        v.push(Phase::ServerRewrite);
+    }
+    v.push(Phase::FindConfig);
+    let locs = || {
+        conf.servers
+            .iter()
+            .flat_map(|s| all_locations(&s.locations))
+    };
+    if locs().any(|l| !l.script.is_empty()) {
+        v.push(Phase::Rewrite);
+        v.push(Phase::PostRewrite);
+    }
+    if conf.servers.iter().any(|s| s.set.try_files.is_some())
+        || locs().any(|l| l.set.try_files.is_some())
+    {
+        v.push(Phase::TryFiles);
+    }
+    v.push(Phase::Content);
+    v.into()
+}
+
+/// Every location of a tree, nested ones included.
+pub fn all_locations(ls: &[crate::conf::Location]) -> Vec<&crate::conf::Location> {
+    let mut out = Vec::new();
+    for l in ls {
+        out.push(l);
+        out.extend(all_locations(&l.children));
+    }
+    out
+}
+
+/// What a request's handlers work with besides the request.
+pub struct Ctx<'a> {
+    pub conf: &'a HttpConf,
+    pub files: &'a mut FileCache,
+    pub matches: &'a mut MatchCache,
+    /// The connection machine the response is queued on.
+    pub m: &'a mut Connection,
+    /// Files that `Body::File` tokens refer to.
+    pub open: &'a mut Vec<(u64, Rc<FileInfo>)>,
+    pub zone: Option<&'a SharedZone>,
+    pub now: Msec,
+    pub unix_ms: u64,
+    pub date: &'a str,
+    /// Reused path buffer.
+    pub fpath: &'a mut PathBuf,
+    /// Reused scratch buffer.
+    pub scratch: &'a mut Vec<u8>,
+    /// The worker is exiting: this is the connection's last response.
+    pub last_call: bool,
+    /// The access-log sink of a location (see [`crate::LogRecord::sink`]).
+    pub sink: &'a dyn Fn(&crate::conf::LocConf) -> u32,
+}
+
+/// A handler's verdict.
+///
+/// The response travels inline: boxing it would cost an allocation per
+/// request, the thing the request path avoids.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum Step {
+    Next,
+    Jump(usize),
+    Finalize(Response),
+    /// The handler queued its response itself.
+    Done,
+    /// Suspended until `r.wake`.
+    Again,
+}
+
+/// The request's end, as far as the connection handler cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// The response is queued on the machine (completely).
+    Done,
+    /// Suspended: resume when [`HttpRequest::wake`] holds.
+    Again,
+}
+
+fn find_config_index(conf: &HttpConf) -> usize {
+    conf.phases
+        .iter()
+        .position(|p| *p == Phase::FindConfig)
+        .unwrap_or(0)
+}
+
+fn rewrite_index(conf: &HttpConf) -> usize {
+    conf.phases
+        .iter()
+        .position(|p| *p == Phase::Rewrite)
+        .unwrap_or_else(|| find_config_index(conf) + 1)
+}
+
+/// Runs the phases from `r.st.phase` until the response is queued or a
+/// handler suspends.
+pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Status {
+    loop {
+        let Some(&ph) = cx.conf.phases.get(r.st.phase) else {
+            return finish(cx, r, Response::error(500));
+        };
+        let step = match ph {
+            Phase::ServerRewrite => server_rewrite(cx, r),
+            Phase::FindConfig => find_config(cx, r),
+            Phase::Rewrite => location_rewrite(cx, r),
+            Phase::PostRewrite => post_rewrite(cx, r),
+            Phase::TryFiles => try_files(cx, r),
+            Phase::Content => content(cx, r),
+        };
+        match step {
+            Step::Next => r.st.phase += 1,
+            Step::Jump(i) => r.st.phase = i,
+            Step::Finalize(resp) => match finalize(cx, r, resp) {
+                Some(i) => r.st.phase = i,
+                None => return Status::Done,
+            },
+            Step::Done => return Status::Done,
+            Step::Again => return Status::Again,
+        }
+    }
+}
+
+/// A request refused before its phases run (a plain HTTP request on a TLS
+/// port: 497; no client certificate: 496). The response goes through
+/// [`finalize`], so an `error_page 497 …` of the server applies, as nginx's
+/// users rely on (`error_page 497 https://$host$request_uri;`).
+pub fn run_refused(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: Response) -> Status {
+    match finalize(cx, r, resp) {
+        Some(i) => {
+            r.st.phase = i;
+            run(cx, r)
+        }
+        None => Status::Done,
+    }
+}
+
+/// Resumes a suspended content handler.
+pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Status {
+    r.wake = None;
+    let step = match std::mem::replace(&mut r.content, Content::None) {
+        Content::None => return Status::Done,
+        Content::Paced(p) => crate::static_handler::pace(cx, r, p),
+    };
+    match step {
+        Step::Again => Status::Again,
+        Step::Finalize(resp) => finish(cx, r, resp),
+        _ => Status::Done,
+    }
+}
+
+fn finish(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: Response) -> Status {
+    send(cx, r, resp);
+    Status::Done
+}
+
+fn script_ctx<'a>(cx: &'a mut Ctx<'_>) -> rewrite::Env<'a> {
+    rewrite::Env {
+        conf: cx.conf,
+        matches: cx.matches,
+        now: cx.now,
+        unix_ms: cx.unix_ms,
+        scratch: cx.scratch,
+    }
+}
+
+fn server_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+    let Some(server) = cx.conf.servers.get(r.st.server) else {
+        return Step::Next;
+    };
+    let script = server.srv_script.clone();
+    match rewrite::run(&script, &mut script_ctx(cx), r) {
+        rewrite::End::Finalize(resp) => Step::Finalize(resp),
+        _ => Step::Next,
+    }
+}
+
+fn find_config(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+    let Some(server) = cx.conf.servers.get(r.st.server) else {
+        return Step::Finalize(Response::error(500));
+    };
+    let found = crate::location::find(&server.tree, &r.st.uri, cx.matches, &mut r.st.caps);
+    r.st.loc = found.unwrap_or_else(|| HttpConf::server_loc(server).clone());
+    if !r.st.caps.is_empty() {
+        r.st.cap_src.clear();
+        r.st.cap_src.push_str(&r.st.uri);
+        if let Some(re) = r.st.loc.regex.clone() {
+            rewrite::set_named(&re, r);
+        }
+    }
+    if r.st.loc.internal && r.st.uri_changes == crate::request::URI_CHANGES {
+        return Step::Finalize(Response::error(404));
+    }
+    if let crate::body::BodyKind::Length(n) = r.st.req.body {
+        let max = r.st.loc.client_max_body_size;
+        if max != 0 && n > max {
+            log::error!(
+                "client intended to send too large body: {n} bytes, request: \"{}\"",
+                r.st.req.request_line()
+            );
+            return Step::Finalize(Response::error(413));
+        }
+    }
+    Step::Next
+}
+
+fn location_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+    let script = r.st.loc.script.clone();
+    if script.is_empty() {
+        return Step::Next;
+    }
+    match rewrite::run(&script, &mut script_ctx(cx), r) {
+        rewrite::End::Finalize(resp) => Step::Finalize(resp),
+        _ => Step::Next,
+    }
+}
+
+fn post_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+    if !r.st.uri_changed {
+        return Step::Next;
+    }
+    r.st.uri_changed = false;
+    r.st.uri_changes -= 1;
+    if r.st.uri_changes == 0 {
+        log::error!(
+            "rewrite or internal redirection cycle while processing \"{}\"",
+            r.st.uri
+        );
+        return Step::Finalize(Response::error(500));
+    }
+    Step::Jump(find_config_index(cx.conf))
+}
+
+/// An internal redirect to `uri` (with `?args`), or to a named location:
+/// the phase to go on from, or a 500 when the redirect budget is spent.
+fn internal_redirect(cx: &mut Ctx<'_>, r: &mut HttpRequest, target: &str) -> Result<usize, u16> {
+    r.st.uri_changes = r.st.uri_changes.saturating_sub(1);
+    if r.st.uri_changes == 0 {
+        log::error!(
+            "rewrite or internal redirection cycle while internally redirecting to \"{target}\""
+        );
+        return Err(500);
+    }
+    if target.starts_with('@') {
+        let server = cx.conf.servers.get(r.st.server);
+        let Some(l) = server.and_then(|s| HttpConf::named(s, target)) else {
+            log::error!("could not find named location \"{target}\"");
+            return Err(500);
+        };
+        r.st.loc = l.clone();
+        return Ok(rewrite_index(cx.conf));
+    }
+    match target.split_once('?') {
+        Some((u, a)) => {
+            r.st.uri.clear();
+            r.st.uri.push_str(u);
+            r.st.args.clear();
+            r.st.args.push_str(a);
+        }
+        None => {
+            r.st.uri.clear();
+            r.st.uri.push_str(target);
+        }
+    }
+    Ok(find_config_index(cx.conf))
+}
+
+fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+    let loc = r.st.loc.clone();
+    let Some(tf) = &loc.try_files else {
+        return Step::Next;
+    };
+    for t in &tf.tries {
+        cx.scratch.clear();
+        {
+            let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
+            t.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
+        }
+        let name = String::from_utf8_lossy(cx.scratch).into_owned();
+        let dir = name.ends_with('/');
+        let mut fpath = std::mem::take(cx.fpath);
+        crate::static_handler::map_path(r, &name, &mut fpath, cx);
+        let opened = cx.files.open(&fpath, cx.now, loc.open_file_cache);
+        *cx.fpath = fpath;
+        let hit = match opened {
+            crate::static_file::Open::File(_) => !dir,
+            crate::static_file::Open::Dir => dir,
+            _ => false,
+        };
+        if hit {
+            r.st.uri.clear();
+            r.st.uri.push_str(&name);
+            return Step::Next;
+        }
+    }
+    match &tf.last {
+        TryLast::Code(c) => Step::Finalize(Response::error(*c)),
+        TryLast::Named(n) => match internal_redirect(cx, r, &n.clone()) {
+            Ok(i) => Step::Jump(i),
+            Err(code) => Step::Finalize(Response::error(code)),
+        },
+        TryLast::Uri(cv) => {
+            cx.scratch.clear();
+            {
+                let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
+                cv.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
+            }
+            let target = String::from_utf8_lossy(cx.scratch).into_owned();
+            match internal_redirect(cx, r, &target) {
+                Ok(i) => Step::Jump(i),
+                Err(code) => Step::Finalize(Response::error(code)),
+            }
+        }
+    }
+}
+
+fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+    if r.st.loc.stub_status {
+        return Step::Finalize(crate::static_handler::stub_status(cx, r));
+    }
+    crate::static_handler::serve(cx, r)
+}
+
+/// nginx's `ngx_http_finalize_request` / special response: an error
+/// status with an `error_page` becomes an internal redirect (the phase to
+/// go on from is returned); otherwise the response is queued.
+fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Option<usize> {
+    let status = resp.status;
+    if status >= 300 && !r.st.error_page {
+        let loc = r.st.loc.clone();
+        if let Some(ep) = loc.error_page.iter().find(|e| e.codes.contains(&status)) {
+            r.st.error_page = true;
+            r.st.err_status = match ep.overwrite {
+                None => status,
+                Some(0) => 0,
+                Some(n) => n,
+            };
+            r.st.uri_overwrite = ep.overwrite == Some(0);
+            if !ep.uri.starts_with('@') && !r.st.req.is_get_or_head() {
+                r.st.as_get = true;
+            }
+            match internal_redirect(cx, r, &ep.uri) {
+                Ok(i) => return Some(i),
+                Err(code) => resp = Response::error(code),
+            }
+        }
+    }
+    if r.st.error_page && !r.st.uri_overwrite && r.st.err_status != 0 {
+        if resp.status == 200 {
+            resp.status = r.st.err_status;
+            resp.headers
+                .retain(|(k, _)| k != "ETag" && k != "Accept-Ranges");
+            resp.last_modified = None;
+            resp.close = Response::error(resp.status).close;
+        } else if resp.status != r.st.err_status && resp.status >= 300 {
+            resp = Response::error(r.st.err_status);
+        }
+    }
+    send(cx, r, resp);
+    None
+}
+
+/// `add_header`, then the machine.
+fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) {
+    prepare(cx, r, &mut resp);
+    let _ = cx.m.respond(resp, cx.now, cx.date);
+    (r.st.body_bytes_sent, r.st.bytes_sent) = cx.m.last_sent();
+}
+
+/// What every response gets before it is queued: `add_header`, the
+/// location's keep-alive settings, its access log.
+pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
+    add_headers(r, resp);
+    r.st.status = resp.status;
+    let loc = &r.st.loc;
+    let st = cx.m.settings_mut();
+    st.keepalive_timeout = loc.keepalive_timeout;
+    st.keepalive_requests = loc.keepalive_requests;
+    if loc.keepalive_timeout == 0 || cx.m.requests() >= loc.keepalive_requests || cx.last_call {
+        resp.close = true;
+    }
+    // Lines of other formats are written by the log phase.
+    let sink = if loc.log_format != 0 || loc.log_if.is_some() {
+        1
+    } else {
+        (cx.sink)(loc)
+    };
+    cx.m.set_log_sink(sink);
+}
+
+/// The location's `add_header`s (without `always`, only on nginx's list of
+/// successful and redirect codes).
+pub fn add_headers(r: &HttpRequest, resp: &mut Response) {
+    for (k, v, always) in &r.st.loc.add_header {
+        if *always
+            || matches!(
+                resp.status,
+                200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
+            )
+        {
+            resp.headers.push((k.into(), v.into()));
+        }
+    }
+}
+
+/// When a suspended request wants to run (for the connection handler).
+pub fn wake_of(r: &HttpRequest) -> Option<Wake> {
+    r.wake
+}

@@ -1,0 +1,490 @@
+//! nginx's rewrite module (`ngx_http_rewrite_module.c`): `rewrite`,
+//! `return`, `set`, `if`, `break`, compiled at configuration time into a
+//! script per server (run in the server-rewrite phase) and per location
+//! (the rewrite phase), and executed per request.
+//!
+//! The script is a list of [`Op`]s; `if` holds its own list, run when the
+//! condition holds (nginx switches to the `if` block's configuration; only
+//! the rewrite module's directives may appear inside one here).
+
+use std::sync::Arc;
+
+use gyre_core::conf::Directive;
+
+use crate::complex_value::ComplexValue;
+use crate::regex::{MatchCache, Regex};
+use crate::request::HttpRequest;
+use crate::response::{Body, Response, Text};
+use crate::variables::{VarIndex, Variables};
+
+/// `rewrite`'s flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flag {
+    /// No flag: go on with the next directive.
+    None,
+    Last,
+    Break,
+    /// 302.
+    Redirect,
+    /// 301.
+    Permanent,
+}
+
+/// An `if` condition.
+#[derive(Debug, Clone)]
+pub enum Cond {
+    /// `if ($var)`: true unless empty or "0".
+    Value(ComplexValue),
+    /// `=` / `!=`.
+    Eq {
+        left: ComplexValue,
+        right: ComplexValue,
+        negate: bool,
+    },
+    /// `~`, `~*`, `!~`, `!~*`.
+    Match {
+        left: ComplexValue,
+        re: Arc<Regex>,
+        negate: bool,
+    },
+    /// `-f`, `-d`, `-e`, `-x` and `!-…`.
+    File {
+        test: u8,
+        path: ComplexValue,
+        negate: bool,
+    },
+}
+
+/// One compiled directive of the rewrite module.
+#[derive(Debug, Clone)]
+pub enum Op {
+    Rewrite {
+        re: Arc<Regex>,
+        repl: ComplexValue,
+        flag: Flag,
+        /// The replacement starts with `http://`, `https://` or `$scheme`.
+        external: bool,
+    },
+    Return {
+        code: u16,
+        text: Option<ComplexValue>,
+        /// The text when it has no variables (no copy per response).
+        lit: Option<Arc<[u8]>>,
+    },
+    Set {
+        var: VarIndex,
+        value: ComplexValue,
+    },
+    If {
+        cond: Cond,
+        ops: Vec<Op>,
+    },
+    Break,
+}
+
+/// How a script ended (the response inline, as in [`crate::phases::Step`]).
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum End {
+    /// Ran to the end (or `rewrite` without a flag changed the URI).
+    Continue,
+    /// `break` or `rewrite … break`: no more rewrite directives.
+    Break,
+    /// `rewrite … last`: stop here, find the location again.
+    Last,
+    /// `return` or a redirecting `rewrite`.
+    Finalize(Response),
+}
+
+/// What a script needs besides the request.
+pub struct Env<'a> {
+    pub conf: &'a crate::conf::HttpConf,
+    pub matches: &'a mut MatchCache,
+    pub now: gyre_core::event::Msec,
+    pub unix_ms: u64,
+    pub scratch: &'a mut Vec<u8>,
+}
+
+/// Runs `ops` for `r`.
+pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest) -> End {
+    for op in ops {
+        match op {
+            Op::Break => return End::Break,
+            Op::Return { code, text, lit } => {
+                return End::Finalize(return_response(*code, text.as_ref(), lit.as_ref(), e, r));
+            }
+            Op::Set { var, value } => {
+                e.scratch.clear();
+                let env = r.st.env(e.conf, None, e.now, e.unix_ms);
+                value.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+                r.vars.set(*var, e.scratch);
+            }
+            Op::If { cond, ops } => {
+                if test(cond, e, r) {
+                    match run(ops, e, r) {
+                        End::Continue => {}
+                        end => return end,
+                    }
+                }
+            }
+            Op::Rewrite {
+                re,
+                repl,
+                flag,
+                external,
+            } => {
+                let loc = r.st.loc.clone();
+                if !e.matches.exec(re, r.st.uri.as_bytes(), &mut r.st.caps) {
+                    if loc.rewrite_log {
+                        log::info!("\"{}\" does not match \"{}\"", re.source, r.st.uri);
+                    }
+                    continue;
+                }
+                r.st.cap_src.clear();
+                r.st.cap_src.push_str(&r.st.uri);
+                set_named(re, r);
+                if loc.rewrite_log {
+                    log::info!("\"{}\" matches \"{}\"", re.source, r.st.uri);
+                }
+                if let Some(end) = apply_rewrite(repl, *flag, *external, e, r) {
+                    return end;
+                }
+            }
+        }
+    }
+    End::Continue
+}
+
+/// Named captures become variables when their regex matches.
+pub fn set_named(re: &Regex, r: &mut HttpRequest) {
+    for &(var, group) in &re.name_vars {
+        let v = match r.st.caps.get(group) {
+            Some(&(s, e)) => r.st.cap_src.as_bytes().get(s..e).unwrap_or(&[]),
+            None => &[],
+        };
+        r.vars.set(var, v);
+    }
+}
+
+/// `rewrite REGEX REPLACEMENT FLAG` after a match.
+fn apply_rewrite(
+    repl: &ComplexValue,
+    flag: Flag,
+    external: bool,
+    e: &mut Env<'_>,
+    r: &mut HttpRequest,
+) -> Option<End> {
+    e.scratch.clear();
+    {
+        let env = r.st.env(e.conf, None, e.now, e.unix_ms);
+        repl.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+    }
+    let new = String::from_utf8_lossy(e.scratch).into_owned();
+    // A replacement ending in `?` drops the original arguments; one with
+    // `?` inside puts its own first.
+    let (path, own_args, keep_args) = match new.find('?') {
+        Some(q) if q + 1 == new.len() => (&new[..q], None, false),
+        Some(q) => (&new[..q], Some(&new[q + 1..]), true),
+        None => (&new[..], None, true),
+    };
+    if r.st.loc.rewrite_log {
+        log::info!(
+            "rewritten data: \"{path}\", args: \"{}\"",
+            own_args.unwrap_or(if keep_args { &r.st.args } else { "" })
+        );
+    }
+    if external || matches!(flag, Flag::Redirect | Flag::Permanent) {
+        let mut location = path.to_string();
+        let args = match (own_args, keep_args && !r.st.args.is_empty()) {
+            (Some(a), true) => format!("{a}&{}", r.st.args),
+            (Some(a), false) => a.to_string(),
+            (None, true) => r.st.args.clone(),
+            (None, false) => String::new(),
+        };
+        if !args.is_empty() {
+            location.push('?');
+            location.push_str(&args);
+        }
+        let code = if flag == Flag::Permanent { 301 } else { 302 };
+        let mut resp = Response::error(code);
+        resp.location = Some(location.into());
+        return Some(End::Finalize(resp));
+    }
+    let args = match own_args {
+        Some(a) if keep_args && !r.st.args.is_empty() => format!("{a}&{}", r.st.args),
+        Some(a) => a.to_string(),
+        None if keep_args => r.st.args.clone(),
+        None => String::new(),
+    };
+    r.st.uri.clear();
+    r.st.uri.push_str(path);
+    r.st.args = args;
+    match flag {
+        Flag::Last => {
+            r.st.uri_changed = true;
+            Some(End::Last)
+        }
+        Flag::Break => {
+            r.st.uri_changed = false;
+            Some(End::Break)
+        }
+        _ => {
+            r.st.uri_changed = true;
+            None
+        }
+    }
+}
+
+/// `return CODE [TEXT]`, `return URL`: nginx's `ngx_http_send_response`.
+fn return_response(
+    code: u16,
+    text: Option<&ComplexValue>,
+    lit: Option<&Arc<[u8]>>,
+    e: &mut Env<'_>,
+    r: &mut HttpRequest,
+) -> Response {
+    let Some(text) = text else {
+        if code == 444 {
+            let mut resp = Response::new(444);
+            resp.close = true;
+            return resp;
+        }
+        return Response::error(code);
+    };
+    let value: Text = if text.is_literal() {
+        Text::Shared(text.text.clone())
+    } else {
+        e.scratch.clear();
+        let env = r.st.env(e.conf, None, e.now, e.unix_ms);
+        text.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+        Text::Owned(String::from_utf8_lossy(e.scratch).into_owned())
+    };
+    if matches!(code, 301 | 302 | 303 | 307 | 308) {
+        let mut resp = Response::error(code);
+        resp.location = Some(value);
+        return resp;
+    }
+    let mut resp = Response::new(code);
+    resp.content_type = Some((&r.st.loc.default_type).into());
+    let len = value.len() as u64;
+    if r.st.is_head() {
+        resp.content_length = Some(len);
+    } else {
+        resp.body = match (lit, value) {
+            (Some(l), _) => Body::shared(l.clone()),
+            (None, Text::Owned(s)) => Body::Bytes(s.into_bytes()),
+            (None, v) => Body::Bytes(v.as_bytes().to_vec()),
+        };
+    }
+    resp
+}
+
+fn test(cond: &Cond, e: &mut Env<'_>, r: &mut HttpRequest) -> bool {
+    e.scratch.clear();
+    match cond {
+        Cond::Value(v) => {
+            let env = r.st.env(e.conf, None, e.now, e.unix_ms);
+            v.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+            !(e.scratch.is_empty() || e.scratch.as_slice() == b"0")
+        }
+        Cond::Eq {
+            left,
+            right,
+            negate,
+        } => {
+            let env = r.st.env(e.conf, None, e.now, e.unix_ms);
+            left.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+            let split = e.scratch.len();
+            right.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+            let (a, b) = e.scratch.split_at(split);
+            (a == b) != *negate
+        }
+        Cond::Match { left, re, negate } => {
+            {
+                let env = r.st.env(e.conf, None, e.now, e.unix_ms);
+                left.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+            }
+            let hit = e.matches.exec(re, e.scratch, &mut r.st.caps);
+            if hit {
+                r.st.cap_src.clear();
+                r.st.cap_src.push_str(&String::from_utf8_lossy(e.scratch));
+                set_named(re, r);
+            }
+            hit != *negate
+        }
+        Cond::File { test, path, negate } => {
+            {
+                let env = r.st.env(e.conf, None, e.now, e.unix_ms);
+                path.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+            }
+            let p = std::path::Path::new(
+                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(e.scratch),
+            );
+            let md = std::fs::metadata(p);
+            let ok = match (test, &md) {
+                (b'f', Ok(m)) => m.is_file(),
+                (b'd', Ok(m)) => m.is_dir(),
+                (b'e', Ok(_)) => true,
+                (b'x', Ok(m)) => {
+                    use std::os::unix::fs::PermissionsExt;
+                    m.is_file() && m.permissions().mode() & 0o111 != 0
+                }
+                _ => false,
+            };
+            ok != *negate
+        }
+    }
+}
+
+// ---- configuration -------------------------------------------------------
+
+/// Compiles a regex for the configuration, indexing its named captures as
+/// variables.
+pub fn compile_regex(
+    pattern: &str,
+    caseless: bool,
+    vars: &mut Variables,
+    next_id: &mut usize,
+) -> Result<Arc<Regex>, String> {
+    let mut re = Regex::compile(pattern, caseless, *next_id)?;
+    *next_id += 1;
+    for (name, group) in re.names.clone() {
+        let v = vars.define_user(&name)?;
+        re.name_vars.push((v, group));
+    }
+    Ok(Arc::new(re))
+}
+
+/// `rewrite REGEX REPLACEMENT [FLAG]`.
+pub fn parse_rewrite(
+    d: &Directive,
+    vars: &mut Variables,
+    next_id: &mut usize,
+) -> Result<Op, String> {
+    let re = compile_regex(d.arg(0), false, vars, next_id)?;
+    let text = d.arg(1);
+    let repl = ComplexValue::compile(text, vars)?;
+    let external =
+        text.starts_with("http://") || text.starts_with("https://") || text.starts_with("$scheme");
+    let flag = match d.args.get(2).map(String::as_str) {
+        None => Flag::None,
+        Some("last") => Flag::Last,
+        Some("break") => Flag::Break,
+        Some("redirect") => Flag::Redirect,
+        Some("permanent") => Flag::Permanent,
+        Some(f) => return Err(format!("invalid parameter \"{f}\"")),
+    };
+    Ok(Op::Rewrite {
+        re,
+        repl,
+        flag,
+        external,
+    })
+}
+
+/// `return CODE [TEXT]` / `return URL`.
+pub fn parse_return(d: &Directive, vars: &mut Variables) -> Result<Op, String> {
+    let (code, text) = match d.args.as_slice() {
+        [url]
+            if url.starts_with("http://")
+                || url.starts_with("https://")
+                || url.starts_with("$scheme") =>
+        {
+            (302, Some(url.as_str()))
+        }
+        [code] => (parse_code(code)?, None),
+        [code, text] => (parse_code(code)?, Some(text.as_str())),
+        _ => return Err(d.error("invalid number of arguments")),
+    };
+    let text = text.map(|t| ComplexValue::compile(t, vars)).transpose()?;
+    let lit = text
+        .as_ref()
+        .filter(|t| t.is_literal())
+        .map(|t| Arc::<[u8]>::from(t.text.as_bytes()));
+    Ok(Op::Return { code, text, lit })
+}
+
+fn parse_code(s: &str) -> Result<u16, String> {
+    match s.parse::<u16>() {
+        Ok(n) if n <= 999 => Ok(n),
+        _ => Err(format!("invalid return code \"{s}\"")),
+    }
+}
+
+/// `set $VAR VALUE`.
+pub fn parse_set(d: &Directive, vars: &mut Variables) -> Result<Op, String> {
+    let name = d
+        .arg(0)
+        .strip_prefix('$')
+        .ok_or_else(|| format!("invalid variable name \"{}\"", d.arg(0)))?;
+    if name.is_empty() {
+        return Err(format!("invalid variable name \"{}\"", d.arg(0)));
+    }
+    let var = vars.define_user(name)?;
+    let value = ComplexValue::compile(d.arg(1), vars)?;
+    Ok(Op::Set { var, value })
+}
+
+/// `if (CONDITION)`, nginx's `ngx_http_rewrite_if_condition`.
+pub fn parse_if(d: &Directive, vars: &mut Variables, next_id: &mut usize) -> Result<Cond, String> {
+    let invalid = || format!("invalid condition \"{}\"", d.args.join(" "));
+    let mut args: Vec<&str> = d.args.iter().map(String::as_str).collect();
+    let first = args.first_mut().ok_or_else(invalid)?;
+    *first = first.strip_prefix('(').ok_or_else(invalid)?;
+    let last = args.last_mut().ok_or_else(invalid)?;
+    *last = last.strip_suffix(')').ok_or_else(invalid)?;
+    if args.first() == Some(&"") {
+        args.remove(0);
+    }
+    if args.last() == Some(&"") {
+        args.pop();
+    }
+    match args.as_slice() {
+        [v] if v.starts_with('$') => Ok(Cond::Value(ComplexValue::compile(v, vars)?)),
+        [l, op, rhs] if l.starts_with('$') => {
+            let left = ComplexValue::compile(l, vars)?;
+            match *op {
+                "=" | "!=" => Ok(Cond::Eq {
+                    left,
+                    right: ComplexValue::compile(rhs, vars)?,
+                    negate: *op == "!=",
+                }),
+                "~" | "~*" | "!~" | "!~*" => Ok(Cond::Match {
+                    left,
+                    re: compile_regex(rhs, op.ends_with('*'), vars, next_id)?,
+                    negate: op.starts_with('!'),
+                }),
+                _ => Err(format!("unexpected \"{op}\" in condition")),
+            }
+        }
+        [op, path] => {
+            let (negate, t) = match op.strip_prefix('!') {
+                Some(t) => (true, t),
+                None => (false, *op),
+            };
+            let test = match t {
+                "-f" => b'f',
+                "-d" => b'd',
+                "-e" => b'e',
+                "-x" => b'x',
+                _ => return Err(format!("invalid condition \"{op}\"")),
+            };
+            Ok(Cond::File {
+                test,
+                path: ComplexValue::compile(path, vars)?,
+                negate,
+            })
+        }
+        _ => Err(invalid()),
+    }
+}
+
+/// Whether a location's script can change its URI (so post-rewrite must
+/// look); every script can, but one with only `return`s cannot.
+pub fn changes_uri(ops: &[Op]) -> bool {
+    ops.iter().any(|o| match o {
+        Op::Rewrite { .. } => true,
+        Op::If { ops, .. } => changes_uri(ops),
+        _ => false,
+    })
+}

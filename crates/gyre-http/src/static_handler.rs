@@ -1,0 +1,269 @@
+//! The content handlers of files and stub_status (nginx's
+//! `ngx_http_static_module`, `ngx_http_index_module`,
+//! `ngx_http_stub_status_module`), and `limit_rate` pacing.
+//!
+//! A file answer is a [`Response`] whose body is either shared bytes of
+//! the open-file cache or a file region the glue sends with sendfile. With
+//! `limit_rate` the head is queued first and the body follows in pieces:
+//! the handler returns "again" with a wake-up time, as nginx's write
+//! filter delays the write event, using nginx's allowance
+//! `rate * (elapsed seconds + 1) - (sent - limit_rate_after)`.
+
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use crate::phases::{Ctx, Step};
+use crate::range::{self, RangeDecision};
+use crate::request::{Content, HttpRequest, Wake};
+use crate::response::{Body, Response};
+use crate::static_file::{FileInfo, Open};
+
+/// A body being paced by `limit_rate`.
+#[derive(Debug)]
+pub struct Paced {
+    /// The whole remaining body: shared bytes or a file region.
+    pub body: Body,
+    /// Body bytes queued so far.
+    pub sent: u64,
+}
+
+/// The file for URI `uri` in the request's location: `root` + URI, or
+/// `alias` (with captures when it has variables) + the URI after the
+/// location's prefix.
+pub fn map_path(r: &mut HttpRequest, uri: &str, out: &mut PathBuf, cx: &mut Ctx<'_>) {
+    let loc = r.st.loc.clone();
+    if let Some(cv) = &loc.alias_cv {
+        cx.scratch.clear();
+        {
+            let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
+            cv.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
+        }
+        let p = out.as_mut_os_string();
+        p.clear();
+        p.push(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(cx.scratch));
+        // A regex location's alias is the whole path (nginx).
+        return;
+    }
+    crate::static_file::map_uri_into(&loc, &loc.name, uri, out);
+}
+
+/// The static content handler.
+pub fn serve(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+    if !r.st.is_get_or_head() {
+        return Step::Finalize(Response::error(405));
+    }
+    let mut fpath = std::mem::take(cx.fpath);
+    let uri = std::mem::take(&mut r.st.uri);
+    map_path(r, &uri, &mut fpath, cx);
+    let step = serve_path(cx, r, &uri, &mut fpath);
+    r.st.uri = uri;
+    *cx.fpath = fpath;
+    step
+}
+
+fn serve_path(cx: &mut Ctx<'_>, r: &mut HttpRequest, path: &str, fpath: &mut PathBuf) -> Step {
+    let loc = r.st.loc.clone();
+    let now = cx.now;
+    // Set when a directory request is answered by its index file.
+    let mut index_uri: Option<String> = None;
+    let mut opened = cx.files.open(fpath, now, loc.open_file_cache);
+    if path.ends_with('/') {
+        if !matches!(opened, Open::Dir) {
+            return Step::Finalize(Response::error(match opened {
+                Open::Forbidden => 403,
+                Open::Error(_) => 500,
+                _ => 404,
+            }));
+        }
+        opened = Open::NotFound;
+        for idx in &loc.index {
+            let candidate = fpath.join(idx);
+            match cx.files.open(&candidate, now, loc.open_file_cache) {
+                Open::NotFound => continue,
+                o => {
+                    opened = o;
+                    *fpath = candidate;
+                    index_uri = Some(format!("{path}{idx}"));
+                    break;
+                }
+            }
+        }
+        if matches!(opened, Open::NotFound) {
+            log::error!("directory index of \"{}\" is forbidden", fpath.display());
+            return Step::Finalize(Response::error(403));
+        }
+    }
+    match opened {
+        Open::File(info) => {
+            let uri_path = index_uri.as_deref().unwrap_or(path);
+            file_response(cx, r, info, uri_path)
+        }
+        Open::Dir => {
+            let mut resp = Response::error(301);
+            let mut loc_hdr = format!("{path}/");
+            if !r.st.args.is_empty() {
+                loc_hdr.push('?');
+                loc_hdr.push_str(&r.st.args);
+            }
+            resp.location = Some(loc_hdr.into());
+            Step::Finalize(resp)
+        }
+        Open::NotFound => {
+            log::error!(
+                "open() \"{}\" failed (2: No such file or directory)",
+                fpath.display()
+            );
+            Step::Finalize(Response::error(404))
+        }
+        Open::Forbidden => Step::Finalize(Response::error(403)),
+        Open::Error(code) => {
+            log::error!("open() \"{}\" failed ({code})", fpath.display());
+            Step::Finalize(Response::error(500))
+        }
+    }
+}
+
+fn file_response(
+    cx: &mut Ctx<'_>,
+    r: &mut HttpRequest,
+    info: Rc<FileInfo>,
+    uri_path: &str,
+) -> Step {
+    let loc = r.st.loc.clone();
+    let req = &r.st.req;
+    let ctype = crate::mime::for_path(&cx.conf.types, uri_path, &loc.default_type);
+    let not_modified = match req.if_none_match() {
+        Some(inm) => etag_matches(inm, &info.etag),
+        None => req.if_modified_since() == Some(info.mtime),
+    };
+    let mut resp = Response::new(200);
+    resp.content_type = Some(ctype.into());
+    resp.last_modified = Some((&info.last_modified).into());
+    resp.headers.push(("ETag".into(), (&info.etag).into()));
+    if not_modified && !r.st.error_page {
+        resp.status = 304;
+        return Step::Finalize(resp);
+    }
+    let (start, len) = match req.range().map(|v| range::decide(v, info.size)) {
+        Some(RangeDecision::Partial { start, end }) if !r.st.error_page => {
+            resp.status = 206;
+            if let Some(cr) = (RangeDecision::Partial { start, end }).content_range(info.size) {
+                resp.headers.push(("Content-Range".into(), cr.into()));
+            }
+            (start, end - start)
+        }
+        Some(RangeDecision::NotSatisfiable) if !r.st.error_page => {
+            let mut e = Response::error(416);
+            e.headers.push((
+                "Content-Range".into(),
+                format!("bytes */{}", info.size).into(),
+            ));
+            return Step::Finalize(e);
+        }
+        _ => (0, info.size),
+    };
+    resp.headers.push(("Accept-Ranges".into(), "bytes".into()));
+    if r.st.is_head() {
+        resp.content_length = Some(len);
+        return Step::Finalize(resp);
+    }
+    resp.body = match &info.content {
+        Some(bytes) => Body::Shared {
+            data: bytes.clone(),
+            start: (start as usize).min(bytes.len()),
+            end: ((start + len) as usize).min(bytes.len()),
+        },
+        None => {
+            let token = cx.open.len() as u64 + 1;
+            cx.open.push((token, info));
+            Body::File {
+                token,
+                offset: start,
+                len,
+            }
+        }
+    };
+    if loc.limit_rate > 0 && len > 0 && !r.st.error_page {
+        return start_paced(cx, r, resp);
+    }
+    Step::Finalize(resp)
+}
+
+/// Queues the head of a paced response, then its first piece.
+fn start_paced(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Step {
+    let body = std::mem::replace(&mut resp.body, Body::Empty);
+    resp.content_length = Some(body.len());
+    crate::phases::prepare(cx, r, &mut resp);
+    match cx.m.respond_head(&resp, cx.now, cx.date) {
+        Ok(true) => pace(cx, r, Paced { body, sent: 0 }),
+        _ => Step::Done,
+    }
+}
+
+/// Queues what the rate allows now; "again" with the time the next piece
+/// is due, "done" once the body is queued.
+pub fn pace(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut p: Paced) -> Step {
+    let loc = &r.st.loc;
+    let rate = loc.limit_rate.max(1);
+    let total = p.body.len();
+    let elapsed = cx.now.wrapping_sub(r.st.start) / 1000;
+    let allowed = (rate * (elapsed + 1) + loc.limit_rate_after) as i64 - p.sent as i64;
+    if allowed <= 0 {
+        let delay = (-allowed) as u64 * 1000 / rate + 1;
+        r.wake = Some(Wake::At(cx.now.wrapping_add(delay)));
+        r.content = Content::Paced(p);
+        return Step::Again;
+    }
+    let n = (allowed as u64).min(total - p.sent);
+    let piece = match &p.body {
+        Body::File { token, offset, .. } => Body::File {
+            token: *token,
+            offset: offset + p.sent,
+            len: n,
+        },
+        Body::Shared { data, start, .. } => Body::Shared {
+            data: data.clone(),
+            start: start + p.sent as usize,
+            end: start + (p.sent + n) as usize,
+        },
+        other => other.clone(),
+    };
+    let _ = cx.m.send_body(&piece);
+    p.sent += n;
+    (r.st.body_bytes_sent, r.st.bytes_sent) = cx.m.last_sent();
+    if p.sent >= total {
+        let _ = cx.m.finish_body(cx.now);
+        return Step::Done;
+    }
+    // The allowance is spent: wait for the output to drain, then for the
+    // next share.
+    r.wake = Some(Wake::Drained);
+    r.content = Content::Paced(p);
+    Step::Again
+}
+
+fn etag_matches(header: &[u8], etag: &str) -> bool {
+    let h = String::from_utf8_lossy(header);
+    h.trim() == "*"
+        || h.split(',').any(|t| {
+            let t = t.trim();
+            t.strip_prefix("W/").unwrap_or(t) == etag
+        })
+}
+
+/// stub_status's page.
+pub fn stub_status(cx: &mut Ctx<'_>, r: &HttpRequest) -> Response {
+    if !r.st.is_get_or_head() {
+        return Response::error(405);
+    }
+    let snap = cx.zone.map(|z| z.stats().snapshot()).unwrap_or_default();
+    let mut resp = Response::new(200);
+    resp.content_type = Some("text/plain".into());
+    let body = crate::stub_status::render(&snap).into_bytes();
+    if r.st.is_head() {
+        resp.content_length = Some(body.len() as u64);
+    } else {
+        resp.body = Body::Bytes(body);
+    }
+    resp
+}
