@@ -55,6 +55,7 @@ pub mod info;
 pub mod resp;
 pub mod server;
 pub mod util;
+pub mod zset;
 
 /// The Redis version this module answers as (INFO, HELLO).
 pub const REDIS_VERSION: &str = "7.0.15";
