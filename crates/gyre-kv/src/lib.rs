@@ -44,6 +44,7 @@
 //! `now_ms` is Unix time in milliseconds (TTLs are absolute Unix times).
 #![forbid(unsafe_code)]
 
+pub mod bitops;
 pub mod cmd;
 pub mod conf;
 pub mod db;
