@@ -6,7 +6,12 @@
 //! * [`db`] — the keyspace: strings with TTLs (one dense node per key,
 //!   short keys and values inline), lazy expiry, O(1) random sampling for
 //!   the active expire cycle, SCAN cursor.
-//! * [`cmd`] — the command table and Redis 7.0 command semantics.
+//! * [`cmd`] — the command table (assembled from the modules' slices),
+//!   the per-call context, shared error texts.
+//! * [`t_string`], [`keyspace`] — string and generic key commands.
+//! * [`server_cmds`], [`config`], [`client`], [`command_docs`] — the
+//!   connection and server commands (PING HELLO INFO ..., CONFIG, CLIENT,
+//!   COMMAND).
 //! * [`server`] — server state, client registry, [`server::Server::feed`]
 //!   (parse + execute a read's worth of input), [`server::Server::cron`]
 //!   (serverCron minus I/O) and [`server::Server::before_sleep`].
@@ -45,16 +50,22 @@
 #![forbid(unsafe_code)]
 
 pub mod bitops;
+pub mod client;
 pub mod cmd;
+pub mod command_docs;
 pub mod conf;
+pub mod config;
 pub mod db;
 pub mod float;
 pub mod glob;
 pub mod glue;
 pub mod hash;
 pub mod info;
+pub mod keyspace;
 pub mod resp;
 pub mod server;
+pub mod server_cmds;
+pub mod t_string;
 pub mod util;
 pub mod zset;
 

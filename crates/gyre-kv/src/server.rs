@@ -314,7 +314,7 @@ impl Server {
         let run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[rng.below(16)]))
             .collect();
-        let table = CommandTable::new(cmd::COMMANDS);
+        let table = CommandTable::new(cmd::all());
         let hz = config.hz;
         Server {
             config,
