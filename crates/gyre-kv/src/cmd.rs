@@ -249,6 +249,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::command_docs::COMMANDS,
     crate::client::COMMANDS,
     crate::t_string::COMMANDS,
+    crate::t_bitops::COMMANDS,
     crate::keyspace::COMMANDS,
 ];
 

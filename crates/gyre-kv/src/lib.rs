@@ -65,6 +65,7 @@ pub mod keyspace;
 pub mod resp;
 pub mod server;
 pub mod server_cmds;
+pub mod t_bitops;
 pub mod t_string;
 pub mod util;
 pub mod zset;
