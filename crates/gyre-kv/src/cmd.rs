@@ -85,6 +85,10 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// An error reply was written (the command stops there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replied;
+
 pub const ERR_SYNTAX: &str = "ERR syntax error";
 pub const ERR_NOT_INT: &str = "ERR value is not an integer or out of range";
 pub const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";

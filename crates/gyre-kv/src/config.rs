@@ -177,6 +177,90 @@ const PARAMS: &[Param] = &[
         name: "maxmemory-policy",
         kind: Kind::Fixed,
     },
+    Param {
+        name: "hash-max-listpack-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "hash-max-ziplist-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "hash-max-listpack-value",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "hash-max-ziplist-value",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "set-max-intset-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "set-max-listpack-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "zset-max-listpack-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "zset-max-ziplist-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "zset-max-listpack-value",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "zset-max-ziplist-value",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "list-max-listpack-size",
+        kind: Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+    },
+    Param {
+        name: "list-max-ziplist-size",
+        kind: Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+    },
 ];
 
 fn param_value(server: &Server, name: &str) -> String {
@@ -196,6 +280,18 @@ fn param_value(server: &Server, name: &str) -> String {
         "save" => String::new(),
         "appendonly" => "no".into(),
         "maxmemory-policy" => "noeviction".into(),
+        "hash-max-listpack-entries" => c.encodings.hash_max_listpack_entries.to_string(),
+        "hash-max-ziplist-entries" => c.encodings.hash_max_listpack_entries.to_string(),
+        "hash-max-listpack-value" => c.encodings.hash_max_listpack_value.to_string(),
+        "hash-max-ziplist-value" => c.encodings.hash_max_listpack_value.to_string(),
+        "set-max-intset-entries" => c.encodings.set_max_intset_entries.to_string(),
+        "set-max-listpack-entries" => c.encodings.set_max_listpack_entries.to_string(),
+        "zset-max-listpack-entries" => c.encodings.zset_max_listpack_entries.to_string(),
+        "zset-max-ziplist-entries" => c.encodings.zset_max_listpack_entries.to_string(),
+        "zset-max-listpack-value" => c.encodings.zset_max_listpack_value.to_string(),
+        "zset-max-ziplist-value" => c.encodings.zset_max_listpack_value.to_string(),
+        "list-max-listpack-size" => c.encodings.list_max_listpack_size.to_string(),
+        "list-max-ziplist-size" => c.encodings.list_max_listpack_size.to_string(),
         _ => String::new(),
     }
 }
@@ -295,6 +391,38 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
             ("proto-max-bulk-len", NewValue::Mem(v)) => c.proto_max_bulk_len = v,
             ("client-query-buffer-limit", NewValue::Mem(v)) => c.client_query_buffer_limit = v,
             ("maxmemory", NewValue::Mem(v)) => c.maxmemory = v,
+            ("hash-max-listpack-entries", NewValue::Int(v)) => {
+                c.encodings.hash_max_listpack_entries = v as u64
+            }
+            ("hash-max-ziplist-entries", NewValue::Int(v)) => {
+                c.encodings.hash_max_listpack_entries = v as u64
+            }
+            ("hash-max-listpack-value", NewValue::Int(v)) => {
+                c.encodings.hash_max_listpack_value = v as u64
+            }
+            ("hash-max-ziplist-value", NewValue::Int(v)) => {
+                c.encodings.hash_max_listpack_value = v as u64
+            }
+            ("set-max-intset-entries", NewValue::Int(v)) => {
+                c.encodings.set_max_intset_entries = v as u64
+            }
+            ("set-max-listpack-entries", NewValue::Int(v)) => {
+                c.encodings.set_max_listpack_entries = v as u64
+            }
+            ("zset-max-listpack-entries", NewValue::Int(v)) => {
+                c.encodings.zset_max_listpack_entries = v as u64
+            }
+            ("zset-max-ziplist-entries", NewValue::Int(v)) => {
+                c.encodings.zset_max_listpack_entries = v as u64
+            }
+            ("zset-max-listpack-value", NewValue::Int(v)) => {
+                c.encodings.zset_max_listpack_value = v as u64
+            }
+            ("zset-max-ziplist-value", NewValue::Int(v)) => {
+                c.encodings.zset_max_listpack_value = v as u64
+            }
+            ("list-max-listpack-size", NewValue::Int(v)) => c.encodings.list_max_listpack_size = v,
+            ("list-max-ziplist-size", NewValue::Int(v)) => c.encodings.list_max_listpack_size = v,
             _ => {}
         }
     }

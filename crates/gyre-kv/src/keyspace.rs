@@ -3,13 +3,30 @@
 //! family, TTL family, PERSIST. The store itself is [`crate::db`].
 
 use crate::cmd::{
-    c_str, eq, expire_error, parse_ll, spec, CommandSpec, Ctx, ERR_NO_SUCH_KEY, RO, RO_SLOW,
-    WR_NODENY,
+    c_str, eq, expire_error, help_lines, no_handler, parse_ll, spec, CommandSpec, Ctx,
+    ERR_NO_SUCH_KEY, RO, RO_SLOW, WR_NODENY,
 };
+use crate::db::{Entry, Ref};
+use crate::object::Kind;
 use crate::server::Server;
-use crate::util::parse_cursor;
+use crate::util::{parse_cursor, string2ll};
 
 pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        subcommands: OBJECT_SUBS,
+        ..spec!(
+            "object",
+            -2,
+            RO_SLOW,
+            0,
+            0,
+            0,
+            "generic",
+            "2.2.3",
+            "A container for object introspection commands",
+            no_handler
+        )
+    },
     spec!(
         "del",
         -2,
@@ -228,6 +245,57 @@ pub static COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
+static OBJECT_SUBS: &[CommandSpec] = &[
+    spec!(
+        "encoding",
+        3,
+        RO_SLOW,
+        2,
+        2,
+        1,
+        "generic",
+        "2.2.3",
+        "Inspect the internal encoding of a Redis object",
+        object_encoding
+    ),
+    spec!(
+        "refcount",
+        3,
+        RO_SLOW,
+        2,
+        2,
+        1,
+        "generic",
+        "2.2.3",
+        "Get the number of references to the value of the key",
+        object_refcount
+    ),
+    spec!(
+        "freq",
+        3,
+        RO_SLOW,
+        2,
+        2,
+        1,
+        "generic",
+        "4.0.0",
+        "Get the logarithmic access frequency counter of a Redis object",
+        object_freq
+    ),
+    spec!(
+        "help",
+        2,
+        RO_SLOW,
+        0,
+        0,
+        0,
+        "generic",
+        "6.2.0",
+        "Show helpful text about the different subcommands",
+        object_help
+    ),
+];
+
 fn del(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
     let mut n = 0;
@@ -253,8 +321,8 @@ fn exists(server: &mut Server, ctx: &mut Ctx<'_>) {
 
 fn type_cmd(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
-    let found = server.dbs[db].lookup_read(ctx.arg(1), now).is_some();
-    ctx.simple(if found { "string" } else { "none" });
+    let kind = server.dbs[db].kind_of(ctx.arg(1), now);
+    ctx.simple(kind.map_or("none", Kind::name));
 }
 
 fn rename_generic(server: &mut Server, ctx: &mut Ctx<'_>, nx: bool) {
@@ -301,7 +369,7 @@ fn scan(server: &mut Server, ctx: &mut Ctx<'_>) {
     };
     let mut count: i64 = 10;
     let mut pattern: Option<Vec<u8>> = None;
-    let mut type_ok = true;
+    let mut kind: Option<Vec<u8>> = None;
     let mut j = 2;
     while j < ctx.argc() {
         let more = ctx.argc() - j - 1;
@@ -317,7 +385,7 @@ fn scan(server: &mut Server, ctx: &mut Ctx<'_>) {
             let p = ctx.arg(j + 1).to_vec();
             pattern = if p == b"*" { None } else { Some(p) };
         } else if eq(ctx.arg(j), "type") && more >= 1 {
-            type_ok = eq(ctx.arg(j + 1), "string");
+            kind = Some(ctx.arg(j + 1).to_vec());
         } else {
             return ctx.syntax();
         }
@@ -325,7 +393,7 @@ fn scan(server: &mut Server, ctx: &mut Ctx<'_>) {
     }
     let (db, now) = (ctx.db, ctx.now);
     let count = usize::try_from(count).unwrap_or(usize::MAX);
-    let (next, ks) = server.dbs[db].scan(cursor, count, pattern.as_deref(), type_ok, now);
+    let (next, ks) = server.dbs[db].scan(cursor, count, pattern.as_deref(), kind.as_deref(), now);
     ctx.array(2);
     ctx.bulk(next.to_string().as_bytes());
     ctx.array(ks.len());
@@ -476,4 +544,62 @@ fn persist(server: &mut Server, ctx: &mut Ctx<'_>) {
     } else {
         ctx.int(0)
     }
+}
+
+// ------------------------------------------------------------ OBJECT
+
+/// Redis's string encodings as `tryObjectEncoding` picks them for a value
+/// stored by SET: `int` for a canonical integer, `embstr` up to 44 bytes,
+/// `raw` beyond. (Redis also says `raw` for a short string grown by
+/// APPEND/SETRANGE; gyre does not keep that history.)
+fn string_encoding(v: &[u8]) -> &'static str {
+    if v.len() <= 20 && string2ll(v).is_some() {
+        "int"
+    } else if v.len() <= 44 {
+        "embstr"
+    } else {
+        "raw"
+    }
+}
+
+fn object_encoding(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let (db, now) = (ctx.db, ctx.now);
+    // OBJECT looks the key up without touching hit/miss counters.
+    let enc = match server.dbs[db].lookup_write(ctx.arg(2), now) {
+        None => return ctx.null(),
+        Some(Entry {
+            value: Ref::Str(v), ..
+        }) => string_encoding(v),
+        Some(Entry {
+            value: Ref::Obj(o), ..
+        }) => o.encoding(),
+    };
+    ctx.bulk(enc.as_bytes());
+}
+
+fn object_refcount(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let (db, now) = (ctx.db, ctx.now);
+    let shared = |v: &[u8]| v.len() <= 20 && string2ll(v).is_some_and(|n| (0..10_000).contains(&n));
+    match server.dbs[db].lookup_write(ctx.arg(2), now) {
+        None => ctx.null(),
+        // Shared integers (0..9999) have refcount INT_MAX in Redis.
+        Some(e) if e.str().is_some_and(shared) => ctx.int(i64::from(i32::MAX)),
+        Some(_) => ctx.int(1),
+    }
+}
+
+fn object_freq(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let (db, now) = (ctx.db, ctx.now);
+    if server.dbs[db].lookup_write(ctx.arg(2), now).is_none() {
+        return ctx.null();
+    }
+    ctx.err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+}
+
+fn object_help(_: &mut Server, ctx: &mut Ctx<'_>) {
+    help_lines(
+        ctx,
+        "OBJECT",
+        &["ENCODING <key>", "FREQ <key>", "REFCOUNT <key>"],
+    );
 }

@@ -16,6 +16,10 @@
 //!   (parse + execute a read's worth of input), [`server::Server::cron`]
 //!   (serverCron minus I/O) and [`server::Server::before_sleep`].
 //! * [`hash`] — the keyspace hash (keyed SipHash-1-2).
+//! * [`object`] — typed values (TYPE, OBJECT ENCODING, thresholds);
+//!   [`t_hash`], [`t_list`], [`t_set`] — one module per type, owning its
+//!   storage and commands; [`listpack`], [`intset`], [`quicklist`],
+//!   [`dict`] — the encodings they are built from.
 //! * [`info`] — INFO text.
 //! * [`conf`] — the `kv {}` configuration block.
 //!
@@ -56,16 +60,24 @@ pub mod command_docs;
 pub mod conf;
 pub mod config;
 pub mod db;
+pub mod dict;
 pub mod float;
 pub mod glob;
 pub mod glue;
 pub mod hash;
 pub mod info;
+pub mod intset;
 pub mod keyspace;
+pub mod listpack;
+pub mod object;
+pub mod quicklist;
 pub mod resp;
 pub mod server;
 pub mod server_cmds;
 pub mod t_bitops;
+pub mod t_hash;
+pub mod t_list;
+pub mod t_set;
 pub mod t_string;
 pub mod util;
 pub mod zset;

@@ -83,6 +83,8 @@ pub struct Config {
     pub expire_slices: bool,
     /// Seed for key sampling and the run id.
     pub seed: u64,
+    /// Aggregate encoding thresholds (`hash-max-listpack-entries`, ...).
+    pub encodings: crate::object::Limits,
 }
 
 impl Default for Config {
@@ -102,6 +104,7 @@ impl Default for Config {
             expire_use_wall_clock: true,
             expire_slices: false,
             seed: 0x5EED,
+            encodings: crate::object::Limits::default(),
         }
     }
 }

@@ -4,7 +4,8 @@
 //! the keys up, keeps Redis's order of checks, stores and replies.
 
 use crate::bitops::{self, BitOp};
-use crate::cmd::{spec, CommandSpec, Ctx, RO, RO_SLOW, WR};
+use crate::cmd::{spec, CommandSpec, Ctx, ERR_WRONGTYPE, RO, RO_SLOW, WR};
+use crate::db::Ref;
 use crate::resp;
 use crate::server::Server;
 
@@ -112,39 +113,84 @@ fn rest<'a>(ctx: &Ctx<'a>, from: usize) -> Vec<&'a [u8]> {
     (from..ctx.argc()).map(|i| ctx.arg(i)).collect()
 }
 
-/// The string value at `key` for reading (a copy: the reply is written
-/// while the keyspace is borrowed otherwise).
-fn read_string(server: &mut Server, ctx: &Ctx<'_>, key: &[u8]) -> Option<Vec<u8>> {
-    server.dbs[ctx.db]
+/// The key held something other than a string (the reply is written).
+struct WrongType;
+
+/// The string value at `key` for reading: `None` if missing, WRONGTYPE
+/// replied for an aggregate. Copied: replies are written while the
+/// keyspace is borrowed otherwise, and sources may also be the target.
+fn read_string(
+    server: &mut Server,
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+) -> Result<Option<Vec<u8>>, WrongType> {
+    match server.dbs[ctx.db]
         .lookup_read(key, ctx.now)
-        .map(|e| e.value.to_vec())
+        .map(|e| e.value)
+    {
+        None => Ok(None),
+        Some(Ref::Str(v)) => Ok(Some(v.to_vec())),
+        Some(Ref::Obj(_)) => {
+            ctx.err(ERR_WRONGTYPE);
+            Err(WrongType)
+        }
+    }
+}
+
+/// Run `f` on the string at `key` without copying it (`None` if missing).
+fn with_read<R>(
+    server: &mut Server,
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    f: impl FnOnce(Option<&[u8]>) -> R,
+) -> Result<R, WrongType> {
+    match server.dbs[ctx.db]
+        .lookup_read(key, ctx.now)
+        .map(|e| e.value)
+    {
+        None => Ok(f(None)),
+        Some(Ref::Str(v)) => Ok(f(Some(v))),
+        Some(Ref::Obj(_)) => {
+            ctx.err(ERR_WRONGTYPE);
+            Err(WrongType)
+        }
+    }
 }
 
 /// Redis's `lookupStringForBitCommand`: the value at `key` grown with zero
 /// bytes to hold bit `maxbit` (created if missing), then `f` on it in
-/// place (no copy of a large bitmap).
+/// place (no copy of a large bitmap). WRONGTYPE for an aggregate.
 fn with_bit_string<R>(
     server: &mut Server,
-    ctx: &Ctx<'_>,
+    ctx: &mut Ctx<'_>,
     key: &[u8],
     maxbit: u64,
     mut f: impl FnMut(&mut Vec<u8>) -> R,
-) -> R {
+) -> Result<R, WrongType> {
     let need = (maxbit >> 3) as usize + 1;
     let db = &mut server.dbs[ctx.db];
-    let grow_and_run = |v: &mut Vec<u8>, f: &mut dyn FnMut(&mut Vec<u8>) -> R| {
-        if v.len() < need {
-            v.resize(need, 0);
+    match db.lookup_write(key, ctx.now).map(|e| e.value) {
+        Some(Ref::Obj(_)) => {
+            ctx.err(ERR_WRONGTYPE);
+            return Err(WrongType);
         }
-        f(v)
-    };
-    if let Some(r) = db.update_value(key, ctx.now, |v| grow_and_run(v, &mut f)) {
-        return r;
+        Some(Ref::Str(_)) => {
+            let r = db.update_value(key, ctx.now, |v| {
+                if v.len() < need {
+                    v.resize(need, 0);
+                }
+                f(v)
+            });
+            if let Some(r) = r {
+                return Ok(r);
+            }
+        }
+        None => {}
     }
-    let mut v = Vec::new();
-    let r = grow_and_run(&mut v, &mut f);
+    let mut v = vec![0u8; need];
+    let r = f(&mut v);
     db.set(key, v, false);
-    r
+    Ok(r)
 }
 
 fn setbit(server: &mut Server, ctx: &mut Ctx<'_>) {
@@ -158,9 +204,10 @@ fn setbit(server: &mut Server, ctx: &mut Ctx<'_>) {
         Err(e) => return ctx.err(e),
     };
     let key = ctx.arg(1);
-    let old = with_bit_string(server, ctx, key, offset, |v| bitops::setbit(v, offset, on));
-    server.dirty += 1;
-    ctx.int(i64::from(old));
+    if let Ok(old) = with_bit_string(server, ctx, key, offset, |v| bitops::setbit(v, offset, on)) {
+        server.dirty += 1;
+        ctx.int(i64::from(old));
+    }
 }
 
 fn getbit(server: &mut Server, ctx: &mut Ctx<'_>) {
@@ -169,17 +216,22 @@ fn getbit(server: &mut Server, ctx: &mut Ctx<'_>) {
         Ok(o) => o,
         Err(e) => return ctx.err(e),
     };
-    let bit = server.dbs[ctx.db]
-        .lookup_read(ctx.arg(1), ctx.now)
-        .map_or(0, |e| bitops::getbit(e.value, offset));
-    ctx.int(i64::from(bit));
+    let key = ctx.arg(1);
+    if let Ok(bit) = with_read(server, ctx, key, |v| {
+        v.map_or(0, |v| bitops::getbit(v, offset))
+    }) {
+        ctx.int(i64::from(bit));
+    }
 }
 
 fn bitcount(server: &mut Server, ctx: &mut Ctx<'_>) {
     let args = rest(ctx, 2);
-    let r = match server.dbs[ctx.db].lookup_read(ctx.arg(1), ctx.now) {
+    let key = ctx.arg(1);
+    let Ok(r) = with_read(server, ctx, key, |v| match v {
         None => Ok(0),
-        Some(e) => bitops::bitcount(e.value, &args),
+        Some(v) => bitops::bitcount(v, &args),
+    }) else {
+        return;
     };
     match r {
         Ok(n) => ctx.int(n),
@@ -193,10 +245,13 @@ fn bitpos(server: &mut Server, ctx: &mut Ctx<'_>) {
         Err(e) => return ctx.err(e),
     };
     let args = rest(ctx, 3);
-    let r = match server.dbs[ctx.db].lookup_read(ctx.arg(1), ctx.now) {
+    let key = ctx.arg(1);
+    let Ok(r) = with_read(server, ctx, key, |v| match v {
         // A missing key is an infinite run of zeros.
         None => Ok(if bit == 1 { -1 } else { 0 }),
-        Some(e) => bitops::bitpos(e.value, bit, &args),
+        Some(v) => bitops::bitpos(v, bit, &args),
+    }) else {
+        return;
     };
     match r {
         Ok(n) => ctx.int(n),
@@ -212,7 +267,10 @@ fn bitop(server: &mut Server, ctx: &mut Ctx<'_>) {
     let dest = ctx.arg(2);
     let mut srcs = Vec::with_capacity(ctx.argc() - 3);
     for k in rest(ctx, 3) {
-        srcs.push(read_string(server, ctx, k).unwrap_or_default());
+        match read_string(server, ctx, k) {
+            Ok(v) => srcs.push(v.unwrap_or_default()),
+            Err(WrongType) => return,
+        }
     }
     let views: Vec<&[u8]> = srcs.iter().map(Vec::as_slice).collect();
     let out = bitops::bitop(op, &views);
@@ -245,11 +303,16 @@ fn bitfield_generic(server: &mut Server, ctx: &mut Ctx<'_>, readonly: bool) {
     let key = ctx.arg(1);
     let replies = match p.highest_write {
         None => {
-            let mut v = read_string(server, ctx, key).unwrap_or_default();
-            bitops::run_bitfield(&mut v, &p.ops)
+            let Ok(v) = read_string(server, ctx, key) else {
+                return;
+            };
+            bitops::run_bitfield(&mut v.unwrap_or_default(), &p.ops)
         }
         Some(top) => {
-            let r = with_bit_string(server, ctx, key, top, |v| bitops::run_bitfield(v, &p.ops));
+            let Ok(r) = with_bit_string(server, ctx, key, top, |v| bitops::run_bitfield(v, &p.ops))
+            else {
+                return;
+            };
             server.dirty += 1;
             r
         }
@@ -264,8 +327,17 @@ fn bitfield_generic(server: &mut Server, ctx: &mut Ctx<'_>, readonly: bool) {
 }
 
 fn lcs(server: &mut Server, ctx: &mut Ctx<'_>) {
-    let a = read_string(server, ctx, ctx.arg(1)).unwrap_or_default();
-    let b = read_string(server, ctx, ctx.arg(2)).unwrap_or_default();
+    // LCS has its own type error, checked before the options.
+    let db = &mut server.dbs[ctx.db];
+    let mut get = |k: &[u8]| match db.lookup_read(k, ctx.now).map(|e| e.value) {
+        None => Ok(Vec::new()),
+        Some(Ref::Str(v)) => Ok(v.to_vec()),
+        Some(Ref::Obj(_)) => Err(()),
+    };
+    let (ka, kb) = (ctx.arg(1), ctx.arg(2));
+    let (Ok(a), Ok(b)) = (get(ka), get(kb)) else {
+        return ctx.err("ERR The specified keys must contain string values");
+    };
     let o = match bitops::parse_lcs(&rest(ctx, 3)) {
         Ok(o) => o,
         Err(e) => return ctx.err(e),

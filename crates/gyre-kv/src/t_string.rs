@@ -3,9 +3,10 @@
 //! INCR DECR INCRBY DECRBY INCRBYFLOAT GETRANGE SUBSTR SETRANGE.
 
 use crate::cmd::{
-    eq, expire_error, parse_ll, spec, CommandSpec, Ctx, ERR_BULK_LEN, ERR_NOT_INT, ERR_OVERFLOW,
-    RO, RO_SLOW, WR, WR_FAST, WR_NODENY,
+    eq, expire_error, parse_ll, spec, CommandSpec, Ctx, Replied, ERR_BULK_LEN, ERR_NOT_INT,
+    ERR_OVERFLOW, ERR_WRONGTYPE, RO, RO_SLOW, WR, WR_FAST, WR_NODENY,
 };
+use crate::db::{Db, Entry, Ref};
 use crate::float::incr_by_float;
 use crate::resp;
 use crate::server::Server;
@@ -268,8 +269,48 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 fn get(server: &mut Server, ctx: &mut Ctx<'_>) {
     match server.dbs[ctx.db].lookup_read(ctx.arg(1), ctx.now) {
-        Some(e) => resp::write_bulk(ctx.out, e.value),
+        Some(Entry {
+            value: Ref::Str(v), ..
+        }) => resp::write_bulk(ctx.out, v),
+        Some(_) => ctx.err(ERR_WRONGTYPE),
         None => ctx.null(),
+    }
+}
+
+/// Redis's `lookupKeyReadOrReply` + `checkType(OBJ_STRING)`: the string,
+/// `Ok(None)` if missing, `Err` (WRONGTYPE written) for an aggregate.
+fn str_read<'d>(
+    db: &'d mut Db,
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+) -> Result<Option<&'d [u8]>, Replied> {
+    match db.lookup_read(key, ctx.now) {
+        None => Ok(None),
+        Some(e) => match e.str() {
+            Some(v) => Ok(Some(v)),
+            None => {
+                ctx.err(ERR_WRONGTYPE);
+                Err(Replied)
+            }
+        },
+    }
+}
+
+/// [`str_read`] as a write lookup (no hit/miss accounting).
+fn str_write<'d>(
+    db: &'d mut Db,
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+) -> Result<Option<&'d [u8]>, Replied> {
+    match db.lookup_write(key, ctx.now) {
+        None => Ok(None),
+        Some(e) => match e.str() {
+            Some(v) => Ok(Some(v)),
+            None => {
+                ctx.err(ERR_WRONGTYPE);
+                Err(Replied)
+            }
+        },
     }
 }
 
@@ -389,8 +430,9 @@ fn set_generic(
     let found = p.found();
     if flags & F_GET != 0 {
         d.count_read(found);
-        match d.probed_value(&p) {
-            Some(v) => resp::write_bulk(ctx.out, v),
+        match d.probed_ref(&p) {
+            Some(Ref::Str(v)) => resp::write_bulk(ctx.out, v),
+            Some(Ref::Obj(_)) => return ctx.err(ERR_WRONGTYPE),
             None => ctx.null(),
         }
     }
@@ -438,12 +480,11 @@ fn psetex(server: &mut Server, ctx: &mut Ctx<'_>) {
 fn getset(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
     let key = ctx.arg(1).to_vec();
-    let old = server.dbs[db]
-        .lookup_read(&key, now)
-        .map(|e| e.value.to_vec());
-    match old {
-        Some(v) => ctx.bulk(&v),
-        None => ctx.null(),
+    let _ = now;
+    match str_read(&mut server.dbs[db], ctx, &key) {
+        Err(Replied) => return,
+        Ok(Some(v)) => resp::write_bulk(ctx.out, v),
+        Ok(None) => ctx.null(),
     }
     server.dbs[db].set(&key, ctx.arg(2).to_vec(), false);
     server.dirty += 1;
@@ -452,12 +493,13 @@ fn getset(server: &mut Server, ctx: &mut Ctx<'_>) {
 fn getdel(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
     let key = ctx.arg(1).to_vec();
-    let old = server.dbs[db]
-        .lookup_read(&key, now)
-        .map(|e| e.value.to_vec());
+    let _ = now;
+    let Ok(old) = str_read(&mut server.dbs[db], ctx, &key) else {
+        return;
+    };
     match old {
         Some(v) => {
-            ctx.bulk(&v);
+            resp::write_bulk(ctx.out, v);
             server.dbs[db].remove(&key);
             server.dirty += 1;
         }
@@ -471,11 +513,10 @@ fn getex(server: &mut Server, ctx: &mut Ctx<'_>) {
     };
     let (db, now) = (ctx.db, ctx.now);
     let key = ctx.arg(1).to_vec();
-    let Some(v) = server.dbs[db]
-        .lookup_read(&key, now)
-        .map(|e| e.value.to_vec())
-    else {
-        return ctx.null();
+    let v = match str_read(&mut server.dbs[db], ctx, &key) {
+        Err(Replied) => return,
+        Ok(None) => return ctx.null(),
+        Ok(Some(v)) => v.to_vec(),
     };
     let when = match expire {
         Some(i) => match expire_ms(ctx, i, flags, "getex") {
@@ -502,8 +543,12 @@ fn mget(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
     ctx.array(ctx.argc() - 1);
     for i in 1..ctx.argc() {
-        match server.dbs[db].lookup_read(ctx.arg(i), now) {
-            Some(e) => resp::write_bulk(ctx.out, e.value),
+        // MGET answers nil for a key of another type, no WRONGTYPE.
+        match server.dbs[db]
+            .lookup_read(ctx.arg(i), now)
+            .and_then(|e| e.str())
+        {
+            Some(v) => resp::write_bulk(ctx.out, v),
             None => ctx.null(),
         }
     }
@@ -554,9 +599,9 @@ fn append(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
     let key = ctx.arg(1).to_vec();
     let add = ctx.arg(2).to_vec();
-    let cur = server.dbs[db]
-        .lookup_write(&key, now)
-        .map(|e| e.value.len());
+    let Ok(cur) = str_write(&mut server.dbs[db], ctx, &key).map(|v| v.map(<[u8]>::len)) else {
+        return;
+    };
     let len = match cur {
         None => {
             let n = add.len();
@@ -581,18 +626,20 @@ fn append(server: &mut Server, ctx: &mut Ctx<'_>) {
 
 fn strlen(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
-    let n = server.dbs[db]
-        .lookup_read(ctx.arg(1), now)
-        .map_or(0, |e| e.value.len());
-    ctx.int(n as i64);
+    let _ = now;
+    if let Ok(v) = str_read(&mut server.dbs[db], ctx, ctx.arg(1)) {
+        let n = v.map_or(0, <[u8]>::len);
+        ctx.int(n as i64);
+    }
 }
 
 fn incr_decr(server: &mut Server, ctx: &mut Ctx<'_>, by: i64) {
     let (db, now) = (ctx.db, ctx.now);
     let key = ctx.arg(1).to_vec();
-    let cur = match server.dbs[db].lookup_write(&key, now) {
-        None => None,
-        Some(e) => match string2ll(e.value) {
+    let cur = match str_write(&mut server.dbs[db], ctx, &key) {
+        Err(Replied) => return,
+        Ok(None) => None,
+        Ok(Some(v)) => match string2ll(v) {
             Some(v) => Some(v),
             None => return ctx.err(ERR_NOT_INT),
         },
@@ -635,9 +682,9 @@ fn decrby(server: &mut Server, ctx: &mut Ctx<'_>) {
 fn incrbyfloat(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
     let key = ctx.arg(1).to_vec();
-    let cur = server.dbs[db]
-        .lookup_write(&key, now)
-        .map(|e| e.value.to_vec());
+    let Ok(cur) = str_write(&mut server.dbs[db], ctx, &key).map(|v| v.map(<[u8]>::to_vec)) else {
+        return;
+    };
     let exists = cur.is_some();
     let new = match incr_by_float(cur.as_deref().unwrap_or(b"0"), ctx.arg(2)) {
         Ok(s) => s.into_bytes(),
@@ -661,11 +708,11 @@ fn getrange(server: &mut Server, ctx: &mut Ctx<'_>) {
         return;
     };
     let (db, now) = (ctx.db, ctx.now);
-    let Some(v) = server.dbs[db]
-        .lookup_read(ctx.arg(1), now)
-        .map(|e| e.value.to_vec())
-    else {
-        return ctx.bulk(b"");
+    let _ = now;
+    let v = match str_read(&mut server.dbs[db], ctx, ctx.arg(1)) {
+        Err(Replied) => return,
+        Ok(None) => return ctx.bulk(b""),
+        Ok(Some(v)) => v,
     };
     let len = v.len() as i64;
     if start < 0 && end < 0 && start > end {
@@ -685,7 +732,7 @@ fn getrange(server: &mut Server, ctx: &mut Ctx<'_>) {
     if start > end || len == 0 {
         return ctx.bulk(b"");
     }
-    ctx.bulk(&v[start as usize..=end as usize]);
+    resp::write_bulk(ctx.out, &v[start as usize..=end as usize]);
 }
 
 fn setrange(server: &mut Server, ctx: &mut Ctx<'_>) {
@@ -698,9 +745,9 @@ fn setrange(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
     let key = ctx.arg(1).to_vec();
     let val = ctx.arg(3).to_vec();
-    let cur = server.dbs[db]
-        .lookup_write(&key, now)
-        .map(|e| e.value.len());
+    let Ok(cur) = str_write(&mut server.dbs[db], ctx, &key).map(|v| v.map(<[u8]>::len)) else {
+        return;
+    };
     let olen = cur.unwrap_or(0);
     if val.is_empty() {
         return ctx.int(olen as i64);
