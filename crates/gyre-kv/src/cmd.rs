@@ -254,6 +254,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::client::COMMANDS,
     crate::t_string::COMMANDS,
     crate::t_bitops::COMMANDS,
+    crate::t_zset::COMMANDS,
     crate::keyspace::COMMANDS,
 ];
 

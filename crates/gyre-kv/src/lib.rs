@@ -79,6 +79,7 @@ pub mod t_hash;
 pub mod t_list;
 pub mod t_set;
 pub mod t_string;
+pub mod t_zset;
 pub mod util;
 pub mod zset;
 

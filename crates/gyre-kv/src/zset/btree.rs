@@ -27,13 +27,13 @@ pub const INNER_MAX: usize = 64;
 const LEAF_MIN: usize = LEAF_MAX / 4;
 const INNER_MIN: usize = INNER_MAX / 4;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Node {
     Leaf(Vec<Ent>),
     Inner(Vec<Kid>),
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Kid {
     count: usize,
     first: Ent,
@@ -41,7 +41,7 @@ struct Kid {
 }
 
 /// See the module comment.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct BTree {
     root: Node,
     len: usize,

@@ -77,7 +77,7 @@ impl Default for Limits {
 }
 
 /// See the module comment.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum ZSet {
     Listpack(Listpack),
     Large(Box<Large>),
@@ -157,11 +157,11 @@ impl ZSet {
         self.len() == 0
     }
 
-    /// Bytes held (the `used_memory` estimate).
-    pub fn allocated(&self) -> usize {
+    /// Estimated bytes held, O(1) (the `used_memory` estimate).
+    pub fn mem(&self) -> usize {
         match self {
             ZSet::Listpack(l) => l.allocated(),
-            ZSet::Large(t) => t.allocated() + std::mem::size_of::<Large>(),
+            ZSet::Large(t) => t.mem() + std::mem::size_of::<Large>(),
         }
     }
 
