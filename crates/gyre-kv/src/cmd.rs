@@ -255,6 +255,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::t_string::COMMANDS,
     crate::keyspace::COMMANDS,
     crate::t_hash::COMMANDS,
+    crate::t_set::COMMANDS,
 ];
 
 /// All top-level commands.

@@ -236,7 +236,7 @@ fn index(r: &mut Rng) -> String {
 
 /// A key: usually of the command's type, sometimes any (WRONGTYPE).
 fn key(r: &mut Rng, own: &[&'static str]) -> String {
-    if r.chance(15) {
+    if r.chance(8) {
         let all: Vec<&str> = [HASH_KEYS, SET_KEYS, LIST_KEYS, OTHER_KEYS].concat();
         r.pick(&all).to_string()
     } else {
@@ -253,6 +253,9 @@ enum Cmp {
     Unordered {
         pairs: bool,
     },
+    /// A set's members: always compared sorted (their order is the
+    /// smallest/first set's iteration order).
+    Set,
     /// Random picks: same shape and length.
     Random,
     /// SPOP: same length; then the key is deleted on both.
@@ -343,13 +346,115 @@ fn gen_hash(r: &mut Rng) -> (Vec<String>, Cmp) {
     (a, cmp)
 }
 
+fn gen_set(r: &mut Rng) -> (Vec<String>, Cmp) {
+    let k = key(r, SET_KEYS);
+    let mut a: Vec<String> = Vec::new();
+    let mut cmp = Cmp::Exact;
+    let members = |r: &mut Rng, a: &mut Vec<String>, n: usize| {
+        for _ in 0..n {
+            a.push(element(r));
+        }
+    };
+    let keys = |r: &mut Rng, a: &mut Vec<String>| {
+        for _ in 0..=r.below(3) {
+            a.push(key(r, SET_KEYS));
+        }
+    };
+    match r.below(20) {
+        0..=4 => {
+            a.extend(["SADD".into(), k]);
+            let n = 1 + r.below(5);
+            members(r, &mut a, n);
+        }
+        5 | 6 => {
+            a.extend(["SREM".into(), k]);
+            let n = 1 + r.below(3);
+            members(r, &mut a, n);
+        }
+        7 => a.extend(["SISMEMBER".into(), k, element(r)]),
+        8 => {
+            a.extend(["SMISMEMBER".into(), k]);
+            let n = 1 + r.below(3);
+            members(r, &mut a, n);
+        }
+        9 => a.extend(["SCARD".into(), k]),
+        10 => {
+            a.extend(["SMEMBERS".into(), k]);
+            cmp = Cmp::Set;
+        }
+        11 => {
+            a.extend(["SPOP".into(), k]);
+            if r.chance(70) {
+                a.push(count(r));
+            }
+            if r.chance(3) {
+                a.push("1".into());
+            }
+            cmp = Cmp::Pop;
+        }
+        12 => {
+            a.extend(["SRANDMEMBER".into(), k]);
+            if r.chance(80) {
+                a.push(count(r));
+            }
+            if r.chance(3) {
+                a.push("1".into());
+            }
+            cmp = Cmp::Random;
+        }
+        13 => a.extend(["SMOVE".into(), k, key(r, SET_KEYS), element(r)]),
+        14 | 15 => {
+            a.push(r.pick(&["SINTER", "SUNION", "SDIFF"]).into());
+            keys(r, &mut a);
+            cmp = Cmp::Set;
+        }
+        16 => {
+            a.extend([
+                r.pick(&["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]).into(),
+                key(r, SET_KEYS),
+            ]);
+            keys(r, &mut a);
+        }
+        17 => {
+            let n = 1 + r.below(3);
+            a.push("SINTERCARD".into());
+            a.push(if r.chance(10) {
+                r.pick(&["0", "x", "9"]).into()
+            } else {
+                n.to_string()
+            });
+            for _ in 0..n {
+                a.push(key(r, SET_KEYS));
+            }
+            if r.chance(50) {
+                a.extend(["LIMIT".into(), r.pick(&["0", "1", "2", "-1", "x"]).into()]);
+            }
+            if r.chance(5) {
+                a.push("LIMIT".into());
+            }
+        }
+        _ => {
+            a.extend(["SSCAN".into(), k, r.pick(&["0", "0", "x"]).into()]);
+            if r.chance(40) {
+                a.extend(["MATCH".into(), r.pick(&["*", "1*", "[ab]", "?"]).into()]);
+            }
+            if r.chance(40) {
+                a.extend(["COUNT".into(), r.pick(&["1", "0", "1000"]).into()]);
+            }
+            cmp = Cmp::Unordered { pairs: false };
+        }
+    }
+    (a, cmp)
+}
+
 fn gen_generic(r: &mut Rng) -> (Vec<String>, Cmp) {
     let all: Vec<&'static str> = [HASH_KEYS, SET_KEYS, LIST_KEYS, OTHER_KEYS].concat();
     let k = r.pick(&all).to_string();
     let a: Vec<String> = match r.below(10) {
         0 | 1 => vec!["TYPE".into(), k],
         2 | 3 => return (vec!["OBJECT".into(), "ENCODING".into(), k], Cmp::Encoding),
-        4 => vec!["SET".into(), k, element(r)],
+        4 if r.chance(30) => vec!["SET".into(), k, element(r)],
+        4 => vec!["SET".into(), "str".into(), element(r)],
         5 => vec!["GET".into(), k],
         6 => vec!["APPEND".into(), k, "z".into()],
         7 => vec!["DEL".into(), k],
@@ -442,7 +547,7 @@ fn run_seed(seed: u64, gens: &[Gen], steps: usize, redis: SocketAddr, gyre: Sock
     println!("kv differential: seed {seed}, {steps} commands");
     let mut rc = Conn::new(redis);
     let mut gc = Conn::new(gyre);
-    let mut r = Rng(seed | 1);
+    let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let both = |rc: &mut Conn, gc: &mut Conn, a: &[Vec<u8>]| (rc.cmd(a), gc.cmd(a));
     let to_args =
         |v: &[String]| -> Vec<Vec<u8>> { v.iter().map(|s| s.as_bytes().to_vec()).collect() };
@@ -462,11 +567,16 @@ fn run_seed(seed: u64, gens: &[Gen], steps: usize, redis: SocketAddr, gyre: Sock
         );
         assert_eq!(x, y, "CONFIG SET {p} {v}");
     }
+    let (mut errors, mut wrongtype) = (0, 0);
     for step in 0..steps {
         let g = gens[r.below(gens.len())];
         let (args, cmp) = g(&mut r);
         let a = to_args(&args);
         let (want, got) = both(&mut rc, &mut gc, &a);
+        if let Reply::Error(e) = &want {
+            errors += 1;
+            wrongtype += usize::from(e.starts_with(b"WRONGTYPE"));
+        }
         let ctx = || format!("seed {seed} step {step}: {}", show(&a));
         if want == got {
             if cmp == Cmp::Pop {
@@ -481,6 +591,19 @@ fn run_seed(seed: u64, gens: &[Gen], steps: usize, redis: SocketAddr, gyre: Sock
                 assert_eq!(
                     t,
                     Reply::Simple(b"string".to_vec()),
+                    "{}\n redis: {}\n  gyre: {}",
+                    ctx(),
+                    fmt(&want),
+                    fmt(&got)
+                );
+            }
+            Cmp::Set => {
+                let (Some(we), Some(ge)) = (elements(&want), elements(&got)) else {
+                    panic!("{}\n redis: {}\n  gyre: {}", ctx(), fmt(&want), fmt(&got));
+                };
+                assert_eq!(
+                    sorted(&we, false),
+                    sorted(&ge, false),
                     "{}\n redis: {}\n  gyre: {}",
                     ctx(),
                     fmt(&want),
@@ -530,6 +653,10 @@ fn run_seed(seed: u64, gens: &[Gen], steps: usize, redis: SocketAddr, gyre: Sock
             }
         }
     }
+    println!(
+        "  {errors} error replies ({wrongtype} WRONGTYPE), {} others",
+        steps - errors
+    );
     // The final states agree key by key (TYPE and encoding).
     for k in [HASH_KEYS, SET_KEYS, LIST_KEYS, OTHER_KEYS].concat() {
         let a = to_args(&["TYPE".into(), k.into()]);
@@ -565,6 +692,16 @@ fn differential(name: &str, gens: &[Gen], seeds: u64, steps: usize) {
     for s in seeds {
         run_seed(s, gens, steps, raddr, gaddr);
     }
+}
+
+#[test]
+fn sets_like_redis() {
+    differential(
+        "kv-diff-set",
+        &[gen_set, gen_set, gen_set, gen_generic],
+        4,
+        1500,
+    );
 }
 
 #[test]
