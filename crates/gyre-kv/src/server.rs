@@ -304,6 +304,8 @@ pub struct Server {
     /// Changes since the last save (`rdb_changes_since_last_save`).
     pub dirty: u64,
     pub(crate) last_save_ms: i64,
+    /// Random picks of the commands (SPOP, SRANDMEMBER, HRANDFIELD ...).
+    pub(crate) rng: crate::util::Rng,
 }
 
 impl Server {
@@ -336,6 +338,7 @@ impl Server {
             run_id,
             dirty: 0,
             last_save_ms: now_ms,
+            rng: crate::util::Rng::new(rng.next_u64()),
         }
     }
 

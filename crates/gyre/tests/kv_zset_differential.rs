@@ -436,7 +436,7 @@ fn field_off(r: &mut Rng) -> String {
 /// mixed scores are undefined in Redis: its skiplist walk depends on the
 /// node levels), so only [`WKEYS`] are written with other scores and only
 /// [`LKEYS`] take lex ranges.
-const ZKEYS: &[&str] = &["z0", "z1", "z2", "lx", "str", "nokey", "dst"];
+const ZKEYS: &[&str] = &["z0", "z1", "z2", "lx", "str", "nokey", "dst", "st"];
 const WKEYS: &[&str] = &["z0", "z1", "z2", "str", "nokey", "dst"];
 const LKEYS: &[&str] = &["lx", "nolex"];
 
@@ -785,7 +785,18 @@ fn gen_zset(r: &mut Rng) -> (Vec<Vec<u8>>, Cmp) {
             }
             c
         }
-        33 => vec!["OBJECT".into(), "ENCODING".into(), k],
+        33 => {
+            if r.chance(50) {
+                // A plain set: a ZUNION/ZINTER/ZDIFF input, WRONGTYPE elsewhere.
+                let mut c = vec!["SADD".to_string(), "st".into()];
+                for _ in 0..r.int(1, 3) {
+                    c.push(member(r));
+                }
+                c
+            } else {
+                vec!["OBJECT".into(), "ENCODING".into(), k]
+            }
+        }
         34 => vec![r.pick(&["DEL", "TYPE", "EXISTS"]).to_string(), k],
         _ => {
             // Wrong types: string and bit commands on sorted sets (only
@@ -808,6 +819,144 @@ fn gen_zset(r: &mut Rng) -> (Vec<Vec<u8>>, Cmp) {
                 _ => vec![op.to_string(), k],
             }
         }
+    };
+    (c.iter().map(|s| b(s)).collect(), how)
+}
+
+/// Sorted sets of thousands of members (a B+tree several levels deep),
+/// many score ties (order by member), ranges and removals in bulk.
+fn gen_zset_large(r: &mut Rng) -> (Vec<Vec<u8>>, Cmp) {
+    let k = r.pick(&["big", "big", "big2"]).to_string();
+    let m = |r: &mut Rng| format!("m{}", r.below(4000));
+    let sc = |r: &mut Rng| match r.below(10) {
+        0 => format!("{}.25", r.int(-50, 50)),
+        1 => "inf".to_string(),
+        _ => format!("{}", r.int(-100, 100)),
+    };
+    let mut how = Cmp::Exact;
+    let c: Vec<String> = match r.below(20) {
+        0..=6 => {
+            let mut c = vec!["ZADD".to_string(), k];
+            if r.chance(20) {
+                c.push(r.pick(&["NX", "XX", "GT", "LT", "CH"]).to_string());
+            }
+            for _ in 0..r.int(1, 40) {
+                c.push(sc(r));
+                c.push(m(r));
+            }
+            c
+        }
+        7 => {
+            let mut c = vec!["ZREM".to_string(), k];
+            for _ in 0..r.int(1, 10) {
+                c.push(m(r));
+            }
+            c
+        }
+        8 => vec![
+            r.pick(&["ZRANK", "ZREVRANK", "ZSCORE"]).to_string(),
+            k,
+            m(r),
+        ],
+        9 => {
+            let a = r.int(-3000, 3000);
+            let mut c = vec![
+                r.pick(&["ZRANGE", "ZREVRANGE"]).to_string(),
+                k,
+                a.to_string(),
+                (a + r.int(-5, 30)).to_string(),
+            ];
+            if r.chance(50) {
+                c.push("WITHSCORES".into());
+            }
+            c
+        }
+        10 | 11 => {
+            let a = r.int(-100, 100);
+            let (lo, hi) = (format!("({a}"), format!("{}", a + r.int(0, 10)));
+            let mut c = vec!["ZRANGE".to_string(), k, lo, hi, "BYSCORE".into()];
+            if r.chance(50) {
+                c.swap(2, 3);
+                c.push("REV".into());
+            }
+            if r.chance(50) {
+                c.extend([
+                    "LIMIT".to_string(),
+                    r.int(0, 20).to_string(),
+                    r.int(-1, 20).to_string(),
+                ]);
+            }
+            if r.chance(50) {
+                c.push("WITHSCORES".into());
+            }
+            c
+        }
+        12 => {
+            let a = r.int(-100, 100);
+            vec![
+                "ZCOUNT".to_string(),
+                k,
+                a.to_string(),
+                format!("({}", a + r.int(0, 50)),
+            ]
+        }
+        13 => {
+            let a = r.int(-2000, 2000);
+            vec![
+                "ZREMRANGEBYRANK".to_string(),
+                k,
+                a.to_string(),
+                (a + r.int(0, 20)).to_string(),
+            ]
+        }
+        14 => {
+            let a = r.int(-100, 100);
+            vec![
+                "ZREMRANGEBYSCORE".to_string(),
+                k,
+                a.to_string(),
+                (a + r.int(0, 3)).to_string(),
+            ]
+        }
+        15 => vec![
+            r.pick(&["ZPOPMIN", "ZPOPMAX"]).to_string(),
+            k,
+            r.int(1, 5).to_string(),
+        ],
+        16 => vec![
+            r.pick(&["ZINTERSTORE", "ZUNIONSTORE", "ZDIFFSTORE"])
+                .to_string(),
+            "out".into(),
+            "2".into(),
+            "big".into(),
+            "big2".into(),
+        ],
+        17 => vec![r.pick(&["ZCARD", "ZCARD", "OBJECT"]).to_string(), k],
+        18 => {
+            how = Cmp::FullScan;
+            vec![
+                "ZSCAN".to_string(),
+                k,
+                "0".into(),
+                "COUNT".into(),
+                r.int(1, 200).to_string(),
+            ]
+        }
+        _ => {
+            let a = r.int(0, 3000);
+            vec![
+                "ZRANGESTORE".to_string(),
+                "out".into(),
+                k,
+                a.to_string(),
+                (a + r.int(0, 200)).to_string(),
+            ]
+        }
+    };
+    let c = if c[0] == "OBJECT" {
+        vec!["OBJECT".into(), "ENCODING".into(), c[1].clone()]
+    } else {
+        c
     };
     (c.iter().map(|s| b(s)).collect(), how)
 }
@@ -966,6 +1115,12 @@ fn zset_commands_match_redis() {
         ],
         6000,
     );
+}
+
+/// Thousands of members: the large form several levels deep.
+#[test]
+fn large_zsets_match_redis() {
+    run("kv-zset-diff-large", gen_zset_large, &[], 4000);
 }
 
 /// Redis's default thresholds.

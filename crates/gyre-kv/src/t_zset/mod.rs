@@ -17,13 +17,14 @@ mod range;
 mod setops;
 
 use crate::cmd::{
-    eq, parse_ll, spec, CommandSpec, Ctx, Replied, ERR_NOT_FLOAT, ERR_WRONGTYPE, RO, RO_SLOW, WR,
-    WR_FAST, WR_NODENY,
+    eq, parse_count, parse_ll, spec, CommandSpec, Ctx, Replied, ERR_NOT_FLOAT, ERR_WRONGTYPE, RO,
+    RO_SLOW, WR, WR_FAST, WR_NODENY,
 };
 use crate::db::{Probe, Ref};
 use crate::glob::stringmatch;
-use crate::object::{check_kind, Kind, Object};
+use crate::object::{check_kind, Kind, Object, MAX_RANDOM_REPLY};
 use crate::server::Server;
+use crate::t_hash::distinct_picks;
 use crate::util::parse_cursor;
 use crate::zset::{score, Limits, ZSet};
 
@@ -486,97 +487,68 @@ fn zscan(server: &mut Server, ctx: &mut Ctx<'_>) {
     }
 }
 
-/// Most picks ZRANDMEMBER makes for a negative count. Redis would try to
-/// build any reply (and run out of memory for -9223372036854775807); the
-/// reply here is bounded, and larger counts get Redis's range error.
-const RANDMEMBER_MAX_PICKS: u64 = 1 << 24;
-
-/// A small generator for random picks (xorshift64*, seeded once from the
-/// OS through std's `RandomState`).
-pub(crate) fn random_below(n: usize) -> usize {
-    use std::cell::Cell;
-    use std::hash::BuildHasher;
-    thread_local! {
-        static STATE: Cell<u64> = Cell::new(
-            std::collections::hash_map::RandomState::new().hash_one(0u8) | 1,
-        );
-    }
-    if n == 0 {
-        return 0;
-    }
-    STATE.with(|s| {
-        let mut x = s.get();
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        s.set(x);
-        ((u128::from(x.wrapping_mul(0x2545_F491_4F6C_DD1D)) * n as u128) >> 64) as usize
-    })
-}
-
+/// Redis's `zrandmemberCommand`. Negative counts pick with repetition,
+/// bounded as HRANDFIELD / SRANDMEMBER are ([`MAX_RANDOM_REPLY`]: Redis
+/// would try to build any reply, and run out of memory for
+/// -9223372036854775807).
 fn zrandmember(server: &mut Server, ctx: &mut Ctx<'_>) {
     let key = ctx.arg(1);
-    if ctx.argc() == 2 {
-        if let Ok(z) = read(server, ctx, key) {
-            match z.and_then(|z| z.get(random_below(z.len()))) {
-                Some((m, _)) => ctx.bulk(m),
-                None => ctx.null(),
-            }
+    let mut withscores = false;
+    let mut count = None;
+    if ctx.argc() >= 3 {
+        let Ok(l) = parse_count(ctx, 2) else {
+            return;
+        };
+        if ctx.argc() > 4 || (ctx.argc() == 4 && !eq(ctx.arg(3), "withscores")) {
+            return ctx.syntax();
         }
-        return;
-    }
-    let Some(l) = parse_ll(ctx, 2) else {
-        return;
-    };
-    if l == i64::MIN {
-        return ctx.err(
-            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-        );
-    }
-    if ctx.argc() > 4 || (ctx.argc() == 4 && !eq(ctx.arg(3), "withscores")) {
-        return ctx.syntax();
-    }
-    let withscores = ctx.argc() == 4;
-    if withscores && !(i64::MIN / 2..=i64::MAX / 2).contains(&l) {
-        return ctx.err("ERR value is out of range");
-    }
-    let z = match read(server, ctx, key) {
-        Err(Replied) => return,
-        Ok(None) => return ctx.array(0),
-        Ok(Some(z)) => z,
-    };
-    if l == 0 {
-        return ctx.array(0);
-    }
-    let size = z.len();
-    let count = l.unsigned_abs();
-    if l < 0 || count == 1 {
-        // With repetitions: independent picks.
-        if count > RANDMEMBER_MAX_PICKS {
+        withscores = ctx.argc() == 4;
+        if withscores && !(i64::MIN / 2..=i64::MAX / 2).contains(&l) {
             return ctx.err("ERR value is out of range");
         }
-        reply_len(ctx, count as usize, withscores);
-        for _ in 0..count {
-            if let Some((m, s)) = z.get(random_below(size)) {
+        count = Some(l);
+    }
+    let Server { dbs, rng, .. } = server;
+    let z = match dbs[ctx.db].lookup_read(key, ctx.now).map(|e| e.value) {
+        None => None,
+        Some(Ref::Obj(Object::Zset(z))) => Some(z),
+        Some(_) => return ctx.err(ERR_WRONGTYPE),
+    };
+    let Some(l) = count else {
+        match z.and_then(|z| z.get(rng.below(z.len()))) {
+            Some((m, _)) => ctx.bulk(m),
+            None => ctx.null(),
+        }
+        return;
+    };
+    let Some(z) = z.filter(|_| l != 0) else {
+        return ctx.array(0);
+    };
+    let size = z.len();
+    if l < 0 || l == 1 {
+        // With repetitions: independent picks.
+        if l.unsigned_abs() > MAX_RANDOM_REPLY {
+            return ctx.err("ERR value is out of range");
+        }
+        let n = l.unsigned_abs() as usize;
+        reply_len(ctx, n, withscores);
+        for _ in 0..n {
+            if let Some((m, s)) = z.get(rng.below(size)) {
                 reply_member(ctx, m, s, withscores);
             }
         }
         return;
     }
-    let count = usize::try_from(count).unwrap_or(usize::MAX);
-    if count >= size {
+    if l as u64 >= size as u64 {
         // The whole set, walked from the top as Redis's iterator does.
         reply_len(ctx, size, withscores);
         z.visit(0, size, true, |m, s| reply_member(ctx, m, s, withscores));
         return;
     }
-    // Distinct picks: a partial Fisher-Yates over the ranks.
-    let mut ranks: Vec<usize> = (0..size).collect();
-    reply_len(ctx, count, withscores);
-    for i in 0..count {
-        let j = i + random_below(size - i);
-        ranks.swap(i, j);
-        if let Some((m, s)) = z.get(ranks[i]) {
+    let picks = distinct_picks(rng, size, l as usize);
+    reply_len(ctx, picks.len(), withscores);
+    for r in picks {
+        if let Some((m, s)) = z.get(r) {
             reply_member(ctx, m, s, withscores);
         }
     }
