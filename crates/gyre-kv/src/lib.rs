@@ -53,6 +53,7 @@
 //! `now_ms` is Unix time in milliseconds (TTLs are absolute Unix times).
 #![forbid(unsafe_code)]
 
+pub mod blocked;
 pub mod client;
 pub mod cmd;
 pub mod command_docs;
