@@ -338,6 +338,7 @@ fn rename_generic(server: &mut Server, ctx: &mut Ctx<'_>, nx: bool) {
         return ctx.int(0);
     }
     server.dbs[db].rename(&src, &dst);
+    server.blocked.signal(db, &dst);
     server.dirty += 1;
     if nx {
         ctx.int(1)

@@ -223,7 +223,6 @@ fn count(r: &mut Rng) -> String {
     }
 }
 
-#[allow(dead_code)] // lists (next commit)
 fn index(r: &mut Rng) -> String {
     match r.below(8) {
         0 => r
@@ -445,6 +444,98 @@ fn gen_set(r: &mut Rng) -> (Vec<String>, Cmp) {
         }
     }
     (a, cmp)
+}
+
+fn gen_list(r: &mut Rng) -> (Vec<String>, Cmp) {
+    let k = key(r, LIST_KEYS);
+    let mut a: Vec<String> = Vec::new();
+    let side = |r: &mut Rng| -> String { r.pick(&["LEFT", "RIGHT", "left", "up"]).into() };
+    match r.below(22) {
+        0..=4 => {
+            a.extend([r.pick(&["LPUSH", "RPUSH", "LPUSHX", "RPUSHX"]).into(), k]);
+            for _ in 0..=r.below(4) {
+                a.push(element(r));
+            }
+        }
+        5 | 6 => {
+            a.extend([r.pick(&["LPOP", "RPOP"]).into(), k]);
+            if r.chance(50) {
+                a.push(count(r));
+            }
+            if r.chance(3) {
+                a.push("1".into());
+            }
+        }
+        7 => a.extend(["LLEN".into(), k]),
+        8 | 9 => a.extend(["LRANGE".into(), k, index(r), index(r)]),
+        10 => a.extend(["LINDEX".into(), k, index(r)]),
+        11 => a.extend(["LSET".into(), k, index(r), element(r)]),
+        12 => a.extend([
+            "LINSERT".into(),
+            k,
+            r.pick(&["BEFORE", "AFTER", "after", "middle"]).into(),
+            element(r),
+            element(r),
+        ]),
+        13 => a.extend(["LREM".into(), k, index(r), element(r)]),
+        14 => a.extend(["LTRIM".into(), k, index(r), index(r)]),
+        15 | 16 => {
+            a.extend(["LPOS".into(), k, element(r)]);
+            for _ in 0..r.below(4) {
+                let o = r.pick(&["RANK", "COUNT", "MAXLEN", "rank", "foo"]);
+                let v = match o {
+                    "COUNT" | "MAXLEN" => r.pick(&["0", "1", "2", "-1", "x"]).to_string(),
+                    _ => r
+                        .pick(&["1", "2", "-1", "-2", "0", "-9223372036854775808", "x"])
+                        .to_string(),
+                };
+                a.push(o.into());
+                if !r.chance(5) {
+                    a.push(v);
+                }
+            }
+        }
+        17 => a.extend(["LMOVE".into(), k, key(r, LIST_KEYS), side(r), side(r)]),
+        18 => a.extend(["RPOPLPUSH".into(), k, key(r, LIST_KEYS)]),
+        19 => {
+            let n = 1 + r.below(3);
+            a.push("LMPOP".into());
+            a.push(if r.chance(10) {
+                r.pick(&["0", "x", "9"]).into()
+            } else {
+                n.to_string()
+            });
+            for _ in 0..n {
+                a.push(key(r, LIST_KEYS));
+            }
+            a.push(side(r));
+            if r.chance(50) {
+                a.extend([
+                    "COUNT".into(),
+                    r.pick(&["1", "2", "10", "0", "-1", "x"]).into(),
+                ]);
+            }
+        }
+        // Blocking forms that answer at once (a non-empty key) or after a
+        // tiny timeout; their errors (timeout syntax, WRONGTYPE) too.
+        _ => {
+            let t = r.pick(&["0.01", "0.01", "-1", "x", "1e3000"]).to_string();
+            match r.below(4) {
+                0 => a.extend([r.pick(&["BLPOP", "BRPOP"]).into(), k, key(r, LIST_KEYS), t]),
+                1 => a.extend(["BLMOVE".into(), k, key(r, LIST_KEYS), side(r), side(r), t]),
+                2 => a.extend(["BRPOPLPUSH".into(), k, key(r, LIST_KEYS), t]),
+                _ => a.extend([
+                    "BLMPOP".into(),
+                    t,
+                    "2".into(),
+                    k,
+                    key(r, LIST_KEYS),
+                    side(r),
+                ]),
+            }
+        }
+    }
+    (a, Cmp::Exact)
 }
 
 fn gen_generic(r: &mut Rng) -> (Vec<String>, Cmp) {
@@ -692,6 +783,26 @@ fn differential(name: &str, gens: &[Gen], seeds: u64, steps: usize) {
     for s in seeds {
         run_seed(s, gens, steps, raddr, gaddr);
     }
+}
+
+#[test]
+fn lists_like_redis() {
+    differential(
+        "kv-diff-list",
+        &[gen_list, gen_list, gen_list, gen_generic],
+        4,
+        1500,
+    );
+}
+
+#[test]
+fn all_types_like_redis() {
+    differential(
+        "kv-diff-all",
+        &[gen_list, gen_set, gen_hash, gen_generic],
+        3,
+        1500,
+    );
 }
 
 #[test]
