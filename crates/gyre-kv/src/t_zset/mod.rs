@@ -16,6 +16,8 @@ mod pop;
 mod range;
 mod setops;
 
+pub(crate) use pop::serve_blocked;
+
 use crate::cmd::{
     eq, parse_count, parse_ll, spec, CommandSpec, Ctx, Replied, ERR_NOT_FLOAT, ERR_WRONGTYPE, RO,
     RO_SLOW, WR, WR_FAST, WR_NODENY,
@@ -56,6 +58,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("zpopmin", -2, WR_FAST, 1, 1, 1, ZSET, "5.0.0", "Remove and return members with the lowest scores in a sorted set", pop::zpopmin),
     spec!("zpopmax", -2, WR_FAST, 1, 1, 1, ZSET, "5.0.0", "Remove and return members with the highest scores in a sorted set", pop::zpopmax),
     spec!("zmpop", -4, WR_NODENY, 0, 0, 0, ZSET, "7.0.0", "Remove and return members with scores in a sorted set", pop::zmpop),
+    spec!("bzpopmin", -3, WR_NODENY, 1, -2, 1, ZSET, "5.0.0", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", pop::bzpopmin),
+    spec!("bzpopmax", -3, WR_NODENY, 1, -2, 1, ZSET, "5.0.0", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", pop::bzpopmax),
+    spec!("bzmpop", -5, WR, 0, 0, 0, ZSET, "7.0.0", "Remove and return members with scores in a sorted set or block until one is available", pop::bzmpop),
     spec!("zunion", -3, RO_SLOW, 0, 0, 0, ZSET, "6.2.0", "Add multiple sorted sets", setops::zunion),
     spec!("zinter", -3, RO_SLOW, 0, 0, 0, ZSET, "6.2.0", "Intersect multiple sorted sets", setops::zinter),
     spec!("zdiff", -3, RO_SLOW, 0, 0, 0, ZSET, "6.2.0", "Subtract multiple sorted sets", setops::zdiff),
@@ -132,7 +137,13 @@ pub(crate) fn store(server: &mut Server, ctx: &Ctx<'_>, key: &[u8], z: ZSet) -> 
         return db.delete(key, ctx.now);
     }
     let p = db.probe(key, ctx.now);
+    let created = !p.found();
     db.insert_obj(p, key, Object::Zset(z));
+    if created {
+        // Redis's setKey -> dbAdd -> signalKeyAsReady (an overwrite does
+        // not signal).
+        server.blocked.signal(ctx.db, key);
+    }
     true
 }
 
@@ -339,6 +350,8 @@ fn zadd_generic(server: &mut Server, ctx: &mut Ctx<'_>, mut f: AddFlags) {
         let t = add_all(&mut z, &elems, f, &lim);
         if !z.is_empty() {
             server.dbs[ctx.db].insert_obj(p, key, Object::Zset(z));
+            // Redis's dbAdd -> signalKeyAsReady: BZPOP* waiters.
+            server.blocked.signal(ctx.db, key);
         }
         t
     };
