@@ -149,6 +149,17 @@ pub(crate) fn store(server: &mut Server, ctx: &Ctx<'_>, key: &[u8], z: ZSet) -> 
 
 /// A score: a bulk string in RESP2, a double in RESP3 (`addReplyDouble`).
 pub(crate) fn reply_score(ctx: &mut Ctx<'_>, v: f64) {
+    let mut buf = [0u8; 20];
+    if let Some(d) = score::integral(v, &mut buf) {
+        if ctx.proto >= 3 {
+            ctx.out.push(b',');
+            ctx.out.extend_from_slice(d);
+            ctx.out.extend_from_slice(b"\r\n");
+        } else {
+            ctx.bulk(d);
+        }
+        return;
+    }
     let s = score::format(v);
     if ctx.proto >= 3 {
         ctx.out.push(b',');
