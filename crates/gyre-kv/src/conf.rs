@@ -10,9 +10,20 @@
 //!     databases 16;
 //!     proto_max_bulk_len 512m;
 //!     client_query_buffer_limit 1g;
+//!     hash-max-listpack-entries 128;   # or hash_max_listpack_entries
+//!     hash-max-listpack-value 64;
+//!     set-max-intset-entries 512;
+//!     set-max-listpack-entries 128;
+//!     zset-max-listpack-entries 128;
+//!     zset-max-listpack-value 64;
+//!     list-max-listpack-size -2;
 //! }
 //! ```
+//!
+//! The encoding thresholds take redis.conf's spelling, its `ziplist`
+//! aliases, and the underscore form of both.
 
+use crate::object::Limits;
 use crate::tls;
 use gyre_core::conf::{
     Args, Block, ConfCtx, ConfError, Context, Directive, DirectiveSpec, ListenConf, ModuleDef,
@@ -35,6 +46,8 @@ pub struct KvConf {
     pub client_query_buffer_limit: u64,
     /// `port`, `tls-port` and the other TLS settings (crate::tls).
     pub tls: crate::tls::KvTls,
+    /// Encoding thresholds (`*-max-listpack-*`).
+    pub encodings: Limits,
 }
 
 impl Default for KvConf {
@@ -50,6 +63,7 @@ impl Default for KvConf {
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             tls: crate::tls::KvTls::default(),
+            encodings: Limits::default(),
         }
     }
 }
@@ -112,6 +126,45 @@ fn set_qbuf(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     Ok(())
 }
 
+fn set_hash_max_listpack_entries(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.encodings.hash_max_listpack_entries = d.number(0)?;
+    Ok(())
+}
+
+fn set_hash_max_listpack_value(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.encodings.hash_max_listpack_value = d.number(0)?;
+    Ok(())
+}
+
+fn set_set_max_intset_entries(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.encodings.set_max_intset_entries = d.number(0)?;
+    Ok(())
+}
+
+fn set_set_max_listpack_entries(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.encodings.set_max_listpack_entries = d.number(0)?;
+    Ok(())
+}
+
+fn set_zset_max_listpack_entries(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.encodings.zset_max_listpack_entries = d.number(0)?;
+    Ok(())
+}
+
+fn set_zset_max_listpack_value(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.encodings.zset_max_listpack_value = d.number(0)?;
+    Ok(())
+}
+
+fn set_list_max_listpack_size(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.encodings.list_max_listpack_size = d
+        .arg(0)
+        .parse::<i32>()
+        .map(i64::from)
+        .map_err(|_| d.error("invalid number"))?;
+    Ok(())
+}
+
 static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::block(
         "kv",
@@ -143,6 +196,150 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::new("tls_auth_clients", KV, Args::TAKE1, tls::set_auth_clients),
     DirectiveSpec::new("tls-protocols", KV, Args::ONE_MORE, tls::set_protocols),
     DirectiveSpec::new("tls_protocols", KV, Args::ONE_MORE, tls::set_protocols),
+    DirectiveSpec::new(
+        "hash-max-listpack-entries",
+        KV,
+        Args::TAKE1,
+        set_hash_max_listpack_entries,
+    ),
+    DirectiveSpec::new(
+        "hash_max_listpack_entries",
+        KV,
+        Args::TAKE1,
+        set_hash_max_listpack_entries,
+    ),
+    DirectiveSpec::new(
+        "hash-max-ziplist-entries",
+        KV,
+        Args::TAKE1,
+        set_hash_max_listpack_entries,
+    ),
+    DirectiveSpec::new(
+        "hash_max_ziplist_entries",
+        KV,
+        Args::TAKE1,
+        set_hash_max_listpack_entries,
+    ),
+    DirectiveSpec::new(
+        "hash-max-listpack-value",
+        KV,
+        Args::TAKE1,
+        set_hash_max_listpack_value,
+    ),
+    DirectiveSpec::new(
+        "hash_max_listpack_value",
+        KV,
+        Args::TAKE1,
+        set_hash_max_listpack_value,
+    ),
+    DirectiveSpec::new(
+        "hash-max-ziplist-value",
+        KV,
+        Args::TAKE1,
+        set_hash_max_listpack_value,
+    ),
+    DirectiveSpec::new(
+        "hash_max_ziplist_value",
+        KV,
+        Args::TAKE1,
+        set_hash_max_listpack_value,
+    ),
+    DirectiveSpec::new(
+        "set-max-intset-entries",
+        KV,
+        Args::TAKE1,
+        set_set_max_intset_entries,
+    ),
+    DirectiveSpec::new(
+        "set_max_intset_entries",
+        KV,
+        Args::TAKE1,
+        set_set_max_intset_entries,
+    ),
+    DirectiveSpec::new(
+        "set-max-listpack-entries",
+        KV,
+        Args::TAKE1,
+        set_set_max_listpack_entries,
+    ),
+    DirectiveSpec::new(
+        "set_max_listpack_entries",
+        KV,
+        Args::TAKE1,
+        set_set_max_listpack_entries,
+    ),
+    DirectiveSpec::new(
+        "zset-max-listpack-entries",
+        KV,
+        Args::TAKE1,
+        set_zset_max_listpack_entries,
+    ),
+    DirectiveSpec::new(
+        "zset_max_listpack_entries",
+        KV,
+        Args::TAKE1,
+        set_zset_max_listpack_entries,
+    ),
+    DirectiveSpec::new(
+        "zset-max-ziplist-entries",
+        KV,
+        Args::TAKE1,
+        set_zset_max_listpack_entries,
+    ),
+    DirectiveSpec::new(
+        "zset_max_ziplist_entries",
+        KV,
+        Args::TAKE1,
+        set_zset_max_listpack_entries,
+    ),
+    DirectiveSpec::new(
+        "zset-max-listpack-value",
+        KV,
+        Args::TAKE1,
+        set_zset_max_listpack_value,
+    ),
+    DirectiveSpec::new(
+        "zset_max_listpack_value",
+        KV,
+        Args::TAKE1,
+        set_zset_max_listpack_value,
+    ),
+    DirectiveSpec::new(
+        "zset-max-ziplist-value",
+        KV,
+        Args::TAKE1,
+        set_zset_max_listpack_value,
+    ),
+    DirectiveSpec::new(
+        "zset_max_ziplist_value",
+        KV,
+        Args::TAKE1,
+        set_zset_max_listpack_value,
+    ),
+    DirectiveSpec::new(
+        "list-max-listpack-size",
+        KV,
+        Args::TAKE1,
+        set_list_max_listpack_size,
+    ),
+    DirectiveSpec::new(
+        "list_max_listpack_size",
+        KV,
+        Args::TAKE1,
+        set_list_max_listpack_size,
+    ),
+    DirectiveSpec::new(
+        "list-max-ziplist-size",
+        KV,
+        Args::TAKE1,
+        set_list_max_listpack_size,
+    ),
+    DirectiveSpec::new(
+        "list_max_ziplist_size",
+        KV,
+        Args::TAKE1,
+        set_list_max_listpack_size,
+    ),
 ];
 
 fn kv_init(c: &mut KvConf, _: &ConfCtx) -> Result<(), ConfError> {

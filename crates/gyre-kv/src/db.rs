@@ -1,6 +1,10 @@
 //! The keyspace: one [`Db`] per logical database (`SELECT n`).
 //!
-//! Values are strings (the only type this module serves).
+//! Values are strings (inline in the node when short) or typed
+//! aggregates ([`crate::object::Object`], one box per key). Commands on
+//! aggregates go through a [`Probe`] and [`Db::update_obj`], which keeps
+//! `used_memory` in step and deletes an aggregate left empty (Redis
+//! deletes empty hashes, lists, sets, sorted sets).
 //!
 //! # Layout (why it looks like this)
 //!
@@ -40,6 +44,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::glob::stringmatch;
 use crate::hash::KeyHasher;
+use crate::object::{Kind, Object};
 use crate::util::Rng;
 
 /// Estimated per-key overhead in bytes (node, map slot, TTL slot), for the
@@ -78,11 +83,12 @@ impl KeyBytes {
     }
 }
 
-/// A string value, inline when short.
-#[derive(Debug)]
+/// A value: a string, inline when short, or an aggregate.
+#[derive(Clone, Debug)]
 enum Value {
     Inline(u8, [u8; VAL_INLINE]),
     Heap(Vec<u8>),
+    Obj(Box<Object>),
 }
 
 impl Value {
@@ -106,31 +112,43 @@ impl Value {
         }
     }
 
-    fn as_slice(&self) -> &[u8] {
+    fn as_ref(&self) -> Ref<'_> {
         match self {
-            Value::Inline(n, buf) => &buf[..usize::from(*n)],
-            Value::Heap(v) => v,
+            Value::Inline(n, buf) => Ref::Str(&buf[..usize::from(*n)]),
+            Value::Heap(v) => Ref::Str(v),
+            Value::Obj(o) => Ref::Obj(o),
         }
     }
 
-    fn into_vec(self) -> Vec<u8> {
+    /// Bytes counted in `used_memory` beyond the node.
+    fn mem(&self) -> u64 {
         match self {
-            Value::Inline(n, buf) => buf[..usize::from(n)].to_vec(),
-            Value::Heap(v) => v,
+            Value::Inline(n, _) => u64::from(*n),
+            Value::Heap(v) => v.len() as u64,
+            Value::Obj(o) => o.mem(),
         }
     }
 
-    /// Run `f` on the value as a `Vec` (a heap value in place, so APPEND
-    /// stays amortized O(1)); a result that fits goes back inline.
-    fn update<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    /// Run `f` on a string value as a `Vec` (a heap value in place, so
+    /// APPEND stays amortized O(1)); a result that fits goes back inline.
+    /// `None` for an aggregate.
+    fn update<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> Option<R> {
         let mut v = match self {
             Value::Heap(v) => std::mem::take(v),
-            Value::Inline(..) => self.as_slice().to_vec(),
+            Value::Inline(n, buf) => buf[..usize::from(*n)].to_vec(),
+            Value::Obj(_) => return None,
         };
         let r = f(&mut v);
         *self = Value::new(v);
-        r
+        Some(r)
     }
+}
+
+/// A borrowed value.
+#[derive(Clone, Copy, Debug)]
+pub enum Ref<'a> {
+    Str(&'a [u8]),
+    Obj(&'a Object),
 }
 
 /// One key (80 bytes).
@@ -193,16 +211,32 @@ impl Probe {
 /// A looked-up key: its value and TTL.
 #[derive(Debug)]
 pub struct Entry<'a> {
-    pub value: &'a [u8],
+    pub value: Ref<'a>,
     expire: i64,
 }
 
-impl Entry<'_> {
+impl<'a> Entry<'a> {
     /// Absolute expire time in ms, if any.
     pub fn expire(&self) -> Option<i64> {
         (self.expire >= 0).then_some(self.expire)
     }
+
+    /// The string value; `None` for an aggregate.
+    pub fn str(&self) -> Option<&'a [u8]> {
+        match self.value {
+            Ref::Str(s) => Some(s),
+            Ref::Obj(_) => None,
+        }
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.value.kind()
+    }
 }
+
+/// A value taken out of one key to be stored under another (COPY, MOVE).
+#[derive(Debug)]
+pub struct Copied(Value);
 
 /// Counters kept per database and summed for INFO.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -241,8 +275,8 @@ fn is_expired(expire: i64, now: i64) -> bool {
     expire >= 0 && now > expire
 }
 
-fn entry_mem(key: &[u8], value: &[u8]) -> u64 {
-    ENTRY_OVERHEAD + key.len() as u64 + value.len() as u64
+fn entry_mem(key: &[u8], value: &Value) -> u64 {
+    ENTRY_OVERHEAD + key.len() as u64 + value.mem()
 }
 
 /// Keys the expire cycle samples (and warms) at once.
@@ -375,7 +409,7 @@ impl Db {
         }
         self.mem = self
             .mem
-            .saturating_sub(entry_mem(node.key.as_slice(), node.value.as_slice()));
+            .saturating_sub(entry_mem(node.key.as_slice(), &node.value));
         node
     }
 
@@ -415,7 +449,7 @@ impl Db {
     fn entry_at(&self, i: usize) -> Entry<'_> {
         let n = &self.nodes[i];
         Entry {
-            value: n.value.as_slice(),
+            value: n.value.as_ref(),
             expire: n.expire,
         }
     }
@@ -445,8 +479,8 @@ impl Db {
         self.find_live(key, now).is_some()
     }
 
-    /// Modify a live key's value in place (keeps its TTL). `None` if the
-    /// key does not exist.
+    /// Modify a live string's value in place (keeps its TTL). `None` if
+    /// the key does not exist or holds an aggregate.
     pub fn update_value<R>(
         &mut self,
         key: &[u8],
@@ -455,11 +489,11 @@ impl Db {
     ) -> Option<R> {
         let i = self.find_live(key, now)?;
         let v = &mut self.nodes[i].value;
-        let before = v.as_slice().len() as u64;
+        let before = v.mem();
         let r = v.update(f);
-        let after = v.as_slice().len() as u64;
+        let after = v.mem();
         self.mem = self.mem.saturating_sub(before) + after;
-        Some(r)
+        r
     }
 
     /// Store `value` under `key`. Without `keep_ttl` any TTL is removed
@@ -488,8 +522,39 @@ impl Db {
     }
 
     /// The value of a probed key.
-    pub fn probed_value(&self, p: &Probe) -> Option<&[u8]> {
-        p.index.map(|i| self.nodes[i].value.as_slice())
+    pub fn probed_ref(&self, p: &Probe) -> Option<Ref<'_>> {
+        p.index.map(|i| self.nodes[i].value.as_ref())
+    }
+
+    /// Store a new aggregate under a probed key that does not exist.
+    pub fn insert_obj(&mut self, p: Probe, key: &[u8], obj: Object) -> Probe {
+        self.store(p, key, Value::Obj(Box::new(obj)), false)
+    }
+
+    /// Run `f` on a probed aggregate, then account its new size and delete
+    /// the key if `f` left it empty. `None` if the key is missing or a
+    /// string. The probe is stale afterwards.
+    pub fn update_obj<R>(&mut self, p: &Probe, f: impl FnOnce(&mut Object) -> R) -> Option<R> {
+        let i = p.index?;
+        let Value::Obj(o) = &mut self.nodes[i].value else {
+            return None;
+        };
+        let before = o.mem();
+        let r = f(o);
+        let (after, empty) = (o.mem(), o.is_empty());
+        self.mem = self.mem.saturating_sub(before) + after;
+        if empty {
+            self.remove_at(i);
+        }
+        Some(r)
+    }
+
+    /// The aggregate of a probed key, read-only.
+    pub fn probed_obj(&self, p: &Probe) -> Option<&Object> {
+        match self.probed_ref(p)? {
+            Ref::Obj(o) => Some(o),
+            Ref::Str(_) => None,
+        }
     }
 
     /// Count a read lookup's hit or miss (INFO keyspace_hits/misses) for a
@@ -510,10 +575,10 @@ impl Db {
     }
 
     fn store(&mut self, p: Probe, key: &[u8], value: Value, keep_ttl: bool) -> Probe {
-        let vlen = value.as_slice().len() as u64;
+        let vlen = value.mem();
         if let Some(i) = p.index {
             let n = &mut self.nodes[i];
-            self.mem = self.mem.saturating_sub(n.value.as_slice().len() as u64) + vlen;
+            self.mem = self.mem.saturating_sub(n.value.mem()) + vlen;
             n.value = value;
             if !keep_ttl {
                 self.remove_expire_at(i);
@@ -544,10 +609,15 @@ impl Db {
         }
     }
 
-    /// Remove a key unconditionally, returning its value.
-    pub fn remove(&mut self, key: &[u8]) -> Option<Vec<u8>> {
-        let i = self.find(key)?;
-        Some(self.remove_at(i).value.into_vec())
+    /// Remove a key unconditionally; true if it was stored.
+    pub fn remove(&mut self, key: &[u8]) -> bool {
+        match self.find(key) {
+            Some(i) => {
+                self.remove_at(i);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Delete a live key (DEL): true if something was deleted.
@@ -650,6 +720,11 @@ impl Db {
         None
     }
 
+    /// The kind of a live key (TYPE), counted as a read lookup.
+    pub fn kind_of(&mut self, key: &[u8], now: i64) -> Option<Kind> {
+        self.lookup_read(key, now).map(|e| e.kind())
+    }
+
     /// KEYS pattern: all live keys matching `pattern`.
     pub fn keys_matching(&self, pattern: &[u8], now: i64) -> Vec<Vec<u8>> {
         let all = pattern == b"*";
@@ -674,7 +749,7 @@ impl Db {
         cursor: u64,
         count: usize,
         pattern: Option<&[u8]>,
-        type_ok: bool,
+        kind: Option<&[u8]>,
         now: i64,
     ) -> (u64, Vec<Vec<u8>>) {
         let len = self.nodes.len() as u64;
@@ -695,7 +770,9 @@ impl Db {
                 expired.push(key.to_vec());
                 continue;
             }
-            if !type_ok {
+            if kind
+                .is_some_and(|k| !k.eq_ignore_ascii_case(n.value.as_ref().kind().name().as_bytes()))
+            {
                 continue;
             }
             if let Some(p) = pattern {
@@ -803,18 +880,45 @@ impl Db {
         std::hint::black_box(acc);
     }
 
-    /// Move `src` to `dst` keeping the TTL (RENAME). Both were looked up.
+    /// Move `src` to `dst` keeping the TTL (RENAME), whatever the type.
+    /// Both were looked up.
     pub fn rename(&mut self, src: &[u8], dst: &[u8]) -> bool {
         let expire = self.get_expire(src);
-        let Some(v) = self.remove(src) else {
+        let Some(i) = self.find(src) else {
             return false;
         };
+        let v = self.remove_at(i).value;
         self.remove(dst);
-        self.set(dst, v, false);
+        let h = self.hash(dst);
+        let p = Probe {
+            hash: h,
+            index: self.find_hashed(h, dst),
+        };
+        let p = self.store(p, dst, v, false);
         if let Some(t) = expire {
-            self.set_expire(dst, t);
+            self.set_expire_probed(&p, t);
         }
         true
+    }
+
+    /// A copy of a live key's value and TTL (COPY).
+    pub fn copy_out(&mut self, key: &[u8], now: i64) -> Option<(Copied, Option<i64>)> {
+        let i = self.find_live(key, now)?;
+        let n = &self.nodes[i];
+        Some((Copied(n.value.clone()), (n.expire >= 0).then_some(n.expire)))
+    }
+
+    /// Store a [`Copied`] value (COPY / MOVE), replacing what is there.
+    pub fn store_copy(&mut self, key: &[u8], v: Copied, expire: Option<i64>) {
+        let h = self.hash(key);
+        let p = Probe {
+            hash: h,
+            index: self.find_hashed(h, key),
+        };
+        let p = self.store(p, key, v.0, false);
+        if let Some(t) = expire {
+            self.set_expire_probed(&p, t);
+        }
     }
 
     /// Check internal index invariants (tests).
@@ -878,7 +982,7 @@ mod tests {
                     let e = model.get(&key).and_then(|x| x.1).filter(|_| keep);
                     model.insert(key.clone(), (val, e));
                 }
-                2 => assert_eq!(db.remove(&key), model.remove(&key).map(|x| x.0)),
+                2 => assert_eq!(db.remove(&key), model.remove(&key).is_some()),
                 3 => {
                     let when = now + rng.below(3) as i64 - 1;
                     let had = model.contains_key(&key);
@@ -938,7 +1042,7 @@ mod tests {
         fn entry_at_key(&self, key: &[u8]) -> Option<(Vec<u8>, Option<i64>)> {
             let i = self.find(key)?;
             let e = self.entry_at(i);
-            Some((e.value.to_vec(), e.expire()))
+            Some((e.str().unwrap().to_vec(), e.expire()))
         }
     }
 
@@ -972,13 +1076,18 @@ mod tests {
     }
 
     #[test]
+    fn node_stays_80_bytes() {
+        assert_eq!(std::mem::size_of::<Node>(), 80);
+    }
+
+    #[test]
     fn inline_values_grow_to_heap_and_back() {
         let mut db = Db::new(1);
         db.set(b"k", vec![b'a'; 30], false);
         db.update_value(b"k", 0, |v| v.push(b'b'));
-        assert_eq!(db.lookup_write(b"k", 0).unwrap().value.len(), 31);
+        assert_eq!(db.lookup_write(b"k", 0).unwrap().str().unwrap().len(), 31);
         db.update_value(b"k", 0, |v| v.truncate(2));
-        assert_eq!(db.lookup_write(b"k", 0).unwrap().value, b"aa");
+        assert_eq!(db.lookup_write(b"k", 0).unwrap().str().unwrap(), b"aa");
         assert!(matches!(db.nodes[0].value, Value::Inline(..)));
         let long = vec![b'k'; 23];
         db.set(&long, b"v".to_vec(), false);

@@ -6,11 +6,20 @@
 //! * [`db`] — the keyspace: strings with TTLs (one dense node per key,
 //!   short keys and values inline), lazy expiry, O(1) random sampling for
 //!   the active expire cycle, SCAN cursor.
-//! * [`cmd`] — the command table and Redis 7.0 command semantics.
+//! * [`cmd`] — the command table (assembled from the modules' slices),
+//!   the per-call context, shared error texts.
+//! * [`t_string`], [`keyspace`] — string and generic key commands.
+//! * [`server_cmds`], [`config`], [`client`], [`command_docs`] — the
+//!   connection and server commands (PING HELLO INFO ..., CONFIG, CLIENT,
+//!   COMMAND).
 //! * [`server`] — server state, client registry, [`server::Server::feed`]
 //!   (parse + execute a read's worth of input), [`server::Server::cron`]
 //!   (serverCron minus I/O) and [`server::Server::before_sleep`].
 //! * [`hash`] — the keyspace hash (keyed SipHash-1-2).
+//! * [`object`] — typed values (TYPE, OBJECT ENCODING, thresholds);
+//!   [`t_hash`], [`t_list`], [`t_set`] — one module per type, owning its
+//!   storage and commands; [`listpack`], [`intset`], [`quicklist`],
+//!   [`dict`] — the encodings they are built from.
 //! * [`info`] — INFO text.
 //! * [`conf`] — the `kv {}` configuration block.
 //!
@@ -44,18 +53,37 @@
 //! `now_ms` is Unix time in milliseconds (TTLs are absolute Unix times).
 #![forbid(unsafe_code)]
 
+pub mod bitops;
+pub mod blocked;
+pub mod client;
 pub mod cmd;
+pub mod command_docs;
 pub mod conf;
+pub mod config;
 pub mod db;
+pub mod dict;
 pub mod float;
 pub mod glob;
 pub mod glue;
 pub mod hash;
 pub mod info;
+pub mod intset;
+pub mod keyspace;
+pub mod listpack;
+pub mod object;
+pub mod quicklist;
 pub mod resp;
 pub mod server;
+pub mod server_cmds;
+pub mod t_bitops;
+pub mod t_hash;
+pub mod t_list;
+pub mod t_set;
+pub mod t_string;
+pub mod t_zset;
 pub mod tls;
 pub mod util;
+pub mod zset;
 
 /// The Redis version this module answers as (INFO, HELLO).
 pub const REDIS_VERSION: &str = "7.0.15";

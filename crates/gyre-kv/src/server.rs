@@ -83,6 +83,8 @@ pub struct Config {
     pub expire_slices: bool,
     /// Seed for key sampling and the run id.
     pub seed: u64,
+    /// Aggregate encoding thresholds (`hash-max-listpack-entries`, ...).
+    pub encodings: crate::object::Limits,
 }
 
 impl Default for Config {
@@ -102,6 +104,7 @@ impl Default for Config {
             expire_use_wall_clock: true,
             expire_slices: false,
             seed: 0x5EED,
+            encodings: crate::object::Limits::default(),
         }
     }
 }
@@ -187,6 +190,9 @@ pub struct Client {
     pub(crate) parser: RequestParser,
     /// Scheduled for closing (killed or timed out).
     pub closing: bool,
+    /// Replies produced while the client was blocked (served, timed out,
+    /// unblocked), for its connection to write.
+    pub(crate) pending: Vec<u8>,
 }
 
 /// A client's state that commands read and change through [`Ctx`], kept
@@ -213,6 +219,10 @@ pub struct FeedOutcome {
     pub consumed: usize,
     /// Write out the replies, then close the connection.
     pub close: bool,
+    /// The client blocked (BLPOP & co.): its timeout in ms, 0 for none.
+    /// Input after the blocking command is left unconsumed until
+    /// [`Server::take_woken`] lists the client again.
+    pub blocked: Option<u64>,
 }
 
 /// Whether a command asks for the connection to be closed.
@@ -301,6 +311,10 @@ pub struct Server {
     /// Changes since the last save (`rdb_changes_since_last_save`).
     pub dirty: u64,
     pub(crate) last_save_ms: i64,
+    /// Random picks of the commands (SPOP, SRANDMEMBER, HRANDFIELD ...).
+    pub(crate) rng: crate::util::Rng,
+    /// Clients blocked in BLPOP & co. ([`crate::blocked`]).
+    pub(crate) blocked: crate::blocked::BlockState,
 }
 
 impl Server {
@@ -314,7 +328,7 @@ impl Server {
         let run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[rng.below(16)]))
             .collect();
-        let table = CommandTable::new(cmd::COMMANDS);
+        let table = CommandTable::new(cmd::all());
         let hz = config.hz;
         Server {
             config,
@@ -333,6 +347,8 @@ impl Server {
             run_id,
             dirty: 0,
             last_save_ms: now_ms,
+            rng: crate::util::Rng::new(rng.next_u64()),
+            blocked: crate::blocked::BlockState::default(),
         }
     }
 
@@ -369,6 +385,7 @@ impl Server {
                 last_cmd: None,
                 parser: RequestParser::new(self.config.limits()),
                 closing: false,
+                pending: Vec::new(),
             },
         );
         Ok(id)
@@ -377,6 +394,7 @@ impl Server {
     /// Forget a closed connection.
     pub fn disconnect(&mut self, id: ClientId) {
         self.clients.remove(&id);
+        self.forget_blocked(id);
     }
 
     pub fn client(&self, id: ClientId) -> Option<&Client> {
@@ -429,12 +447,21 @@ impl Server {
             return FeedOutcome {
                 consumed: input.len(),
                 close: true,
+                blocked: None,
             };
         };
         if c.closing {
             return FeedOutcome {
                 consumed: input.len(),
                 close: true,
+                blocked: None,
+            };
+        }
+        if self.blocked.is_blocked(id) {
+            return FeedOutcome {
+                consumed: 0,
+                close: false,
+                blocked: None,
             };
         }
         c.last_interaction_ms = now_ms;
@@ -451,6 +478,7 @@ impl Server {
         self.stats.total_reads_processed += 1;
         let mut pos = 0;
         let mut close = false;
+        let mut blocked = None;
         loop {
             let rest = &input[pos..];
             let (n, step) = parser.next(rest, &mut spans);
@@ -480,6 +508,10 @@ impl Server {
                 close = true;
                 break;
             }
+            if let Some(t) = self.blocked.just_blocked.take() {
+                blocked = Some(t);
+                break;
+            }
             // Only CLIENT KILL marks a client closing during a command, and
             // it queues the client in `to_close`.
             if !self.to_close.is_empty() && self.clients.get(&id).is_none_or(|c| c.closing) {
@@ -497,6 +529,7 @@ impl Server {
         FeedOutcome {
             consumed: if close { input.len() } else { pos },
             close,
+            blocked,
         }
     }
 
@@ -567,6 +600,9 @@ impl Server {
             errors: 0,
         };
         (cmd.spec.handler)(self, &mut ctx);
+        if !self.blocked.ready_is_empty() {
+            self.serve_ready(now_ms);
+        }
         self.stats.total_commands_processed += 1;
         self.stats.total_error_replies += ctx.errors;
         st.db = ctx.db;
@@ -761,7 +797,9 @@ impl Server {
                 .map(|(id, _)| *id);
             let Some(id) = next else { break };
             cursor = id;
-            if timeout == 0 {
+            // Blocked clients are not idle (Redis times them out by their
+            // own deadline only).
+            if timeout == 0 || self.blocked.is_blocked(id) {
                 continue;
             }
             if let Some(c) = self.clients.get_mut(&id) {

@@ -1,0 +1,201 @@
+//! COMMAND, COMMAND COUNT / INFO / DOCS / LIST / HELP: the command table
+//! described to clients.
+
+use crate::cmd::{self, help_lines, spec, CommandSpec, Ctx, ADMIN};
+use crate::server::Server;
+
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    subcommands: COMMAND_SUBS,
+    ..spec!(
+        "command",
+        -1,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.8.13",
+        "Get array of Redis command details",
+        command
+    )
+}];
+
+static COMMAND_SUBS: &[CommandSpec] = &[
+    spec!(
+        "count",
+        2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.8.13",
+        "Get total number of Redis commands",
+        command_count
+    ),
+    spec!(
+        "info",
+        -2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.8.13",
+        "Get array of specific Redis command details, or all when no argument is given",
+        command_info
+    ),
+    spec!(
+        "docs",
+        -2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "7.0.0",
+        "Get array of specific Redis command documentation",
+        command_docs
+    ),
+    spec!(
+        "list",
+        -2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "7.0.0",
+        "Get an array of Redis command names",
+        command_list
+    ),
+    spec!(
+        "help",
+        2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "5.0.0",
+        "Show helpful text about the different subcommands",
+        command_help
+    ),
+];
+
+fn command_info_one(ctx: &mut Ctx<'_>, c: &CommandSpec, parent: Option<&str>) {
+    ctx.array(10);
+    let name = match parent {
+        Some(p) => format!("{p}|{}", c.name),
+        None => c.name.to_string(),
+    };
+    ctx.bulk(name.as_bytes());
+    ctx.int(i64::from(c.arity));
+    ctx.set_len(c.flags.len());
+    for f in c.flags {
+        ctx.simple(f);
+    }
+    ctx.int(i64::from(c.first_key));
+    ctx.int(i64::from(c.last_key));
+    ctx.int(i64::from(c.step));
+    ctx.set_len(1);
+    ctx.simple(&format!("@{}", c.group));
+    ctx.set_len(0); // tips
+    ctx.set_len(0); // key specs
+    ctx.set_len(c.subcommands.len());
+    for s in c.subcommands {
+        command_info_one(ctx, s, Some(c.name));
+    }
+}
+
+fn command(_: &mut Server, ctx: &mut Ctx<'_>) {
+    ctx.array(cmd::count());
+    for c in cmd::all() {
+        command_info_one(ctx, c, None);
+    }
+}
+
+fn command_count(_: &mut Server, ctx: &mut Ctx<'_>) {
+    ctx.int(cmd::count() as i64);
+}
+
+fn find_spec(name: &[u8]) -> Option<&'static CommandSpec> {
+    let lower = name.to_ascii_lowercase();
+    let mut parts = lower.splitn(2, |&b| b == b'|');
+    let top = parts.next()?;
+    let spec = cmd::all().find(|c| c.name.as_bytes() == top)?;
+    match parts.next() {
+        None => Some(spec),
+        Some(sub) => spec.subcommands.iter().find(|s| s.name.as_bytes() == sub),
+    }
+}
+
+fn command_info(_: &mut Server, ctx: &mut Ctx<'_>) {
+    if ctx.argc() == 2 {
+        ctx.array(cmd::count());
+        for c in cmd::all() {
+            command_info_one(ctx, c, None);
+        }
+        return;
+    }
+    ctx.array(ctx.argc() - 2);
+    for i in 2..ctx.argc() {
+        match find_spec(ctx.arg(i)) {
+            Some(c) => command_info_one(ctx, c, None),
+            // Redis answers an unknown name with a null (`$-1` in RESP2).
+            None => ctx.null(),
+        }
+    }
+}
+
+fn command_doc_one(ctx: &mut Ctx<'_>, c: &CommandSpec) {
+    ctx.bulk(c.name.as_bytes());
+    ctx.map(3);
+    ctx.bulk(b"summary");
+    ctx.bulk(c.summary.as_bytes());
+    ctx.bulk(b"since");
+    ctx.bulk(c.since.as_bytes());
+    ctx.bulk(b"group");
+    ctx.bulk(c.group.as_bytes());
+}
+
+fn command_docs(_: &mut Server, ctx: &mut Ctx<'_>) {
+    if ctx.argc() == 2 {
+        ctx.map(cmd::count());
+        for c in cmd::all() {
+            command_doc_one(ctx, c);
+        }
+        return;
+    }
+    let found: Vec<&CommandSpec> = (2..ctx.argc())
+        .filter_map(|i| find_spec(ctx.arg(i)))
+        .collect();
+    ctx.map(found.len());
+    for c in found {
+        command_doc_one(ctx, c);
+    }
+}
+
+fn command_list(_: &mut Server, ctx: &mut Ctx<'_>) {
+    if ctx.argc() != 2 {
+        // FILTERBY is not supported: answer like an unknown filter.
+        return ctx.syntax();
+    }
+    ctx.array(cmd::count());
+    for c in cmd::all() {
+        ctx.bulk(c.name.as_bytes());
+    }
+}
+
+fn command_help(_: &mut Server, ctx: &mut Ctx<'_>) {
+    help_lines(
+        ctx,
+        "COMMAND",
+        &[
+            "COUNT",
+            "DOCS [<command-name> ...]",
+            "INFO [<command-name> ...]",
+            "LIST",
+        ],
+    );
+}

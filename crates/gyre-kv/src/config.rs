@@ -1,0 +1,452 @@
+//! CONFIG GET / SET / RESETSTAT / REWRITE / HELP (Redis's `config.c`):
+//! the runtime parameter table. The `kv {}` block is [`crate::conf`].
+
+use crate::cmd::{c_str, eq, help_lines, no_handler, spec, CommandSpec, Ctx, ADMIN};
+use crate::glob::stringmatch;
+use crate::server::Server;
+use crate::util::{memtoull, string2ll};
+
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    subcommands: CONFIG_SUBS,
+    ..spec!(
+        "config",
+        -2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.0.0",
+        "A container for server configuration commands",
+        no_handler
+    )
+}];
+
+static CONFIG_SUBS: &[CommandSpec] = &[
+    spec!(
+        "get",
+        -3,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.0.0",
+        "Get the values of configuration parameters",
+        config_get
+    ),
+    spec!(
+        "set",
+        -4,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.0.0",
+        "Set configuration parameters to the given values",
+        config_set
+    ),
+    spec!(
+        "resetstat",
+        2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.0.0",
+        "Reset the stats returned by INFO",
+        config_resetstat
+    ),
+    spec!(
+        "rewrite",
+        2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.8.0",
+        "Rewrite the configuration file with the in memory configuration",
+        config_rewrite
+    ),
+    spec!(
+        "help",
+        2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "5.0.0",
+        "Show helpful text about the different subcommands",
+        config_help
+    ),
+];
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Int {
+        min: i64,
+        max: i64,
+    },
+    Mem {
+        min: u64,
+        max: u64,
+    },
+    Bool,
+    Immutable,
+    /// Accepted and ignored (reported value fixed).
+    Fixed,
+}
+
+struct Param {
+    name: &'static str,
+    kind: Kind,
+}
+
+const PARAMS: &[Param] = &[
+    Param {
+        name: "hz",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+    },
+    Param {
+        name: "dynamic-hz",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "timeout",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+    },
+    Param {
+        name: "maxclients",
+        kind: Kind::Int {
+            min: 1,
+            max: u32::MAX as i64,
+        },
+    },
+    Param {
+        name: "databases",
+        kind: Kind::Immutable,
+    },
+    Param {
+        name: "proto-max-bulk-len",
+        kind: Kind::Mem {
+            min: 1024 * 1024,
+            max: i64::MAX as u64,
+        },
+    },
+    Param {
+        name: "client-query-buffer-limit",
+        kind: Kind::Mem {
+            min: 1024 * 1024,
+            max: i64::MAX as u64,
+        },
+    },
+    Param {
+        name: "maxmemory",
+        kind: Kind::Mem {
+            min: 0,
+            max: u64::MAX,
+        },
+    },
+    Param {
+        name: "port",
+        kind: Kind::Immutable,
+    },
+    Param {
+        name: "bind",
+        kind: Kind::Immutable,
+    },
+    Param {
+        name: "save",
+        kind: Kind::Fixed,
+    },
+    Param {
+        name: "appendonly",
+        kind: Kind::Fixed,
+    },
+    Param {
+        name: "maxmemory-policy",
+        kind: Kind::Fixed,
+    },
+    Param {
+        name: "hash-max-listpack-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "hash-max-ziplist-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "hash-max-listpack-value",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "hash-max-ziplist-value",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "set-max-intset-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "set-max-listpack-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "zset-max-listpack-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "zset-max-ziplist-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "zset-max-listpack-value",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "zset-max-ziplist-value",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "list-max-listpack-size",
+        kind: Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+    },
+    Param {
+        name: "list-max-ziplist-size",
+        kind: Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+    },
+];
+
+fn param_value(server: &Server, name: &str) -> String {
+    let c = &server.config;
+    let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
+    match name {
+        "hz" => c.hz.to_string(),
+        "dynamic-hz" => yn(c.dynamic_hz),
+        "timeout" => c.timeout.to_string(),
+        "maxclients" => c.maxclients.to_string(),
+        "databases" => c.databases.to_string(),
+        "proto-max-bulk-len" => c.proto_max_bulk_len.to_string(),
+        "client-query-buffer-limit" => c.client_query_buffer_limit.to_string(),
+        "maxmemory" => c.maxmemory.to_string(),
+        "port" => c.port.to_string(),
+        "bind" => c.bind.clone(),
+        "save" => String::new(),
+        "appendonly" => "no".into(),
+        "maxmemory-policy" => "noeviction".into(),
+        "hash-max-listpack-entries" => c.encodings.hash_max_listpack_entries.to_string(),
+        "hash-max-ziplist-entries" => c.encodings.hash_max_listpack_entries.to_string(),
+        "hash-max-listpack-value" => c.encodings.hash_max_listpack_value.to_string(),
+        "hash-max-ziplist-value" => c.encodings.hash_max_listpack_value.to_string(),
+        "set-max-intset-entries" => c.encodings.set_max_intset_entries.to_string(),
+        "set-max-listpack-entries" => c.encodings.set_max_listpack_entries.to_string(),
+        "zset-max-listpack-entries" => c.encodings.zset_max_listpack_entries.to_string(),
+        "zset-max-ziplist-entries" => c.encodings.zset_max_listpack_entries.to_string(),
+        "zset-max-listpack-value" => c.encodings.zset_max_listpack_value.to_string(),
+        "zset-max-ziplist-value" => c.encodings.zset_max_listpack_value.to_string(),
+        "list-max-listpack-size" => c.encodings.list_max_listpack_size.to_string(),
+        "list-max-ziplist-size" => c.encodings.list_max_listpack_size.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn config_get(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let mut names: Vec<&'static str> = Vec::new();
+    for i in 2..ctx.argc() {
+        let pat = ctx.arg(i).to_vec();
+        for p in PARAMS {
+            if stringmatch(&pat, p.name.as_bytes(), true) && !names.contains(&p.name) {
+                names.push(p.name);
+            }
+        }
+    }
+    ctx.map(names.len());
+    for n in names {
+        ctx.bulk(n.as_bytes());
+        let v = param_value(server, n);
+        ctx.bulk(v.as_bytes());
+    }
+}
+
+enum NewValue {
+    Int(i64),
+    Mem(u64),
+    Bool(bool),
+    Ignored,
+}
+
+fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
+    if ctx.argc() % 2 != 0 {
+        return ctx.err("ERR wrong number of arguments for 'config|set' command");
+    }
+    let mut updates: Vec<(&'static str, NewValue)> = Vec::new();
+    let mut j = 2;
+    while j + 1 < ctx.argc() {
+        let name_arg = ctx.arg(j).to_ascii_lowercase();
+        let val = ctx.arg(j + 1).to_vec();
+        let shown = String::from_utf8_lossy(c_str(ctx.arg(j), 128)).into_owned();
+        j += 2;
+        let Some(p) = PARAMS
+            .iter()
+            .find(|p| p.name.as_bytes() == name_arg.as_slice())
+        else {
+            return ctx.err(&format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{shown}'"
+            ));
+        };
+        let fail = |why: &str| {
+            format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - {why}")
+        };
+        if updates.iter().any(|(n, _)| *n == p.name) {
+            return ctx.err(&fail("duplicate parameter"));
+        }
+        let nv = match p.kind {
+            Kind::Immutable => return ctx.err(&fail("can't set immutable config")),
+            Kind::Fixed => NewValue::Ignored,
+            Kind::Bool => {
+                if eq(&val, "yes") {
+                    NewValue::Bool(true)
+                } else if eq(&val, "no") {
+                    NewValue::Bool(false)
+                } else {
+                    return ctx.err(&fail("argument must be 'yes' or 'no'"));
+                }
+            }
+            Kind::Int { min, max } => match string2ll(&val) {
+                None => return ctx.err(&fail("argument couldn't be parsed into an integer")),
+                Some(v) if v < min || v > max => {
+                    return ctx.err(&fail(&format!(
+                        "argument must be between {min} and {max} inclusive"
+                    )))
+                }
+                Some(v) => NewValue::Int(v),
+            },
+            Kind::Mem { min, max } => match memtoull(&val) {
+                None => return ctx.err(&fail("argument must be a memory value")),
+                Some(v) if v < min || v > max => {
+                    return ctx.err(&fail(&format!(
+                        "argument must be between {min} and {max} inclusive"
+                    )))
+                }
+                Some(v) => NewValue::Mem(v),
+            },
+        };
+        updates.push((p.name, nv));
+    }
+    let c = &mut server.config;
+    for (name, v) in updates {
+        match (name, v) {
+            ("hz", NewValue::Int(v)) => {
+                c.hz = (v as u32).clamp(crate::server::MIN_HZ, crate::server::MAX_HZ)
+            }
+            ("dynamic-hz", NewValue::Bool(b)) => c.dynamic_hz = b,
+            ("timeout", NewValue::Int(v)) => c.timeout = v as u64,
+            ("maxclients", NewValue::Int(v)) => c.maxclients = v as u64,
+            ("proto-max-bulk-len", NewValue::Mem(v)) => c.proto_max_bulk_len = v,
+            ("client-query-buffer-limit", NewValue::Mem(v)) => c.client_query_buffer_limit = v,
+            ("maxmemory", NewValue::Mem(v)) => c.maxmemory = v,
+            ("hash-max-listpack-entries", NewValue::Int(v)) => {
+                c.encodings.hash_max_listpack_entries = v as u64
+            }
+            ("hash-max-ziplist-entries", NewValue::Int(v)) => {
+                c.encodings.hash_max_listpack_entries = v as u64
+            }
+            ("hash-max-listpack-value", NewValue::Int(v)) => {
+                c.encodings.hash_max_listpack_value = v as u64
+            }
+            ("hash-max-ziplist-value", NewValue::Int(v)) => {
+                c.encodings.hash_max_listpack_value = v as u64
+            }
+            ("set-max-intset-entries", NewValue::Int(v)) => {
+                c.encodings.set_max_intset_entries = v as u64
+            }
+            ("set-max-listpack-entries", NewValue::Int(v)) => {
+                c.encodings.set_max_listpack_entries = v as u64
+            }
+            ("zset-max-listpack-entries", NewValue::Int(v)) => {
+                c.encodings.zset_max_listpack_entries = v as u64
+            }
+            ("zset-max-ziplist-entries", NewValue::Int(v)) => {
+                c.encodings.zset_max_listpack_entries = v as u64
+            }
+            ("zset-max-listpack-value", NewValue::Int(v)) => {
+                c.encodings.zset_max_listpack_value = v as u64
+            }
+            ("zset-max-ziplist-value", NewValue::Int(v)) => {
+                c.encodings.zset_max_listpack_value = v as u64
+            }
+            ("list-max-listpack-size", NewValue::Int(v)) => c.encodings.list_max_listpack_size = v,
+            ("list-max-ziplist-size", NewValue::Int(v)) => c.encodings.list_max_listpack_size = v,
+            _ => {}
+        }
+    }
+    ctx.ok();
+}
+
+fn config_resetstat(server: &mut Server, ctx: &mut Ctx<'_>) {
+    server.reset_stats();
+    ctx.ok();
+}
+
+fn config_rewrite(_: &mut Server, ctx: &mut Ctx<'_>) {
+    ctx.err("ERR The server is running without a config file");
+}
+
+fn config_help(_: &mut Server, ctx: &mut Ctx<'_>) {
+    help_lines(
+        ctx,
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "SET <directive> <value>",
+            "RESETSTAT",
+            "REWRITE",
+        ],
+    );
+}

@@ -1,0 +1,296 @@
+//! A listpack: a sequence of byte strings in one contiguous allocation
+//! (Redis's `listpack.c` idea, our own encoding). Small hashes (fields and
+//! values alternating) and the nodes of a list's quicklist are listpacks.
+//!
+//! Entry layout: `len | bytes | backlen`, where `len` and `backlen` both
+//! encode the byte count, `len` readable forwards and `backlen` backwards:
+//!
+//! * `< 0x80`: one byte, the length itself;
+//! * `< 0x4000`: two bytes, forwards `0x80 | len >> 8, len & 0xff`,
+//!   backwards `len & 0xff, 0x80 | len >> 8` (the marker byte is last);
+//! * otherwise five bytes, forwards `0xc0, u32 LE`, backwards `u32 LE, 0xc0`.
+//!
+//! So a short entry costs two bytes beyond its data (Redis's listpack: one
+//! or two, plus integer packing). Walking is O(n); callers keep listpacks
+//! small (the `*-max-listpack-*` thresholds) and convert past them.
+//! Offsets handed out are byte offsets of an entry's first byte; any
+//! mutation invalidates offsets after the mutated entry.
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listpack {
+    buf: Vec<u8>,
+    len: u32,
+}
+
+fn header_len(n: usize) -> usize {
+    if n < 0x80 {
+        1
+    } else if n < 0x4000 {
+        2
+    } else {
+        5
+    }
+}
+
+fn write_entry(out: &mut Vec<u8>, v: &[u8]) {
+    let n = v.len();
+    if n < 0x80 {
+        out.push(n as u8);
+        out.extend_from_slice(v);
+        out.push(n as u8);
+    } else if n < 0x4000 {
+        out.extend_from_slice(&[0x80 | (n >> 8) as u8, n as u8]);
+        out.extend_from_slice(v);
+        out.extend_from_slice(&[n as u8, 0x80 | (n >> 8) as u8]);
+    } else {
+        let le = (n as u32).to_le_bytes();
+        out.push(0xc0);
+        out.extend_from_slice(&le);
+        out.extend_from_slice(v);
+        out.extend_from_slice(&le);
+        out.push(0xc0);
+    }
+}
+
+/// Bytes an entry holding `n` data bytes takes.
+pub fn entry_size(n: usize) -> usize {
+    2 * header_len(n) + n
+}
+
+impl Listpack {
+    pub fn new() -> Listpack {
+        Listpack::default()
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of entries (the allocation's used part).
+    pub fn bytes(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Bytes allocated (for `used_memory`).
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Offset of the first entry (== `end()` when empty).
+    pub fn first(&self) -> usize {
+        0
+    }
+
+    /// One past the last entry.
+    pub fn end(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The entry at `off` and the offset of the next one.
+    pub fn at(&self, off: usize) -> Option<(&[u8], usize)> {
+        let b = *self.buf.get(off)?;
+        let (n, h) = if b < 0x80 {
+            (usize::from(b), 1)
+        } else if b < 0xc0 {
+            let lo = *self.buf.get(off + 1)?;
+            ((usize::from(b & 0x3f) << 8) | usize::from(lo), 2)
+        } else {
+            let mut le = [0u8; 4];
+            le.copy_from_slice(self.buf.get(off + 1..off + 5)?);
+            (u32::from_le_bytes(le) as usize, 5)
+        };
+        let data = self.buf.get(off + h..off + h + n)?;
+        Some((data, off + 2 * h + n))
+    }
+
+    /// Offset of the entry before the one at `off` (`off` may be `end()`).
+    pub fn prev(&self, off: usize) -> Option<usize> {
+        if off == 0 || off > self.buf.len() {
+            return None;
+        }
+        let b = self.buf[off - 1];
+        let (n, h) = if b < 0x80 {
+            (usize::from(b), 1)
+        } else if b < 0xc0 {
+            let lo = *self.buf.get(off.checked_sub(2)?)?;
+            ((usize::from(b & 0x3f) << 8) | usize::from(lo), 2)
+        } else {
+            let mut le = [0u8; 4];
+            le.copy_from_slice(self.buf.get(off.checked_sub(5)?..off - 1)?);
+            (u32::from_le_bytes(le) as usize, 5)
+        };
+        off.checked_sub(2 * h + n)
+    }
+
+    /// Offset of the last entry.
+    pub fn last(&self) -> Option<usize> {
+        self.prev(self.buf.len())
+    }
+
+    /// Entries front to back.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter { lp: self, off: 0 }
+    }
+
+    /// Entry `i` (0-based from the front).
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        self.iter().nth(i)
+    }
+
+    /// Offset of entry `i`, walking from the nearer end.
+    pub fn offset_of(&self, i: usize) -> Option<usize> {
+        if i >= self.len() {
+            return None;
+        }
+        if i <= self.len() / 2 {
+            let mut off = 0;
+            for _ in 0..i {
+                off = self.at(off)?.1;
+            }
+            Some(off)
+        } else {
+            let mut off = self.buf.len();
+            for _ in i..self.len() {
+                off = self.prev(off)?;
+            }
+            Some(off)
+        }
+    }
+
+    pub fn push_back(&mut self, v: &[u8]) {
+        write_entry(&mut self.buf, v);
+        self.len += 1;
+    }
+
+    pub fn push_front(&mut self, v: &[u8]) {
+        self.insert_at(0, v);
+    }
+
+    /// Insert `v` before the entry at `off` (`end()`: append).
+    pub fn insert_at(&mut self, off: usize, v: &[u8]) {
+        let mut e = Vec::with_capacity(entry_size(v.len()));
+        write_entry(&mut e, v);
+        let off = off.min(self.buf.len());
+        self.buf.splice(off..off, e);
+        self.len += 1;
+    }
+
+    /// Remove the entry at `off`; returns the offset now holding the next
+    /// entry (== `off`).
+    pub fn remove_at(&mut self, off: usize) -> usize {
+        if let Some((_, next)) = self.at(off) {
+            self.buf.drain(off..next);
+            self.len -= 1;
+        }
+        off
+    }
+
+    /// Replace the entry at `off` with `v`.
+    pub fn replace_at(&mut self, off: usize, v: &[u8]) {
+        let Some((old, next)) = self.at(off) else {
+            return;
+        };
+        if old.len() == v.len() {
+            let h = header_len(v.len());
+            self.buf[off + h..off + h + v.len()].copy_from_slice(v);
+            return;
+        }
+        let mut e = Vec::with_capacity(entry_size(v.len()));
+        write_entry(&mut e, v);
+        self.buf.splice(off..next, e);
+    }
+
+    pub fn pop_front(&mut self) -> Option<Vec<u8>> {
+        let v = self.at(0)?.0.to_vec();
+        self.remove_at(0);
+        Some(v)
+    }
+
+    pub fn pop_back(&mut self) -> Option<Vec<u8>> {
+        let off = self.last()?;
+        let v = self.at(off)?.0.to_vec();
+        self.buf.truncate(off);
+        self.len -= 1;
+        Some(v)
+    }
+
+    /// Give back unused capacity once the listpack shrank a lot.
+    pub fn shrink(&mut self) {
+        if self.buf.capacity() > 2 * self.buf.len() + 64 {
+            self.buf.shrink_to_fit();
+        }
+    }
+}
+
+pub struct Iter<'a> {
+    lp: &'a Listpack,
+    off: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let (v, next) = self.lp.at(self.off)?;
+        self.off = next;
+        Some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn entries_of_every_header_size_walk_both_ways() {
+        let mut lp = Listpack::new();
+        let vals: Vec<Vec<u8>> = [0usize, 1, 127, 128, 300, 0x3fff, 0x4000, 70_000]
+            .iter()
+            .map(|&n| vec![b'x'; n])
+            .collect();
+        for v in &vals {
+            lp.push_back(v);
+        }
+        assert_eq!(lp.len(), vals.len());
+        assert_eq!(lp.iter().collect::<Vec<_>>(), vals);
+        let mut back = Vec::new();
+        let mut off = lp.end();
+        while let Some(p) = lp.prev(off) {
+            back.push(lp.at(p).unwrap().0.to_vec());
+            off = p;
+        }
+        back.reverse();
+        assert_eq!(back, vals);
+        for (i, v) in vals.iter().enumerate() {
+            assert_eq!(lp.at(lp.offset_of(i).unwrap()).unwrap().0, &v[..]);
+        }
+    }
+
+    #[test]
+    fn insert_replace_remove_pop() {
+        let mut lp = Listpack::new();
+        lp.push_back(b"b");
+        lp.push_front(b"a");
+        lp.push_back(b"c");
+        let off = lp.offset_of(1).unwrap();
+        lp.replace_at(off, &[b'B'; 200]);
+        assert_eq!(lp.get(1).unwrap().len(), 200);
+        lp.replace_at(off, b"b");
+        lp.insert_at(lp.offset_of(2).unwrap(), b"bc");
+        assert_eq!(
+            lp.iter().collect::<Vec<_>>(),
+            vec![&b"a"[..], b"b", b"bc", b"c"]
+        );
+        lp.remove_at(lp.offset_of(1).unwrap());
+        assert_eq!(lp.pop_back().unwrap(), b"c");
+        assert_eq!(lp.pop_front().unwrap(), b"a");
+        assert_eq!(lp.pop_front().unwrap(), b"bc");
+        assert!(lp.is_empty() && lp.bytes() == 0);
+        assert_eq!(lp.pop_back(), None);
+    }
+}
