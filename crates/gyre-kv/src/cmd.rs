@@ -254,6 +254,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::client::COMMANDS,
     crate::t_string::COMMANDS,
     crate::keyspace::COMMANDS,
+    crate::rdb_cmds::COMMANDS,
 ];
 
 /// All top-level commands.
