@@ -53,6 +53,7 @@
 //! `now_ms` is Unix time in milliseconds (TTLs are absolute Unix times).
 #![forbid(unsafe_code)]
 
+pub mod bitops;
 pub mod client;
 pub mod cmd;
 pub mod command_docs;
@@ -76,11 +77,14 @@ pub mod rdb_cmds;
 pub mod resp;
 pub mod server;
 pub mod server_cmds;
+pub mod t_bitops;
 pub mod t_hash;
 pub mod t_list;
 pub mod t_set;
 pub mod t_string;
+pub mod t_zset;
 pub mod util;
+pub mod zset;
 
 /// The Redis version this module answers as (INFO, HELLO).
 pub const REDIS_VERSION: &str = "7.0.15";

@@ -19,13 +19,14 @@ use crate::db::{Db, Probe, Ref};
 use crate::t_hash::HashObj;
 use crate::t_list::ListObj;
 use crate::t_set::SetObj;
+use crate::zset::ZSet;
 
 #[derive(Clone, Debug)]
 pub enum Object {
     Hash(HashObj),
     List(ListObj),
     Set(SetObj),
-    // Zset(ZsetObj): sorted sets (t_zset.rs) go here.
+    Zset(ZSet),
 }
 
 /// A value's type, as TYPE and SCAN ... TYPE name it.
@@ -56,6 +57,7 @@ impl Object {
             Object::Hash(_) => Kind::Hash,
             Object::List(_) => Kind::List,
             Object::Set(_) => Kind::Set,
+            Object::Zset(_) => Kind::Zset,
         }
     }
 
@@ -65,6 +67,7 @@ impl Object {
             Object::Hash(h) => h.encoding(),
             Object::List(_) => "quicklist",
             Object::Set(s) => s.encoding(),
+            Object::Zset(z) => z.encoding(),
         }
     }
 
@@ -74,6 +77,7 @@ impl Object {
             Object::Hash(h) => h.len(),
             Object::List(l) => l.len(),
             Object::Set(s) => s.len(),
+            Object::Zset(z) => z.len(),
         }
     }
 
@@ -88,6 +92,7 @@ impl Object {
                 Object::Hash(h) => h.mem(),
                 Object::List(l) => l.mem(),
                 Object::Set(s) => s.mem(),
+                Object::Zset(z) => z.mem(),
             }) as u64
     }
 }
@@ -149,3 +154,29 @@ pub fn check_kind(db: &Db, p: &Probe, want: Kind, ctx: &mut Ctx<'_>) -> Result<b
         }
     }
 }
+
+/// Read lookup of an aggregate of kind `want` (Redis's `lookupKeyRead` +
+/// `checkType`): `Ok(None)` if missing, `Err` once WRONGTYPE is written.
+pub fn read_kind<'d>(
+    db: &'d mut Db,
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    want: Kind,
+) -> Result<Option<&'d Object>, Replied> {
+    match db.lookup_read(key, ctx.now) {
+        None => Ok(None),
+        Some(e) if e.kind() == want => match e.value {
+            Ref::Obj(o) => Ok(Some(o)),
+            Ref::Str(_) => Ok(None),
+        },
+        Some(_) => {
+            ctx.err(ERR_WRONGTYPE);
+            Err(Replied)
+        }
+    }
+}
+
+/// Most random-member replies a negative count may ask for. Redis builds
+/// a reply of any size (and runs out of memory); gyre answers
+/// `ERR value is out of range` past this.
+pub const MAX_RANDOM_REPLY: u64 = 1 << 24;

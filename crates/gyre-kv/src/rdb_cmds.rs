@@ -3,7 +3,7 @@
 //! [`crate::persist`] and [`crate::rdb`].
 
 use crate::cmd::{eq, spec, CommandSpec, Ctx, ADMIN, ERR_NOT_INT, RO_SLOW, WR};
-use crate::rdb::load::{restore_payload, store, Loaded};
+use crate::rdb::load::{restore_payload, store};
 use crate::rdb::save::dump_payload;
 use crate::rdb::Error as RdbError;
 use crate::server::Server;
@@ -230,7 +230,6 @@ fn restore(server: &mut Server, ctx: &mut Ctx<'_>) {
             return ctx.err("ERR DUMP payload version or checksum are wrong")
         }
         Err(_) | Ok(None) => return ctx.err("ERR Bad data format"),
-        Ok(Some(Loaded::Zset(_))) => return ctx.err("ERR Bad data format"),
         Ok(Some(v)) => v,
     };
     let db = &mut server.dbs[ctx.db];
@@ -245,7 +244,7 @@ fn restore(server: &mut Server, ctx: &mut Ctx<'_>) {
         }
         return ctx.ok();
     }
-    match store(db, key, v, (ttl != 0).then_some(ttl), now) {
+    match store(db, key, v, (ttl != 0).then_some(ttl), now, &lim) {
         Ok(_) => {
             server.dirty += 1;
             ctx.ok();

@@ -312,6 +312,8 @@ pub struct Server {
     pub(crate) last_save_ms: i64,
     /// SAVE/BGSAVE/loading state ([`crate::persist`]).
     pub persist: crate::persist::PersistState,
+    /// Random picks of the commands (SPOP, SRANDMEMBER, HRANDFIELD ...).
+    pub(crate) rng: crate::util::Rng,
 }
 
 impl Server {
@@ -345,6 +347,7 @@ impl Server {
             dirty: 0,
             last_save_ms: now_ms,
             persist: crate::persist::PersistState::default(),
+            rng: crate::util::Rng::new(rng.next_u64()),
         }
     }
 

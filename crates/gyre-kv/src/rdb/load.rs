@@ -147,7 +147,7 @@ fn parse_score(b: &[u8]) -> Result<f64, Error> {
 pub enum Loaded {
     Str(Vec<u8>),
     Obj(Object),
-    /// Sorted-set members and scores (no sorted-set type in this branch).
+    /// Sorted-set members and scores (built into a `ZSet` by [`store`]).
     Zset(Vec<(Vec<u8>, f64)>),
 }
 
@@ -352,6 +352,7 @@ pub fn store(
     v: Loaded,
     expire: Option<i64>,
     now: i64,
+    lim: &Limits,
 ) -> Result<bool, Error> {
     let p = db.probe(key, now);
     if p.found() {
@@ -360,10 +361,25 @@ pub fn store(
     let p = match v {
         Loaded::Str(s) => db.set_probed(p, key, &s, false),
         Loaded::Obj(o) => db.insert_obj(p, key, o),
-        Loaded::Zset(_) => {
-            return Err(Error::Unsupported(
-                "sorted sets are not supported by this build of gyre".into(),
-            ))
+        Loaded::Zset(z) => {
+            let mut it = z.into_iter();
+            let Some((m0, s0)) = it.next() else {
+                return Ok(true);
+            };
+            let zl = crate::zset::Limits {
+                max_listpack_entries: usize::try_from(lim.zset_max_listpack_entries)
+                    .unwrap_or(usize::MAX),
+                max_listpack_value: usize::try_from(lim.zset_max_listpack_value)
+                    .unwrap_or(usize::MAX),
+            };
+            let mut zs = crate::zset::ZSet::for_first(&zl, m0.len());
+            zs.set(&m0, s0, &zl);
+            for (m, s) in it {
+                if !zs.set(&m, s, &zl) {
+                    return Err(corrupt("Duplicate zset fields detected"));
+                }
+            }
+            db.insert_obj(p, key, Object::Zset(zs))
         }
     };
     if let Some(t) = expire {
@@ -519,7 +535,7 @@ impl<R: Read> Loader<R> {
             let Some(d) = dbs.get_mut(db) else {
                 return Err(corrupt("database index out of range"));
             };
-            if !store(d, &key, v, e, now)? {
+            if !store(d, &key, v, e, now, lim)? {
                 return Err(corrupt(format!(
                     "RDB has duplicated key '{}' in DB {db}",
                     String::from_utf8_lossy(&key)

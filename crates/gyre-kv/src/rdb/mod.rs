@@ -15,9 +15,9 @@
 //! Value encodings written (Redis 7.0's): string 0 (int-encoded when the
 //! text is a canonical integer of at most 11 bytes, LZF when longer than 20
 //! bytes and `rdbcompression yes`); hash listpack 16 / hash 4; list
-//! quicklist 18 with packed listpack nodes; set intset 11 / set 2.
-//! Sorted sets are read (17, 5, 12, 3) but gyre has no sorted-set type in
-//! this branch yet, so loading one is an error naming the key type.
+//! quicklist 18 with packed listpack nodes; set intset 11 / set 2 (7.0 has
+//! no listpack sets); zset listpack 17 / zset_2 5 (binary doubles).
+//! Streams and module types are refused with an error naming them.
 
 pub mod blob;
 pub mod crc64;

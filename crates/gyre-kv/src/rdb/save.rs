@@ -9,6 +9,7 @@ use crate::object::Object;
 use crate::t_hash::HashObj;
 use crate::t_set::SetObj;
 use crate::util::string2ll;
+use crate::zset::ZSet;
 
 /// Entries per listpack node of a saved list, and its byte budget: the
 /// node size Redis uses by default (`list-max-listpack-size -2`: 8 KiB).
@@ -73,6 +74,8 @@ pub fn value_type(v: Ref<'_>) -> u8 {
         Ref::Obj(Object::List(_)) => TYPE_LIST_QUICKLIST_2,
         Ref::Obj(Object::Set(SetObj::Intset(_))) => TYPE_SET_INTSET,
         Ref::Obj(Object::Set(SetObj::Table(_))) => TYPE_SET,
+        Ref::Obj(Object::Zset(ZSet::Listpack(_))) => TYPE_ZSET_LISTPACK,
+        Ref::Obj(Object::Zset(ZSet::Large(_))) => TYPE_ZSET_2,
     }
 }
 
@@ -129,6 +132,25 @@ pub fn put_payload(out: &mut Vec<u8>, v: Ref<'_>, compress: bool) {
             for (m, _) in d.iter() {
                 put_string(out, m, compress);
             }
+        }
+        Ref::Obj(Object::Zset(z @ ZSet::Listpack(_))) => {
+            // member, score, ...; the score as `%.17g` text (Redis's
+            // `d2string`), which the listpack stores as an integer when
+            // it is one.
+            let mut flat: Vec<Vec<u8>> = Vec::with_capacity(2 * z.len());
+            z.visit(0, z.len(), false, |m, s| {
+                flat.push(m.to_vec());
+                flat.push(crate::zset::score::format(s).into_bytes());
+            });
+            put_string(out, &lp_build(flat.iter().map(|v| v.as_slice())), compress);
+        }
+        Ref::Obj(Object::Zset(z @ ZSet::Large(_))) => {
+            // Greatest to smallest, as Redis (its loader inserts at the head).
+            put_len(out, z.len() as u64);
+            z.visit(0, z.len(), true, |m, s| {
+                put_string(out, m, compress);
+                out.extend_from_slice(&s.to_le_bytes());
+            });
         }
     }
 }
