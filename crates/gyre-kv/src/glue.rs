@@ -109,6 +109,7 @@ impl Drop for Shared {
     fn drop(&mut self) {
         let server = self.server.get_mut();
         if !server.persist.shutdown_asked
+            && !server.persist.load_failed
             && !server.config.persist.save.is_empty()
             && !server.is_loading()
         {

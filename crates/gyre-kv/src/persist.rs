@@ -121,11 +121,22 @@ struct BgWriter {
 }
 
 impl BgWriter {
-    fn spawn(file: DumpFile) -> io::Result<BgWriter> {
+    /// The thread opens the temp file itself, so a directory that cannot
+    /// be written fails the save in the background as Redis's child does
+    /// (BGSAVE still answers "started"; INFO and MISCONF tell the rest).
+    fn spawn(path: PathBuf, tag: String, checksum: bool) -> io::Result<BgWriter> {
         let (tx, rx) = sync_channel::<Msg>(WRITER_QUEUE);
         let handle = std::thread::Builder::new()
             .name("gyre-bgsave".into())
-            .spawn(move || write_loop(file, rx))?;
+            .spawn(move || {
+                let file = DumpFile::create(&path, &tag, checksum).inspect_err(|e| {
+                    log::warn!(
+                        "Failed opening the temp RDB file temp-{tag}.rdb (in server root dir {}) for saving: {e}",
+                        path.parent().map_or_else(String::new, |p| p.display().to_string())
+                    );
+                })?;
+                write_loop(file, rx)
+            })?;
         Ok(BgWriter { tx, handle })
     }
 }
@@ -208,6 +219,8 @@ pub struct PersistState {
     pub scheduled: bool,
     /// SHUTDOWN asked the process to exit.
     pub shutdown_asked: bool,
+    /// The dump could not be loaded: exiting must not save over it.
+    pub load_failed: bool,
 }
 
 impl Default for PersistState {
@@ -223,6 +236,7 @@ impl Default for PersistState {
             loading: None,
             scheduled: false,
             shutdown_asked: false,
+            load_failed: false,
         }
     }
 }
@@ -323,8 +337,7 @@ impl Server {
     fn bgsave_open(&mut self, now_ms: i64) -> io::Result<()> {
         let path = self.config.persist.path();
         let tag = format!("bg-{}", std::process::id());
-        let file = DumpFile::create(&path, &tag, self.config.persist.rdbchecksum)?;
-        let writer = BgWriter::spawn(file)?;
+        let writer = BgWriter::spawn(path, tag, self.config.persist.rdbchecksum)?;
         let compress = self.config.persist.rdbcompression;
         let mut chunk = Vec::with_capacity(CHUNK + 1024);
         put_header(&mut chunk, &self.aux(now_ms));
@@ -506,10 +519,14 @@ impl Server {
         let f = match std::fs::File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(RdbError::Io(e)),
+            Err(e) => {
+                self.persist.load_failed = true;
+                return Err(RdbError::Io(e));
+            }
         };
         let total_bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
-        let loader = Loader::start(io::BufReader::with_capacity(256 * 1024, f))?;
+        let loader = Loader::start(io::BufReader::with_capacity(256 * 1024, f))
+            .inspect_err(|_| self.persist.load_failed = true)?;
         self.persist.loading = Some(Loading {
             loader,
             total_bytes,
@@ -558,6 +575,7 @@ impl Server {
             }
             Err(e) => {
                 self.persist.loading = None;
+                self.persist.load_failed = true;
                 Err(e)
             }
         }
@@ -654,5 +672,56 @@ impl Server {
             ("module_fork_last_cow_size", "0".into()),
         ]);
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::server::Config;
+
+    fn server_in(dir: &std::path::Path) -> Server {
+        let mut config = Config::default();
+        config.persist.dir = dir.to_path_buf();
+        Server::new(config, 1_000)
+    }
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("gyre-persist-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn bgsave_slices_write_a_point_in_time_file() {
+        let dir = tmpdir("bg");
+        let mut s = server_in(&dir);
+        for i in 0..5000 {
+            s.dbs[0].set(format!("k{i}").as_bytes(), b"old".to_vec(), false);
+            s.dbs[3].set(format!("k{i}").as_bytes(), b"three".to_vec(), false);
+        }
+        s.bgsave_start(2_000).unwrap();
+        let mut turns = 0;
+        while s.bgsave_slice(2_000) {
+            s.dbs[0].set(format!("k{turns}").as_bytes(), b"new".to_vec(), false);
+            s.dbs[3].remove(format!("k{turns}").as_bytes());
+            s.dbs[1].set(b"fresh", b"x".to_vec(), false);
+            turns += 1;
+            assert!(turns < 1_000_000);
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        assert!(s.persist.last_bgsave_ok);
+        let mut back: Vec<crate::db::Db> = (0..16).map(crate::db::Db::new).collect();
+        let f = std::fs::File::open(dir.join("dump.rdb")).unwrap();
+        let st = crate::rdb::load::load(f, &mut back, &Default::default(), 0, true).unwrap();
+        assert_eq!(st.keys, 10_000);
+        assert!(back[0]
+            .entries()
+            .all(|(_, v, _)| matches!(v, crate::db::Ref::Str(b"old"))));
+        assert_eq!(back[3].len(), 5000);
+        assert!(back[1].is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
