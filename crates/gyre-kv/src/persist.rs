@@ -108,6 +108,38 @@ impl PersistConfig {
     }
 }
 
+/// CONFIG SET's check of `save`, `dir`, `dbfilename` (Redis's texts);
+/// the value to store.
+pub fn check_config(c: &PersistConfig, name: &str, v: &str) -> Result<String, String> {
+    match name {
+        "save" => PersistConfig::parse_save(v)
+            .map(|_| v.to_string())
+            .ok_or_else(|| "Invalid save parameters".to_string()),
+        "dbfilename" if v.is_empty() || v.contains('/') => {
+            Err("dbfilename can't be a path, just a filename".into())
+        }
+        "dir" => {
+            let p = c.dir.join(v);
+            if p.is_dir() {
+                Ok(std::fs::canonicalize(&p).unwrap_or(p).display().to_string())
+            } else {
+                Err("No such file or directory".into())
+            }
+        }
+        _ => Ok(v.to_string()),
+    }
+}
+
+/// Store a value [`check_config`] accepted.
+pub fn apply_config(c: &mut PersistConfig, name: &str, v: String) {
+    match name {
+        "save" => c.save = PersistConfig::parse_save(&v).unwrap_or_default(),
+        "dir" => c.dir = PathBuf::from(v),
+        "dbfilename" => c.dbfilename = v,
+        _ => {}
+    }
+}
+
 /// A message to the writer thread.
 enum Msg {
     Data(Vec<u8>),
@@ -692,6 +724,64 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    fn run(s: &mut Server, args: &[&str], now: i64) -> String {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        let mut out = Vec::new();
+        s.execute(0, &argv, now, &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn loading_answers_loading_and_then_serves() {
+        let dir = tmpdir("loading");
+        let mut s = server_in(&dir);
+        for i in 0..(3 * LOAD_SLICE_KEYS) {
+            s.dbs[0].set(format!("k{i}").as_bytes(), b"v".to_vec(), false);
+        }
+        assert_eq!(run(&mut s, &["SAVE"], 2_000), "+OK\r\n");
+        let mut t = server_in(&dir);
+        assert!(t.load_begin(3_000).unwrap());
+        assert_eq!(
+            run(&mut t, &["GET", "k1"], 3_000),
+            "-LOADING Redis is loading the dataset in memory\r\n"
+        );
+        assert!(run(&mut t, &["INFO", "persistence"], 3_000).contains("loading:1\r\n"));
+        assert!(!t.load_slice(3_000).unwrap());
+        while !t.load_slice(3_000).unwrap() {}
+        assert_eq!(run(&mut t, &["GET", "k1"], 3_000), "$1\r\nv\r\n");
+        assert!(run(&mut t, &["INFO", "persistence"], 3_000).contains("loading:0\r\n"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn config_get_and_set_of_the_persistence_parameters() {
+        let dir = tmpdir("config");
+        let mut s = server_in(&dir);
+        assert_eq!(
+            run(&mut s, &["CONFIG", "SET", "save", "900 1 300 10"], 0),
+            "+OK\r\n"
+        );
+        assert_eq!(
+            run(&mut s, &["CONFIG", "GET", "save"], 0),
+            "*2\r\n$4\r\nsave\r\n$12\r\n900 1 300 10\r\n"
+        );
+        assert!(
+            run(&mut s, &["CONFIG", "SET", "save", "900"], 0).contains("Invalid save parameters")
+        );
+        assert!(run(&mut s, &["CONFIG", "SET", "dbfilename", "a/b.rdb"], 0)
+            .contains("dbfilename can't be a path, just a filename"));
+        assert!(run(&mut s, &["CONFIG", "SET", "dir", "no-such-dir"], 0)
+            .contains("No such file or directory"));
+        assert_eq!(
+            run(&mut s, &["CONFIG", "SET", "rdbcompression", "no"], 0),
+            "+OK\r\n"
+        );
+        assert!(!s.config.persist.rdbcompression);
+        assert_eq!(run(&mut s, &["CONFIG", "SET", "save", ""], 0), "+OK\r\n");
+        assert!(s.config.persist.save.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
