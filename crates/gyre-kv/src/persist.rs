@@ -253,6 +253,9 @@ pub struct PersistState {
     pub shutdown_asked: bool,
     /// The dump could not be loaded: exiting must not save over it.
     pub load_failed: bool,
+    /// `rdb_last_load_keys_loaded` / `_expired`.
+    pub last_load_keys: u64,
+    pub last_load_expired: u64,
 }
 
 impl Default for PersistState {
@@ -269,6 +272,8 @@ impl Default for PersistState {
             scheduled: false,
             shutdown_asked: false,
             load_failed: false,
+            last_load_keys: 0,
+            last_load_expired: 0,
         }
     }
 }
@@ -583,6 +588,8 @@ impl Server {
             Ok(true) => {
                 if let Some(l) = self.persist.loading.take() {
                     let st = &l.loader.stats;
+                    self.persist.last_load_keys = st.keys;
+                    self.persist.last_load_expired = st.expired;
                     for (k, v) in &st.aux {
                         if k == b"redis-ver" {
                             log::info!(
@@ -645,8 +652,21 @@ impl Server {
             ("current_cow_size", "0".into()),
             ("current_cow_size_age", "0".into()),
             ("current_fork_perc", "0.00".into()),
-            ("current_save_keys_processed", "0".into()),
-            ("current_save_keys_total", "0".into()),
+            (
+                "current_save_keys_processed",
+                self.dbs
+                    .iter()
+                    .map(|d| d.snapshot_saved())
+                    .sum::<u64>()
+                    .to_string(),
+            ),
+            (
+                "current_save_keys_total",
+                p.bgsave
+                    .as_ref()
+                    .map_or(0, |b| b.sizes.iter().map(|s| s.0).sum::<usize>())
+                    .to_string(),
+            ),
         ];
         if let Some(l) = loading {
             let loaded = l.loader.offset();
@@ -688,8 +708,11 @@ impl Server {
             ),
             ("rdb_saves", p.saves.to_string()),
             ("rdb_last_cow_size", "0".into()),
-            ("rdb_last_load_keys_expired", "0".into()),
-            ("rdb_last_load_keys_loaded", "0".into()),
+            (
+                "rdb_last_load_keys_expired",
+                p.last_load_expired.to_string(),
+            ),
+            ("rdb_last_load_keys_loaded", p.last_load_keys.to_string()),
             ("aof_enabled", "0".into()),
             ("aof_rewrite_in_progress", "0".into()),
             ("aof_rewrite_scheduled", "0".into()),

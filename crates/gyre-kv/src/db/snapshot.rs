@@ -95,6 +95,11 @@ impl Db {
             .unwrap_or_default()
     }
 
+    /// Records saved so far by the running sweep.
+    pub fn snapshot_saved(&self) -> u64 {
+        self.snap.as_ref().map_or(0, |s| s.saved)
+    }
+
     /// Bytes waiting in the output.
     pub fn snapshot_pending(&self) -> usize {
         self.snap.as_ref().map_or(0, |s| s.out.len())

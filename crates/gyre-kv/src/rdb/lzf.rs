@@ -80,7 +80,9 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
 
 /// Decompress into exactly `out_len` bytes; `None` on a malformed stream.
 pub fn decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
-    let mut out: Vec<u8> = Vec::with_capacity(out_len);
+    // A reference expands 3 input bytes to at most 264: never reserve
+    // more than the input can produce (`out_len` comes from the file).
+    let mut out: Vec<u8> = Vec::with_capacity(out_len.min(input.len().saturating_mul(90)));
     let mut i = 0;
     while i < input.len() {
         let c = usize::from(input[i]);

@@ -271,3 +271,38 @@ fn dump_payloads_round_trip_and_are_checked() {
     let redis = b"\x00\x05hello\n\x00cr\xdfve4 \n";
     assert_eq!(dump_payload(Ref::Str(b"hello"), true), redis);
 }
+
+/// Random flips, truncations and splices of a dump: the reader answers an
+/// error or a dataset, never panics, and never allocates what a corrupt
+/// length announces (the loop would take minutes or abort if it did).
+#[test]
+fn corrupt_dumps_never_panic() {
+    let lim = Limits::default();
+    let good = save_bytes(&[sample_db(&lim)], true);
+    let mut rng = crate::util::Rng::new(99);
+    // An LZF string announcing 2^39 bytes from 3 input bytes.
+    let mut lzf = vec![0xc0 | ENC_LZF, 3, 0x81];
+    lzf.extend_from_slice(&(1u64 << 39).to_be_bytes());
+    lzf.extend_from_slice(&[0, b'a', 0]);
+    assert!(super::load::Reader::new(&lzf[..]).string().is_err());
+    for round in 0..3000 {
+        let mut b = good.clone();
+        match round % 3 {
+            0 => {
+                for _ in 0..1 + rng.below(4) {
+                    let i = rng.below(b.len());
+                    b[i] = rng.below(256) as u8;
+                }
+            }
+            1 => b.truncate(rng.below(b.len())),
+            _ => {
+                let i = rng.below(b.len());
+                let n = rng.below(16);
+                b.splice(i..i, (0..n).map(|_| rng.below(256) as u8));
+            }
+        }
+        let mut dbs: Vec<Db> = (0..2).map(Db::new).collect();
+        let _ = load(&b[..], &mut dbs, &lim, 0, round % 2 == 0);
+        let _ = restore_payload(b.get(9..b.len().min(400)).unwrap_or_default(), &lim);
+    }
+}
