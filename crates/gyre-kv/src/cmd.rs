@@ -259,6 +259,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::t_hash::COMMANDS,
     crate::t_set::COMMANDS,
     crate::t_list::COMMANDS,
+    crate::rdb_cmds::COMMANDS,
 ];
 
 /// All top-level commands.

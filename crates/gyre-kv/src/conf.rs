@@ -17,6 +17,13 @@
 //!     zset-max-listpack-entries 128;
 //!     zset-max-listpack-value 64;
 //!     list-max-listpack-size -2;
+//!     dir data;                        # relative to the prefix; default: the prefix
+//!     dbfilename dump.rdb;
+//!     save 3600 1 300 100 60 10000;    # save ""; turns snapshots off
+//!     rdbcompression yes;
+//!     rdbchecksum yes;
+//!     stop-writes-on-bgsave-error yes;
+//!     rdb-del-sync-files no;
 //! }
 //! ```
 //!
@@ -24,6 +31,7 @@
 //! aliases, and the underscore form of both.
 
 use crate::object::Limits;
+use crate::persist::{PersistConfig, DEFAULT_SAVE};
 use crate::tls;
 use gyre_core::conf::{
     Args, Block, ConfCtx, ConfError, Context, Directive, DirectiveSpec, ListenConf, ModuleDef,
@@ -48,6 +56,10 @@ pub struct KvConf {
     pub tls: crate::tls::KvTls,
     /// Encoding thresholds (`*-max-listpack-*`).
     pub encodings: Limits,
+    /// RDB settings; `dir` resolved against the prefix.
+    pub persist: PersistConfig,
+    /// A `save` line replaced the default rules.
+    save_set: bool,
 }
 
 impl Default for KvConf {
@@ -64,8 +76,74 @@ impl Default for KvConf {
             client_query_buffer_limit: 1024 * 1024 * 1024,
             tls: crate::tls::KvTls::default(),
             encodings: Limits::default(),
+            persist: PersistConfig {
+                dir: std::path::PathBuf::new(),
+                save: DEFAULT_SAVE.to_vec(),
+                ..PersistConfig::default()
+            },
+            save_set: false,
         }
     }
+}
+
+fn yes_no(d: &Directive) -> Result<bool, String> {
+    match d.arg(0).to_ascii_lowercase().as_str() {
+        "yes" | "on" => Ok(true),
+        "no" | "off" => Ok(false),
+        _ => Err(format!(
+            "invalid value \"{}\" in \"{}\" directive, it must be \"yes\" or \"no\"",
+            d.arg(0),
+            d.name
+        )),
+    }
+}
+
+fn set_dir(c: &mut KvConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    c.persist.dir = cx.prefix().join(d.arg(0));
+    Ok(())
+}
+
+fn set_dbfilename(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let name = d.arg(0);
+    // Redis: "dbfilename can't be a path, just a filename".
+    if name.is_empty() || name.contains('/') {
+        return Err("dbfilename can't be a path, just a filename".into());
+    }
+    c.persist.dbfilename = name.to_string();
+    Ok(())
+}
+
+/// `save <seconds> <changes> [...]`, repeatable; `save ""` clears.
+fn set_save(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    if !c.save_set {
+        c.persist.save.clear();
+        c.save_set = true;
+    }
+    let text = d.args.join(" ");
+    let rules =
+        PersistConfig::parse_save(&text).ok_or_else(|| "Invalid save parameters".to_string())?;
+    c.persist.save.extend(rules);
+    Ok(())
+}
+
+fn set_rdbcompression(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.persist.rdbcompression = yes_no(d)?;
+    Ok(())
+}
+
+fn set_rdbchecksum(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.persist.rdbchecksum = yes_no(d)?;
+    Ok(())
+}
+
+fn set_stop_writes(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.persist.stop_writes_on_bgsave_error = yes_no(d)?;
+    Ok(())
+}
+
+fn set_del_sync(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.persist.rdb_del_sync_files = yes_no(d)?;
+    Ok(())
 }
 
 /// The context inside `kv {}`.
@@ -166,6 +244,18 @@ fn set_list_max_listpack_size(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Res
 }
 
 static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
+    DirectiveSpec::new("dir", KV, Args::TAKE1, set_dir),
+    DirectiveSpec::new("dbfilename", KV, Args::TAKE1, set_dbfilename),
+    DirectiveSpec::multi("save", KV, Args::ONE_MORE, set_save),
+    DirectiveSpec::new("rdbcompression", KV, Args::TAKE1, set_rdbcompression),
+    DirectiveSpec::new("rdbchecksum", KV, Args::TAKE1, set_rdbchecksum),
+    DirectiveSpec::new(
+        "stop-writes-on-bgsave-error",
+        KV,
+        Args::TAKE1,
+        set_stop_writes,
+    ),
+    DirectiveSpec::new("rdb-del-sync-files", KV, Args::TAKE1, set_del_sync),
     DirectiveSpec::block(
         "kv",
         Context::MAIN,
@@ -342,7 +432,10 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     ),
 ];
 
-fn kv_init(c: &mut KvConf, _: &ConfCtx) -> Result<(), ConfError> {
+fn kv_init(c: &mut KvConf, cx: &ConfCtx) -> Result<(), ConfError> {
+    if c.persist.dir.as_os_str().is_empty() {
+        c.persist.dir = cx.prefix().to_path_buf();
+    }
     match c.tls.port {
         // `port 0`: no plain port (a TLS-only server).
         Some(0) if !c.listen.is_empty() => {

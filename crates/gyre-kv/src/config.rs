@@ -96,6 +96,8 @@ enum Kind {
         max: u64,
     },
     Bool,
+    /// Text checked by [`crate::persist::check_config`].
+    Str,
     Immutable,
     /// Accepted and ignored (reported value fixed).
     Fixed,
@@ -167,7 +169,31 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "save",
-        kind: Kind::Fixed,
+        kind: Kind::Str,
+    },
+    Param {
+        name: "dir",
+        kind: Kind::Str,
+    },
+    Param {
+        name: "dbfilename",
+        kind: Kind::Str,
+    },
+    Param {
+        name: "rdbcompression",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "rdbchecksum",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "stop-writes-on-bgsave-error",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "rdb-del-sync-files",
+        kind: Kind::Bool,
     },
     Param {
         name: "appendonly",
@@ -277,7 +303,13 @@ fn param_value(server: &Server, name: &str) -> String {
         "maxmemory" => c.maxmemory.to_string(),
         "port" => c.port.to_string(),
         "bind" => c.bind.clone(),
-        "save" => String::new(),
+        "save" => c.persist.save_text(),
+        "dir" => c.persist.dir.display().to_string(),
+        "dbfilename" => c.persist.dbfilename.clone(),
+        "rdbcompression" => yn(c.persist.rdbcompression),
+        "rdbchecksum" => yn(c.persist.rdbchecksum),
+        "stop-writes-on-bgsave-error" => yn(c.persist.stop_writes_on_bgsave_error),
+        "rdb-del-sync-files" => yn(c.persist.rdb_del_sync_files),
         "appendonly" => "no".into(),
         "maxmemory-policy" => "noeviction".into(),
         "hash-max-listpack-entries" => c.encodings.hash_max_listpack_entries.to_string(),
@@ -318,6 +350,7 @@ enum NewValue {
     Int(i64),
     Mem(u64),
     Bool(bool),
+    Str(String),
     Ignored,
 }
 
@@ -349,6 +382,13 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
         let nv = match p.kind {
             Kind::Immutable => return ctx.err(&fail("can't set immutable config")),
             Kind::Fixed => NewValue::Ignored,
+            Kind::Str => {
+                let text = String::from_utf8_lossy(&val).into_owned();
+                match crate::persist::check_config(&server.config.persist, p.name, &text) {
+                    Ok(v) => NewValue::Str(v),
+                    Err(why) => return ctx.err(&fail(&why)),
+                }
+            }
             Kind::Bool => {
                 if eq(&val, "yes") {
                     NewValue::Bool(true)
@@ -423,6 +463,15 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
             }
             ("list-max-listpack-size", NewValue::Int(v)) => c.encodings.list_max_listpack_size = v,
             ("list-max-ziplist-size", NewValue::Int(v)) => c.encodings.list_max_listpack_size = v,
+            ("rdbcompression", NewValue::Bool(b)) => c.persist.rdbcompression = b,
+            ("rdbchecksum", NewValue::Bool(b)) => c.persist.rdbchecksum = b,
+            ("stop-writes-on-bgsave-error", NewValue::Bool(b)) => {
+                c.persist.stop_writes_on_bgsave_error = b
+            }
+            ("rdb-del-sync-files", NewValue::Bool(b)) => c.persist.rdb_del_sync_files = b,
+            (name @ ("save" | "dir" | "dbfilename"), NewValue::Str(v)) => {
+                crate::persist::apply_config(&mut c.persist, name, v)
+            }
             _ => {}
         }
     }

@@ -47,6 +47,8 @@ use crate::hash::KeyHasher;
 use crate::object::{Kind, Object};
 use crate::util::Rng;
 
+mod snapshot;
+
 /// Estimated per-key overhead in bytes (node, map slot, TTL slot), for the
 /// `used_memory` estimate.
 pub const ENTRY_OVERHEAD: u64 = 112;
@@ -268,6 +270,8 @@ pub struct Db {
     pub stats: DbStats,
     mem: u64,
     rng: Rng,
+    /// A background save's sweep (see [`snapshot`]).
+    snap: Option<Box<snapshot::Sweep>>,
 }
 
 /// A key is expired when `now > expire` (Redis's `keyIsExpired`).
@@ -294,6 +298,7 @@ impl Db {
             stats: DbStats::default(),
             mem: 0,
             rng: Rng::new(seed),
+            snap: None,
         }
     }
 
@@ -393,6 +398,7 @@ impl Db {
     /// Remove node `i` everywhere. O(1): the last node moves into its slot
     /// and its map entry (by stored hash) and TTL slot are re-pointed.
     fn remove_at(&mut self, i: usize) -> Node {
+        self.cow_remove(i);
         self.unlink_chain(i);
         let ts = self.nodes[i].ttl_slot;
         if ts != NONE {
@@ -488,6 +494,7 @@ impl Db {
         f: impl FnOnce(&mut Vec<u8>) -> R,
     ) -> Option<R> {
         let i = self.find_live(key, now)?;
+        self.cow(i);
         let v = &mut self.nodes[i].value;
         let before = v.mem();
         let r = v.update(f);
@@ -536,6 +543,9 @@ impl Db {
     /// string. The probe is stale afterwards.
     pub fn update_obj<R>(&mut self, p: &Probe, f: impl FnOnce(&mut Object) -> R) -> Option<R> {
         let i = p.index?;
+        if matches!(self.nodes[i].value, Value::Obj(_)) {
+            self.cow(i);
+        }
         let Value::Obj(o) = &mut self.nodes[i].value else {
             return None;
         };
@@ -577,6 +587,7 @@ impl Db {
     fn store(&mut self, p: Probe, key: &[u8], value: Value, keep_ttl: bool) -> Probe {
         let vlen = value.mem();
         if let Some(i) = p.index {
+            self.cow(i);
             let n = &mut self.nodes[i];
             self.mem = self.mem.saturating_sub(n.value.mem()) + vlen;
             n.value = value;
@@ -586,6 +597,7 @@ impl Db {
             return p;
         }
         let h = p.hash;
+        self.cow_hash(h);
         let idx = self.nodes.len() as u32;
         let next = match self.map.entry(h) {
             MapEntry::Occupied(mut e) => std::mem::replace(e.get_mut(), idx),
@@ -655,6 +667,7 @@ impl Db {
     }
 
     fn set_expire_at(&mut self, i: usize, when: i64) {
+        self.cow(i);
         let when = when.max(0);
         let n = &mut self.nodes[i];
         n.expire = when;
@@ -670,11 +683,12 @@ impl Db {
     }
 
     fn remove_expire_at(&mut self, i: usize) -> bool {
-        let n = &mut self.nodes[i];
-        let slot = n.ttl_slot;
+        let slot = self.nodes[i].ttl_slot;
         if slot == NONE {
             return false;
         }
+        self.cow(i);
+        let n = &mut self.nodes[i];
         n.ttl_slot = NONE;
         n.expire = NO_EXPIRE;
         self.unlink_ttl(slot);
@@ -696,6 +710,7 @@ impl Db {
 
     /// FLUSHDB: drop everything (counters are kept).
     pub fn flush(&mut self) -> usize {
+        self.cow_all();
         let n = self.nodes.len();
         self.map = IdMap::default();
         self.nodes = Vec::new();

@@ -87,6 +87,7 @@ pub fn config(conf: &KvConf) -> Config {
         bind: first.map_or_else(|| "127.0.0.1".into(), |l| l.addr.ip().to_string()),
         seed: std::process::id() as u64 ^ 0x5EED,
         expire_slices: true,
+        persist: conf.persist.clone(),
         ..Config::default()
     }
 }
@@ -101,6 +102,28 @@ struct Shared {
     out: RefCell<Vec<u8>>,
     /// The expire-slice time event is armed.
     slicing: Cell<bool>,
+    /// The background-save slice time event is armed.
+    saving: Cell<bool>,
+}
+
+impl Drop for Shared {
+    /// The kv process is exiting (TERM, QUIT, or the master gone): Redis
+    /// saves a last snapshot when save rules are set (`prepareForShutdown`).
+    /// SHUTDOWN already did what it was asked.
+    fn drop(&mut self) {
+        let server = self.server.get_mut();
+        if !server.persist.shutdown_asked
+            && !server.persist.load_failed
+            && !server.config.persist.save.is_empty()
+            && !server.is_loading()
+        {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            log::info!("Received SIGTERM scheduling shutdown...");
+            server.save_on_exit(now);
+        }
+    }
 }
 
 fn now_ms(core: &Core) -> i64 {
@@ -115,7 +138,9 @@ pub fn init(conf: &KvConf, core: &mut Core, listeners: Vec<Listener>) -> io::Res
         buf: RefCell::new(vec![0; READ_BUF]),
         out: RefCell::new(Vec::with_capacity(READ_BUF)),
         slicing: Cell::new(false),
+        saving: Cell::new(false),
     });
+    start_loading(&shared, core)?;
     for (i, ls) in listeners.into_iter().enumerate() {
         let laddr = ls.local_addr().to_string();
         log::info!("kv listening on {laddr}");
@@ -157,6 +182,9 @@ fn server_cron(s: &Rc<Shared>, core: &mut Core) -> Next {
     for id in out.close {
         close_client(s, core, id);
     }
+    if out.bgsave_started {
+        arm_bgsave(s, core);
+    }
     if out.expire_backlog && !s.slicing.get() {
         s.slicing.set(true);
         let sh = s.clone();
@@ -190,6 +218,59 @@ fn wake(s: &Rc<Shared>, core: &mut Core) {
             core.post(Ev::read(c));
         }
     }
+}
+
+/// Loading at start (Redis's `loadDataFromDisk`): a slice of keys per
+/// turn, answering `-LOADING` meanwhile. A file that cannot be read stops
+/// the kv process for good (EXIT_FATAL: the master does not respawn it),
+/// as Redis refuses to start: no silent empty dataset.
+fn start_loading(s: &Rc<Shared>, core: &mut Core) -> io::Result<()> {
+    let now = now_ms(core);
+    let path = s.server.borrow().config.persist.path();
+    match s.server.borrow_mut().load_begin(now) {
+        Ok(false) => return Ok(()),
+        Ok(true) => {}
+        Err(e) => {
+            log::error!("Fatal error loading the DB: {e}. Exiting.");
+            return Err(io::Error::other(format!(
+                "Fatal error loading the DB {}: {e}",
+                path.display()
+            )));
+        }
+    }
+    let sh = s.clone();
+    core.create_time_event(0, move |core, _| {
+        let now = now_ms(core);
+        let r = sh.server.borrow_mut().load_slice(now);
+        match r {
+            Ok(false) => Next::Again(0),
+            Ok(true) => Next::NoMore,
+            Err(e) => {
+                log::error!("Fatal error loading the DB: {e}. Exiting.");
+                std::process::exit(gyre_core::process::EXIT_FATAL);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Runs background-save slices until the save is over (see
+/// [`crate::persist`]).
+fn arm_bgsave(s: &Rc<Shared>, core: &mut Core) {
+    if s.saving.get() || !s.server.borrow().bgsave_in_progress() {
+        return;
+    }
+    s.saving.set(true);
+    let sh = s.clone();
+    core.create_time_event(0, move |core, _| {
+        let now = now_ms(core);
+        if sh.server.borrow_mut().bgsave_slice(now) {
+            Next::Again(crate::persist::BGSAVE_SLICE_GAP_MS)
+        } else {
+            sh.saving.set(false);
+            Next::NoMore
+        }
+    });
 }
 
 /// Closes clients CLIENT KILL picked from another connection.
@@ -372,7 +453,14 @@ impl KvConn {
                 r
             }
         };
+        let (bgsave, shutdown) = (server.bgsave_in_progress(), server.persist.shutdown_asked);
         drop(server);
+        if bgsave {
+            arm_bgsave(&shared, core);
+        }
+        if shutdown {
+            core.stop();
+        }
         if outcome.close {
             self.close_after = true;
         }

@@ -127,16 +127,9 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
         }
         "persistence" => {
             out.push_str("# Persistence\r\n");
-            line(out, "loading", 0);
-            line(out, "async_loading", 0);
-            line(out, "rdb_changes_since_last_save", server.dirty);
-            line(out, "rdb_bgsave_in_progress", 0);
-            line(out, "rdb_last_save_time", server.last_save_ms / 1000);
-            line(out, "rdb_last_bgsave_status", "ok");
-            line(out, "aof_enabled", 0);
-            line(out, "aof_rewrite_in_progress", 0);
-            line(out, "aof_last_bgrewrite_status", "ok");
-            line(out, "aof_last_write_status", "ok");
+            for (k, v) in server.persistence_info(now) {
+                line(out, k, v);
+            }
         }
         "stats" => {
             out.push_str("# Stats\r\n");

@@ -85,6 +85,8 @@ pub struct Config {
     pub seed: u64,
     /// Aggregate encoding thresholds (`hash-max-listpack-entries`, ...).
     pub encodings: crate::object::Limits,
+    /// RDB settings (`dir`, `dbfilename`, `save`, ...).
+    pub persist: crate::persist::PersistConfig,
 }
 
 impl Default for Config {
@@ -105,6 +107,7 @@ impl Default for Config {
             expire_slices: false,
             seed: 0x5EED,
             encodings: crate::object::Limits::default(),
+            persist: crate::persist::PersistConfig::default(),
         }
     }
 }
@@ -280,6 +283,9 @@ pub struct CronOutcome {
     /// sampled keys were stale): in sliced mode, schedule
     /// [`Server::expire_slice`] until [`Server::expire_backlog`] is false.
     pub expire_backlog: bool,
+    /// A save rule started a background save: schedule
+    /// [`Server::bgsave_slice`] until it returns false.
+    pub bgsave_started: bool,
 }
 
 #[derive(Debug, Default)]
@@ -311,6 +317,8 @@ pub struct Server {
     /// Changes since the last save (`rdb_changes_since_last_save`).
     pub dirty: u64,
     pub(crate) last_save_ms: i64,
+    /// SAVE/BGSAVE/loading state ([`crate::persist`]).
+    pub persist: crate::persist::PersistState,
     /// Random picks of the commands (SPOP, SRANDMEMBER, HRANDFIELD ...).
     pub(crate) rng: crate::util::Rng,
     /// Clients blocked in BLPOP & co. ([`crate::blocked`]).
@@ -347,6 +355,7 @@ impl Server {
             run_id,
             dirty: 0,
             last_save_ms: now_ms,
+            persist: crate::persist::PersistState::default(),
             rng: crate::util::Rng::new(rng.next_u64()),
             blocked: crate::blocked::BlockState::default(),
         }
@@ -589,6 +598,16 @@ impl Server {
                 return Flow::Continue;
             }
         };
+        if self.persist.loading.is_some() && !cmd.spec.flags.contains(&"loading") {
+            resp::write_error(out, crate::persist::ERR_LOADING.as_bytes());
+            self.stats.total_error_replies += 1;
+            return Flow::Continue;
+        }
+        if (cmd.spec.flags.contains(&"write") || cmd.spec.name == "ping") && self.writes_denied() {
+            resp::write_error(out, crate::persist::ERR_MISCONF.as_bytes());
+            self.stats.total_error_replies += 1;
+            return Flow::Continue;
+        }
         let mut ctx = Ctx {
             argv,
             now: now_ms,
@@ -730,7 +749,7 @@ impl Server {
         };
         let expire = self.active_expire_cycle(now_ms, CycleKind::Slow, budget);
 
-        self.persistence_cron(now_ms);
+        let bgsave_started = self.persistence_cron(now_ms);
 
         self.cron.cronloops += 1;
         CronOutcome {
@@ -739,6 +758,7 @@ impl Server {
             expire,
             hz,
             expire_backlog: self.expire_backlog(),
+            bgsave_started,
         }
     }
 
@@ -766,13 +786,6 @@ impl Server {
             max_samples: EXPIRE_SLICE_US * EXPIRE_SAMPLES_PER_US,
         }
     }
-
-    /// Where RDB snapshots / AOF rewrites and fsyncs would be scheduled:
-    /// Redis's serverCron checks here whether `dirty` changes and elapsed
-    /// time since `last_save_ms` match a `save` rule (then forks a BGSAVE)
-    /// and whether the AOF needs a rewrite or an fsync. This module has no
-    /// persistence yet; `dirty` and `last_save_ms` are maintained for it.
-    fn persistence_cron(&mut self, _now_ms: i64) {}
 
     /// Redis's `clientsCron` timeout part: visit `numclients / hz` clients
     /// (at least 5), round robin, and pick those idle longer than `timeout`.

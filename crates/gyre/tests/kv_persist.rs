@@ -1,0 +1,841 @@
+//! RDB persistence through the real binary: dumps exchanged both ways with
+//! redis-server 7.0 and checked by redis-check-rdb (skipped with a message
+//! when they are missing), BGSAVE as a point-in-time snapshot under
+//! writes, the respawned kv process loading the last snapshot after
+//! kill -9, a corrupt dump stopping the start, save rules, MISCONF, SHUTDOWN.
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use util::http::free_port;
+use util::{wait_for, Prefix, Server};
+
+const REDIS: &str = "/usr/bin/redis-server";
+const CHECK_RDB: &str = "/usr/bin/redis-check-rdb";
+
+struct Kv {
+    p: Prefix,
+    s: Server,
+    addr: SocketAddr,
+}
+
+fn start(name: &str, kv_extra: &str) -> Kv {
+    let p = Prefix::new(name);
+    start_in(p, kv_extra)
+}
+
+fn start_in(p: Prefix, kv_extra: &str) -> Kv {
+    let port = free_port();
+    p.conf(&format!(
+        "daemon off;\nerror_log logs/error.log info;\nworker_processes 1;\nevents {{}}\n\
+         kv {{\n    listen 127.0.0.1:{port};\n{kv_extra}\n}}\n"
+    ));
+    let s = p.start();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    assert!(
+        wait_for(Duration::from_secs(10), || ping(addr)),
+        "{}",
+        s.log()
+    );
+    Kv { p, s, addr }
+}
+
+/// PING answers PONG (not -LOADING, not refused).
+fn ping(addr: SocketAddr) -> bool {
+    redis::Client::open(format!("redis://{addr}/"))
+        .and_then(|cl| cl.get_connection_with_timeout(Duration::from_millis(500)))
+        .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+        .is_ok()
+}
+
+fn connect(addr: SocketAddr) -> redis::Connection {
+    let c = redis::Client::open(format!("redis://{addr}/")).unwrap();
+    let c = c
+        .get_connection_with_timeout(Duration::from_secs(5))
+        .unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c
+}
+
+fn kv_pid(kv: &Kv) -> u32 {
+    assert!(kv.s.logged("start kv process", Duration::from_secs(5)));
+    kv.s.log()
+        .lines()
+        .rev()
+        .filter_map(|l| l.split("start kv process ").nth(1))
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn info_field(c: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+        .to_string()
+}
+
+fn wait_bgsave_done(c: &mut redis::Connection) {
+    assert!(wait_for(Duration::from_secs(30), || info_field(
+        c,
+        "rdb_bgsave_in_progress"
+    ) == "0"));
+}
+
+/// A redis-server on a free port in `dir`, loading `dir/file` if present.
+struct Redis {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Redis {
+    fn start(dir: &Path, file: &str) -> Redis {
+        let port = free_port();
+        let child = Command::new(REDIS)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--appendonly", "no", "--daemonize", "no"])
+            // redis.conf's value, gyre's default (the compiled-in default
+            // of Debian's 7.0.15 is 512).
+            .args(["--hash-max-listpack-entries", "128"])
+            .arg("--dir")
+            .arg(dir)
+            .args(["--dbfilename", file])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        assert!(
+            wait_for(Duration::from_secs(10), || ping(addr)),
+            "redis-server did not start"
+        );
+        Redis { child, addr }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn have(bin: &str) -> bool {
+    if Path::new(bin).exists() {
+        true
+    } else {
+        eprintln!("skipping: {bin} not installed");
+        false
+    }
+}
+
+/// Strings, integers, long compressible and binary values, TTLs, and every
+/// aggregate in both of its encodings, in databases 0 and 5.
+fn populate(c: &mut redis::Connection, lists: bool) {
+    for db in [0, 5] {
+        let _: () = redis::cmd("SELECT").arg(db).query(c).unwrap();
+        let mut p = redis::pipe();
+        p.cmd("SET").arg("str").arg("hello").ignore();
+        p.cmd("SET").arg("int").arg("-123456").ignore();
+        p.cmd("SET").arg("bigint").arg("12345678901234").ignore();
+        p.cmd("SET").arg("long").arg("abc".repeat(3000)).ignore();
+        p.cmd("SET")
+            .arg("bin")
+            .arg(vec![0u8, 255, 10, 13, 0])
+            .ignore();
+        p.cmd("SET").arg("empty").arg("").ignore();
+        p.cmd("SET").arg("ttl").arg("t").ignore();
+        p.cmd("PEXPIREAT")
+            .arg("ttl")
+            .arg(4_000_000_000_000i64)
+            .ignore();
+        p.cmd("HSET")
+            .arg("hsmall")
+            .arg("f1")
+            .arg("v1")
+            .arg("n")
+            .arg("7")
+            .ignore();
+        for i in 0..300 {
+            p.cmd("HSET")
+                .arg("hbig")
+                .arg(format!("field:{i}"))
+                .arg(i * 3)
+                .ignore();
+        }
+        p.cmd("HSET")
+            .arg("hlongval")
+            .arg("f")
+            .arg("x".repeat(100))
+            .ignore();
+        p.cmd("SADD")
+            .arg("sint")
+            .arg(1)
+            .arg(-70000)
+            .arg(9_000_000_000i64)
+            .ignore();
+        p.cmd("SADD")
+            .arg("sstr")
+            .arg("a")
+            .arg("b")
+            .arg("12")
+            .ignore();
+        for i in 0..600 {
+            p.cmd("SADD").arg("sbigint").arg(i).ignore();
+        }
+        p.cmd("ZADD")
+            .arg("zsmall")
+            .arg(1)
+            .arg("a")
+            .arg(1.5)
+            .arg("b")
+            .arg("-inf")
+            .arg("c")
+            .ignore();
+        for i in 0..200 {
+            p.cmd("ZADD")
+                .arg("zbig")
+                .arg(f64::from(i) / 3.0)
+                .arg(format!("m{i}"))
+                .ignore();
+        }
+        p.cmd("PEXPIREAT")
+            .arg("zbig")
+            .arg(4_000_000_000_123i64)
+            .ignore();
+        if lists {
+            p.cmd("RPUSH")
+                .arg("lsmall")
+                .arg("x")
+                .arg("1")
+                .arg("yy")
+                .ignore();
+            for i in 0..2000 {
+                p.cmd("RPUSH")
+                    .arg("lbig")
+                    .arg(format!("element-{i}"))
+                    .ignore();
+            }
+            p.cmd("RPUSH").arg("lbig").arg("z".repeat(20_000)).ignore();
+        }
+        let _: () = p.query(c).unwrap();
+    }
+    let _: () = redis::cmd("SELECT").arg(0).query(c).unwrap();
+}
+
+/// Every key of every database as text: type, encoding, contents, TTL.
+/// `exact_ttl`: absolute expire times (PEXPIRETIME, redis only).
+fn contents(c: &mut redis::Connection, gyre: bool) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for db in 0..16 {
+        let _: () = redis::cmd("SELECT").arg(db).query(c).unwrap();
+        let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+        for k in keys {
+            let t: String = redis::cmd("TYPE").arg(&k).query(c).unwrap();
+            let enc: String = redis::cmd("OBJECT")
+                .arg("ENCODING")
+                .arg(&k)
+                .query(c)
+                .unwrap();
+            let body = match t.as_str() {
+                "string" => {
+                    let v: Vec<u8> = redis::cmd("GET").arg(&k).query(c).unwrap();
+                    format!("{v:?}")
+                }
+                "hash" => {
+                    let v: BTreeMap<String, String> =
+                        redis::cmd("HGETALL").arg(&k).query(c).unwrap();
+                    format!("{v:?}")
+                }
+                "set" => {
+                    let mut v: Vec<String> = redis::cmd("SMEMBERS").arg(&k).query(c).unwrap();
+                    v.sort();
+                    format!("{v:?}")
+                }
+                "zset" => {
+                    let v: Vec<String> = redis::cmd("ZRANGE")
+                        .arg(&k)
+                        .arg(0)
+                        .arg(-1)
+                        .arg("WITHSCORES")
+                        .query(c)
+                        .unwrap();
+                    format!("{v:?}")
+                }
+                "list" if gyre => "(list)".to_string(),
+                "list" => {
+                    let v: Vec<String> = redis::cmd("LRANGE")
+                        .arg(&k)
+                        .arg(0)
+                        .arg(-1)
+                        .query(c)
+                        .unwrap();
+                    format!("{v:?}")
+                }
+                other => panic!("unexpected type {other}"),
+            };
+            let ttl: i64 = redis::cmd("PTTL").arg(&k).query(c).unwrap();
+            out.insert(
+                format!("{db}/{}", String::from_utf8_lossy(&k)),
+                format!("{t} {enc} ttl={} {body}", ttl > 0),
+            );
+        }
+    }
+    let _: () = redis::cmd("SELECT").arg(0).query(c).unwrap();
+    out
+}
+
+/// Equal maps, reporting only the keys that differ.
+fn same(got: &BTreeMap<String, String>, want: &BTreeMap<String, String>) {
+    let mut diff = Vec::new();
+    for k in got.keys().chain(want.keys()) {
+        let (g, w) = (got.get(k), want.get(k));
+        if g != w {
+            let cut = |v: Option<&String>| v.map(|s| s.chars().take(160).collect::<String>());
+            diff.push(format!("{k}: got {:?} want {:?}", cut(g), cut(w)));
+        }
+    }
+    diff.dedup();
+    assert!(
+        diff.is_empty(),
+        "{} keys differ:\n{}",
+        diff.len(),
+        diff.join("\n")
+    );
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::copy(from, to).unwrap();
+}
+
+#[test]
+fn dumps_move_between_redis_and_gyre_both_ways() {
+    if !have(REDIS) || !have(CHECK_RDB) {
+        return;
+    }
+    let rdir = Prefix::new("kv-persist-redis-a");
+    let a = Redis::start(&rdir.dir, "a.rdb");
+    let mut ca = connect(a.addr);
+    populate(&mut ca, true);
+    let want = contents(&mut ca, false);
+    let _: () = redis::cmd("SAVE").query(&mut ca).unwrap();
+
+    // redis → gyre.
+    let p = Prefix::new("kv-persist-interop");
+    copy(&rdir.dir.join("a.rdb"), &p.dir.join("dump.rdb"));
+    let kv = start_in(p, "save \"\";");
+    let mut cg = connect(kv.addr);
+    let got = contents(&mut cg, true);
+    let want_no_lists: BTreeMap<String, String> = want
+        .iter()
+        .map(|(k, v)| {
+            let v = if v.starts_with("list ") {
+                let ttl = v.split(' ').nth(2).unwrap();
+                format!("list quicklist {ttl} (list)")
+            } else {
+                v.clone()
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    same(&got, &want_no_lists);
+    assert!(
+        kv.s.log().contains("Done loading RDB, keys loaded: "),
+        "{}",
+        kv.s.log()
+    );
+
+    // gyre → redis-check-rdb and redis.
+    let _: () = redis::cmd("SAVE").query(&mut cg).unwrap();
+    let dump = kv.p.dir.join("dump.rdb");
+    let check = Command::new(CHECK_RDB).arg(&dump).output().unwrap();
+    let text = String::from_utf8_lossy(&check.stdout).to_string();
+    assert!(
+        check.status.success() && text.contains("RDB looks OK"),
+        "{text}"
+    );
+    let b = Redis::start(&kv.p.dir, "dump.rdb");
+    let mut cb = connect(b.addr);
+    same(&contents(&mut cb, false), &want);
+
+    // Absolute expire times survive both trips.
+    for db in [0, 5] {
+        let _: () = redis::cmd("SELECT").arg(db).query(&mut cb).unwrap();
+        let t: i64 = redis::cmd("PEXPIRETIME")
+            .arg("zbig")
+            .query(&mut cb)
+            .unwrap();
+        assert_eq!(t, 4_000_000_000_123);
+    }
+
+    // The same with rdbcompression no / rdbchecksum no.
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut cb).unwrap();
+    drop(cg);
+    let p = Prefix::new("kv-persist-nocomp");
+    copy(&rdir.dir.join("a.rdb"), &p.dir.join("dump.rdb"));
+    let kv2 = start_in(p, "save \"\";\nrdbcompression no;\nrdbchecksum no;");
+    let mut c2 = connect(kv2.addr);
+    let _: () = redis::cmd("SAVE").query(&mut c2).unwrap();
+    let check = Command::new(CHECK_RDB)
+        .arg(kv2.p.dir.join("dump.rdb"))
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let c = Redis::start(&kv2.p.dir, "dump.rdb");
+    let mut cc = connect(c.addr);
+    same(&contents(&mut cc, false), &want);
+}
+
+#[test]
+fn dump_and_restore_interoperate_with_redis() {
+    if !have(REDIS) {
+        return;
+    }
+    let rdir = Prefix::new("kv-persist-redis-dump");
+    let r = Redis::start(&rdir.dir, "x.rdb");
+    let mut cr = connect(r.addr);
+    populate(&mut cr, true);
+    let kv = start("kv-persist-dump", "save \"\";");
+    let mut cg = connect(kv.addr);
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut cr).unwrap();
+    // redis DUMP → gyre RESTORE → gyre DUMP → redis RESTORE under a new name.
+    for k in &keys {
+        let payload: Vec<u8> = redis::cmd("DUMP").arg(k).query(&mut cr).unwrap();
+        let _: () = redis::cmd("RESTORE")
+            .arg(k)
+            .arg(0)
+            .arg(&payload)
+            .query(&mut cg)
+            .unwrap();
+        let back: Vec<u8> = redis::cmd("DUMP").arg(k).query(&mut cg).unwrap();
+        let _: () = redis::cmd("RESTORE")
+            .arg(format!("copy:{k}"))
+            .arg(0)
+            .arg(&back)
+            .query(&mut cr)
+            .unwrap();
+    }
+    let all = contents(&mut cr, false);
+    for k in &keys {
+        let orig = all[&format!("0/{k}")].replace("ttl=true", "ttl=false");
+        assert_eq!(all[&format!("0/copy:{k}")], orig, "{k}");
+    }
+    // Redis's payload checks and errors.
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("str").query(&mut cg).unwrap();
+    let e = redis::cmd("RESTORE")
+        .arg("str")
+        .arg(0)
+        .arg(&payload)
+        .query::<()>(&mut cg)
+        .unwrap_err();
+    assert_eq!(e.code(), Some("BUSYKEY"));
+    let mut bad = payload.clone();
+    bad[2] ^= 1;
+    let e = redis::cmd("RESTORE")
+        .arg("n1")
+        .arg(0)
+        .arg(&bad)
+        .query::<()>(&mut cg)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("DUMP payload version or checksum are wrong"),
+        "{e}"
+    );
+    let mut newer = payload.clone();
+    let n = newer.len();
+    newer[n - 10] = 11;
+    let e = redis::cmd("RESTORE")
+        .arg("n2")
+        .arg(0)
+        .arg(&newer)
+        .query::<()>(&mut cg)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("DUMP payload version or checksum are wrong"),
+        "{e}"
+    );
+    let e = redis::cmd("RESTORE")
+        .arg("n3")
+        .arg(-1)
+        .arg(&payload)
+        .query::<()>(&mut cg)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("Invalid TTL value, must be >= 0"),
+        "{e}"
+    );
+    let e = redis::cmd("RESTORE")
+        .arg("n4")
+        .arg(0)
+        .arg(&payload)
+        .arg("FREQ")
+        .arg(300)
+        .query::<()>(&mut cg)
+        .unwrap_err();
+    assert!(e.to_string().contains("Invalid FREQ value"), "{e}");
+    let _: () = redis::cmd("RESTORE")
+        .arg("str")
+        .arg(4_000_000_000_000i64)
+        .arg(&payload)
+        .arg("REPLACE")
+        .arg("ABSTTL")
+        .arg("IDLETIME")
+        .arg(5)
+        .query(&mut cg)
+        .unwrap();
+    let t: i64 = redis::cmd("PEXPIRETIME")
+        .arg("str")
+        .query(&mut cg)
+        .unwrap_or(-3);
+    let pttl: i64 = redis::cmd("PTTL").arg("str").query(&mut cg).unwrap();
+    assert!(t == 4_000_000_000_000 || t == -3, "{t}");
+    assert!(pttl > 0);
+    // An absolute TTL in the past stores nothing.
+    let _: () = redis::cmd("RESTORE")
+        .arg("gone")
+        .arg(1)
+        .arg(&payload)
+        .arg("ABSTTL")
+        .query(&mut cg)
+        .unwrap();
+    let n: i64 = redis::cmd("EXISTS").arg("gone").query(&mut cg).unwrap();
+    assert_eq!(n, 0);
+}
+
+fn read_dump(path: &Path) -> Vec<gyre_kv::db::Db> {
+    let mut dbs: Vec<gyre_kv::db::Db> = (0..16).map(gyre_kv::db::Db::new).collect();
+    let f = std::fs::File::open(path).unwrap();
+    gyre_kv::rdb::load::load(
+        std::io::BufReader::new(f),
+        &mut dbs,
+        &gyre_kv::object::Limits::default(),
+        0,
+        true,
+    )
+    .unwrap();
+    dbs
+}
+
+#[test]
+fn bgsave_is_a_point_in_time_snapshot_under_writes() {
+    let kv = start("kv-persist-bgsave", "save \"\";");
+    let mut c = connect(kv.addr);
+    const N: usize = 40_000;
+    let mut p = redis::pipe();
+    for i in 0..N {
+        p.cmd("SET")
+            .arg(format!("key:{i}"))
+            .arg(format!("old-{i}"))
+            .ignore();
+    }
+    let _: () = p.query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg("old")
+        .query(&mut c)
+        .unwrap();
+    // A second BGSAVE in the same read finds the first one running.
+    let mut raw = TcpStream::connect(kv.addr).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    raw.write_all(b"BGSAVE\r\nBGSAVE\r\n").unwrap();
+    let want = "+Background saving started\r\n-ERR Background save already in progress\r\n";
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while got.len() < want.len() {
+        let n = raw.read(&mut buf).unwrap();
+        assert!(n > 0);
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(String::from_utf8_lossy(&got), want);
+    // Writes after the BGSAVE reply are after the snapshot point, however
+    // far the save has got: overwrite, delete, create, change a hash.
+    let mut w = redis::pipe();
+    for i in (0..N).rev().step_by(3) {
+        w.cmd("SET").arg(format!("key:{i}")).arg("new").ignore();
+        w.cmd("DEL")
+            .arg(format!("key:{}", i.saturating_sub(1)))
+            .ignore();
+        w.cmd("SET").arg(format!("fresh:{i}")).arg("x").ignore();
+    }
+    w.cmd("HSET").arg("h").arg("f").arg("new").ignore();
+    w.cmd("FLUSHDB").ignore();
+    let _: () = w.query(&mut c).unwrap();
+    wait_bgsave_done(&mut c);
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    let dbs = read_dump(&kv.p.dir.join("dump.rdb"));
+    let sizes: Vec<usize> = dbs.iter().map(|d| d.len()).collect();
+    assert_eq!(dbs[0].len(), N + 1, "{sizes:?} {}", kv.s.log());
+    for (k, v, _) in dbs[0].entries() {
+        let k = String::from_utf8_lossy(k).to_string();
+        match v {
+            gyre_kv::db::Ref::Str(s) => {
+                let i = k.strip_prefix("key:").unwrap();
+                assert_eq!(s, format!("old-{i}").as_bytes(), "{k}");
+            }
+            gyre_kv::db::Ref::Obj(o) => assert_eq!(o.len(), 1),
+        }
+    }
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn the_respawned_kv_process_loads_the_last_snapshot() {
+    let kv = start("kv-persist-respawn", "save \"\";");
+    let mut c = connect(kv.addr);
+    let _: () = redis::cmd("SET")
+        .arg("saved")
+        .arg("1")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("h")
+        .arg("a")
+        .arg("b")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET").arg("bg").arg("2").query(&mut c).unwrap();
+    let _: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+    wait_bgsave_done(&mut c);
+    let last: i64 = redis::cmd("LASTSAVE").query(&mut c).unwrap();
+    assert!(last > 1_600_000_000);
+    let _: () = redis::cmd("SET")
+        .arg("unsaved")
+        .arg("3")
+        .query(&mut c)
+        .unwrap();
+    let pid = kv_pid(&kv);
+    Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kv.s.logged(
+        &format!("kv process {pid} exited on signal 9"),
+        Duration::from_secs(5)
+    ));
+    assert!(wait_for(Duration::from_secs(10), || ping(kv.addr)));
+    let mut c = connect(kv.addr);
+    let v: Option<String> = redis::cmd("GET").arg("saved").query(&mut c).unwrap();
+    assert_eq!(v.as_deref(), Some("1"));
+    let v: Option<String> = redis::cmd("GET").arg("bg").query(&mut c).unwrap();
+    assert_eq!(v.as_deref(), Some("2"));
+    let v: Option<String> = redis::cmd("HGET").arg("h").arg("a").query(&mut c).unwrap();
+    assert_eq!(v.as_deref(), Some("b"));
+    let v: Option<String> = redis::cmd("GET").arg("unsaved").query(&mut c).unwrap();
+    assert_eq!(v, None);
+}
+
+#[test]
+fn a_corrupt_or_truncated_dump_stops_the_start() {
+    let good = {
+        let kv = start("kv-persist-good", "save \"\";");
+        let mut c = connect(kv.addr);
+        for i in 0..100 {
+            let _: () = redis::cmd("SET")
+                .arg(format!("k{i}"))
+                .arg("v".repeat(50))
+                .query(&mut c)
+                .unwrap();
+        }
+        let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+        std::fs::read(kv.p.dir.join("dump.rdb")).unwrap()
+    };
+    let mut footer = good.clone();
+    let n = footer.len();
+    footer[n - 1] ^= 0x20;
+    let mut mid = good.clone();
+    mid[n / 2] ^= 0x20;
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("truncated", good[..good.len() - 30].to_vec(), "Short read"),
+        ("footer", footer, "Wrong RDB checksum"),
+        // A flipped byte inside the data: a parse error or the checksum.
+        ("flipped", mid, "Fatal error loading the DB"),
+        ("signature", b"NOTREDIS-at-all".to_vec(), "Wrong signature"),
+    ];
+    for (name, bytes, msg) in cases {
+        let p = Prefix::new(&format!("kv-persist-{name}"));
+        std::fs::write(p.dir.join("dump.rdb"), &bytes).unwrap();
+        let port = free_port();
+        p.conf(&format!(
+            "daemon off;\nerror_log logs/error.log info;\nworker_processes 1;\nevents {{}}\n\
+             kv {{\n    listen 127.0.0.1:{port};\n}}\n"
+        ));
+        let s = p.start();
+        assert!(
+            s.logged("cannot be respawned", Duration::from_secs(10)),
+            "{name}: {}",
+            s.log()
+        );
+        let log = s.log();
+        assert!(log.contains("Fatal error loading the DB"), "{name}: {log}");
+        assert!(log.contains(msg), "{name}: {log}");
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        assert!(!ping(addr));
+        // The file is left as it was for inspection.
+        assert_eq!(std::fs::read(p.dir.join("dump.rdb")).unwrap(), bytes);
+    }
+}
+
+#[test]
+fn save_rules_run_from_the_cron_and_info_reports_them() {
+    let kv = start("kv-persist-rules", "save 1 2;");
+    let mut c = connect(kv.addr);
+    assert_eq!(info_field(&mut c, "rdb_bgsave_in_progress"), "0");
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    let _: () = redis::cmd("SET").arg("a").arg("1").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET").arg("b").arg("1").query(&mut c).unwrap();
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "2");
+    assert!(wait_for(Duration::from_secs(10), || {
+        info_field(&mut c, "rdb_changes_since_last_save") == "0"
+            && info_field(&mut c, "rdb_saves") != "0"
+    }));
+    assert!(kv
+        .s
+        .logged("2 changes in 1 seconds. Saving...", Duration::from_secs(2)));
+    assert!(kv.s.logged(
+        "Background saving terminated with success",
+        Duration::from_secs(5)
+    ));
+    let dbs = read_dump(&kv.p.dir.join("dump.rdb"));
+    assert_eq!(dbs[0].len(), 2);
+}
+
+#[test]
+fn a_failing_save_refuses_writes_until_a_save_succeeds() {
+    let kv = start("kv-persist-misconf", "dir data;\nsave 1 1;");
+    let data: PathBuf = kv.p.dir.join("data");
+    let mut c = connect(kv.addr);
+    let _: () = redis::cmd("SET").arg("a").arg("1").query(&mut c).unwrap();
+    assert!(wait_for(Duration::from_secs(10), || info_field(
+        &mut c,
+        "rdb_last_bgsave_status"
+    ) == "err"));
+    assert!(
+        kv.s.logged("Failed opening the temp RDB file", Duration::from_secs(2)),
+        "{}",
+        kv.s.log()
+    );
+    let e = redis::cmd("SET")
+        .arg("b")
+        .arg("1")
+        .query::<()>(&mut c)
+        .unwrap_err();
+    assert_eq!(e.code(), Some("MISCONF"));
+    let v: Option<String> = redis::cmd("GET").arg("a").query(&mut c).unwrap();
+    assert_eq!(v.as_deref(), Some("1"));
+    // Space (here: the directory) comes back: the rule retries after 5 s.
+    std::fs::create_dir_all(&data).unwrap();
+    assert!(wait_for(Duration::from_secs(15), || {
+        redis::cmd("SET")
+            .arg("b")
+            .arg("1")
+            .query::<()>(&mut c)
+            .is_ok()
+    }));
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert!(data.join("dump.rdb").exists());
+}
+
+#[test]
+fn shutdown_saves_and_the_new_kv_process_loads_it() {
+    let kv = start("kv-persist-shutdown", "save \"\";");
+    let mut c = connect(kv.addr);
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut c).unwrap();
+    for (args, err) in [
+        (vec!["ABORT"], "No shutdown in progress."),
+        (vec!["SAVE", "NOSAVE"], "syntax error"),
+        (vec!["NOW", "ABORT"], "syntax error"),
+        (vec!["BOGUS"], "syntax error"),
+    ] {
+        let e = redis::cmd("SHUTDOWN")
+            .arg(&args)
+            .query::<()>(&mut c)
+            .unwrap_err();
+        assert!(e.to_string().contains(err), "{args:?}: {e}");
+    }
+    let pid = kv_pid(&kv);
+    // SHUTDOWN SAVE closes the connection without a reply.
+    assert!(redis::cmd("SHUTDOWN")
+        .arg("SAVE")
+        .query::<()>(&mut c)
+        .is_err());
+    assert!(
+        kv.s.logged(&format!("kv process {pid} exited"), Duration::from_secs(5)),
+        "{}",
+        kv.s.log()
+    );
+    assert!(kv.s.logged(
+        "Redis is now ready to exit, bye bye...",
+        Duration::from_secs(1)
+    ));
+    assert!(wait_for(Duration::from_secs(10), || ping(kv.addr)));
+    let mut c = connect(kv.addr);
+    let v: Option<String> = redis::cmd("GET").arg("k").query(&mut c).unwrap();
+    assert_eq!(v.as_deref(), Some("v"));
+    // NOSAVE: the change is not kept.
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("changed")
+        .query(&mut c)
+        .unwrap();
+    assert!(redis::cmd("SHUTDOWN")
+        .arg("NOSAVE")
+        .query::<()>(&mut c)
+        .is_err());
+    assert!(wait_for(Duration::from_secs(10), || {
+        ping(kv.addr) && kv_pid(&kv) != pid
+    }));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(wait_for(Duration::from_secs(10), || ping(kv.addr)));
+    let mut c = connect(kv.addr);
+    let v: Option<String> = redis::cmd("GET").arg("k").query(&mut c).unwrap();
+    assert_eq!(v.as_deref(), Some("v"));
+}
+
+#[test]
+fn quit_saves_when_save_rules_exist() {
+    let mut kv = start("kv-persist-quit", "");
+    let mut c = connect(kv.addr);
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("kept")
+        .query(&mut c)
+        .unwrap();
+    drop(c);
+    kv.s.signal("quit");
+    assert!(kv.s.wait_exit(Duration::from_secs(10)), "{}", kv.s.log());
+    assert!(
+        kv.s.log()
+            .contains("Saving the final RDB snapshot before exiting."),
+        "{}",
+        kv.s.log()
+    );
+    let dbs = read_dump(&kv.p.dir.join("dump.rdb"));
+    assert_eq!(dbs[0].len(), 1);
+    let _ = TcpStream::connect(kv.addr);
+}
