@@ -151,7 +151,12 @@ fn client_getname(server: &mut Server, ctx: &mut Ctx<'_>) {
 }
 
 /// One CLIENT LIST line (without the trailing newline).
-fn client_line(server: &Server, id: ClientId, now: i64, cur: Option<(&Ctx<'_>, &str)>) -> String {
+pub(crate) fn client_line(
+    server: &Server,
+    id: ClientId,
+    now: i64,
+    cur: Option<(&Ctx<'_>, &str)>,
+) -> String {
     let Some(c) = server.clients.get(&id) else {
         return String::new();
     };

@@ -41,6 +41,9 @@ pub struct Ctx<'a> {
     pub proto: Proto,
     pub close: bool,
     pub errors: u64,
+    /// The command changed the client's MULTI / pub/sub / AUTH state: the
+    /// server re-reads the client's gate flags after it.
+    pub resync: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -254,6 +257,9 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::client::COMMANDS,
     crate::t_string::COMMANDS,
     crate::keyspace::COMMANDS,
+    crate::multi::COMMANDS,
+    crate::auth::COMMANDS,
+    crate::pubsub::COMMANDS,
 ];
 
 /// All top-level commands.

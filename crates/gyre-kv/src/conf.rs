@@ -21,7 +21,14 @@
 //! ```
 //!
 //! The encoding thresholds take redis.conf's spelling, its `ziplist`
-//! aliases, and the underscore form of both.
+//! aliases, and the underscore form of both. So do the cache settings:
+//!
+//! ```text
+//!     requirepass "secret";                       # never logged
+//!     protected-mode yes;                         # yes|no (on|off too)
+//!     notify-keyspace-events "Ex";
+//!     client-output-buffer-limit pubsub 32mb 8mb 60;   # repeatable, per class
+//! ```
 
 use crate::object::Limits;
 use gyre_core::conf::{
@@ -45,6 +52,14 @@ pub struct KvConf {
     pub client_query_buffer_limit: u64,
     /// Encoding thresholds (`*-max-listpack-*`).
     pub encodings: Limits,
+    /// `requirepass` (`None`: the default user is nopass).
+    pub requirepass: Option<Vec<u8>>,
+    /// `protected-mode`.
+    pub protected_mode: bool,
+    /// `notify-keyspace-events` flags.
+    pub notify_keyspace_events: u32,
+    /// `client-output-buffer-limit` per class.
+    pub client_output_buffer_limit: crate::output::ObufLimits,
 }
 
 impl Default for KvConf {
@@ -60,8 +75,47 @@ impl Default for KvConf {
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             encodings: Limits::default(),
+            requirepass: None,
+            protected_mode: true,
+            notify_keyspace_events: 0,
+            client_output_buffer_limit: crate::output::DEFAULT_LIMITS,
         }
     }
+}
+
+fn set_requirepass(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let p = d.arg(0);
+    c.requirepass = (!p.is_empty()).then(|| p.as_bytes().to_vec());
+    Ok(())
+}
+
+/// redis.conf's `yes`/`no`, and nginx's `on`/`off`.
+fn yes_no(d: &Directive) -> Result<bool, String> {
+    match d.arg(0).to_ascii_lowercase().as_str() {
+        "yes" | "on" => Ok(true),
+        "no" | "off" => Ok(false),
+        _ => Err(format!(
+            "invalid value \"{}\" in \"{}\" directive, it must be \"yes\" or \"no\"",
+            d.arg(0),
+            d.name
+        )),
+    }
+}
+
+fn set_protected_mode(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.protected_mode = yes_no(d)?;
+    Ok(())
+}
+
+fn set_notify(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.notify_keyspace_events = crate::notify::string_to_flags(d.arg(0).as_bytes())
+        .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string())?;
+    Ok(())
+}
+
+fn set_obuf_limit(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let args: Vec<&[u8]> = (0..4).map(|i| d.arg(i).as_bytes()).collect();
+    crate::output::parse_limits(&args, &mut c.client_output_buffer_limit).map_err(str::to_string)
 }
 
 /// The context inside `kv {}`.
@@ -178,6 +232,24 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::new("databases", KV, Args::TAKE1, set_databases),
     DirectiveSpec::new("proto_max_bulk_len", KV, Args::TAKE1, set_bulk),
     DirectiveSpec::new("client_query_buffer_limit", KV, Args::TAKE1, set_qbuf),
+    DirectiveSpec::new("client-query-buffer-limit", KV, Args::TAKE1, set_qbuf),
+    DirectiveSpec::new("requirepass", KV, Args::TAKE1, set_requirepass),
+    DirectiveSpec::new("protected-mode", KV, Args::TAKE1, set_protected_mode),
+    DirectiveSpec::new("protected_mode", KV, Args::TAKE1, set_protected_mode),
+    DirectiveSpec::new("notify-keyspace-events", KV, Args::TAKE1, set_notify),
+    DirectiveSpec::new("notify_keyspace_events", KV, Args::TAKE1, set_notify),
+    DirectiveSpec::multi(
+        "client-output-buffer-limit",
+        KV,
+        Args::TAKE4,
+        set_obuf_limit,
+    ),
+    DirectiveSpec::multi(
+        "client_output_buffer_limit",
+        KV,
+        Args::TAKE4,
+        set_obuf_limit,
+    ),
     DirectiveSpec::new(
         "hash-max-listpack-entries",
         KV,

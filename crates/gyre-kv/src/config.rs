@@ -99,6 +99,8 @@ enum Kind {
     Immutable,
     /// Accepted and ignored (reported value fixed).
     Fixed,
+    /// Parsed and applied by [`special_set`] (strings and lists).
+    Special,
 }
 
 struct Param {
@@ -176,6 +178,22 @@ const PARAMS: &[Param] = &[
     Param {
         name: "maxmemory-policy",
         kind: Kind::Fixed,
+    },
+    Param {
+        name: "requirepass",
+        kind: Kind::Special,
+    },
+    Param {
+        name: "protected-mode",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "client-output-buffer-limit",
+        kind: Kind::Special,
+    },
+    Param {
+        name: "notify-keyspace-events",
+        kind: Kind::Special,
     },
     Param {
         name: "hash-max-listpack-entries",
@@ -280,6 +298,14 @@ fn param_value(server: &Server, name: &str) -> String {
         "save" => String::new(),
         "appendonly" => "no".into(),
         "maxmemory-policy" => "noeviction".into(),
+        "requirepass" => c
+            .requirepass
+            .as_deref()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .unwrap_or_default(),
+        "protected-mode" => yn(c.protected_mode),
+        "client-output-buffer-limit" => crate::output::format_limits(&c.client_output_buffer_limit),
+        "notify-keyspace-events" => crate::notify::flags_to_string(c.notify_keyspace_events),
         "hash-max-listpack-entries" => c.encodings.hash_max_listpack_entries.to_string(),
         "hash-max-ziplist-entries" => c.encodings.hash_max_listpack_entries.to_string(),
         "hash-max-listpack-value" => c.encodings.hash_max_listpack_value.to_string(),
@@ -319,6 +345,41 @@ enum NewValue {
     Mem(u64),
     Bool(bool),
     Ignored,
+    Special(Vec<u8>),
+}
+
+/// Check a [`Kind::Special`] value; `Err` with Redis's reason.
+fn special_check(server: &Server, name: &str, val: &[u8]) -> Result<(), &'static str> {
+    match name {
+        "client-output-buffer-limit" => {
+            let text = String::from_utf8_lossy(val);
+            let args: Vec<&[u8]> = text.split_ascii_whitespace().map(str::as_bytes).collect();
+            let mut l = server.config.client_output_buffer_limit;
+            crate::output::parse_limits(&args, &mut l)
+        }
+        "notify-keyspace-events" => crate::notify::string_to_flags(val)
+            .map(|_| ())
+            .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
+        _ => Ok(()),
+    }
+}
+
+/// Apply a checked [`Kind::Special`] value.
+fn special_set(server: &mut Server, name: &str, val: &[u8]) {
+    let c = &mut server.config;
+    match name {
+        "requirepass" => c.requirepass = (!val.is_empty()).then(|| val.to_vec()),
+        "client-output-buffer-limit" => {
+            let text = String::from_utf8_lossy(val);
+            let args: Vec<&[u8]> = text.split_ascii_whitespace().map(str::as_bytes).collect();
+            let _ = crate::output::parse_limits(&args, &mut c.client_output_buffer_limit);
+        }
+        "notify-keyspace-events" => {
+            c.notify_keyspace_events = crate::notify::string_to_flags(val).unwrap_or(0);
+            crate::notify::sync_expired_log(server);
+        }
+        _ => {}
+    }
 }
 
 fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
@@ -349,6 +410,10 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
         let nv = match p.kind {
             Kind::Immutable => return ctx.err(&fail("can't set immutable config")),
             Kind::Fixed => NewValue::Ignored,
+            Kind::Special => match special_check(server, p.name, &val) {
+                Ok(()) => NewValue::Special(val),
+                Err(why) => return ctx.err(&fail(why)),
+            },
             Kind::Bool => {
                 if eq(&val, "yes") {
                     NewValue::Bool(true)
@@ -379,9 +444,14 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
         };
         updates.push((p.name, nv));
     }
-    let c = &mut server.config;
     for (name, v) in updates {
+        if let NewValue::Special(val) = v {
+            special_set(server, name, &val);
+            continue;
+        }
+        let c = &mut server.config;
         match (name, v) {
+            ("protected-mode", NewValue::Bool(b)) => c.protected_mode = b,
             ("hz", NewValue::Int(v)) => {
                 c.hz = (v as u32).clamp(crate::server::MIN_HZ, crate::server::MAX_HZ)
             }

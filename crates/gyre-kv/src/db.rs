@@ -268,6 +268,12 @@ pub struct Db {
     pub stats: DbStats,
     mem: u64,
     rng: Rng,
+    /// WATCHed keys of this database (Redis's `db->watched_keys`): every
+    /// write below touches it, so every command gets WATCH for free.
+    pub(crate) watched: crate::multi::Watched,
+    /// Keys removed by expiry since the server last drained them, kept
+    /// only while `expired` keyspace events are enabled.
+    pub(crate) expired_log: Option<Vec<Vec<u8>>>,
 }
 
 /// A key is expired when `now > expire` (Redis's `keyIsExpired`).
@@ -294,6 +300,8 @@ impl Db {
             stats: DbStats::default(),
             mem: 0,
             rng: Rng::new(seed),
+            watched: crate::multi::Watched::default(),
+            expired_log: None,
         }
     }
 
@@ -399,6 +407,9 @@ impl Db {
             self.unlink_ttl(ts);
         }
         let node = self.nodes.swap_remove(i);
+        if !self.watched.is_empty() {
+            self.watched.touch(node.key.as_slice(), false);
+        }
         let from = self.nodes.len() as u32;
         if let Some(moved) = self.nodes.get(i) {
             let (hash, ts) = (moved.hash, moved.ttl_slot);
@@ -428,12 +439,32 @@ impl Db {
 
     fn expire_at_if_needed(&mut self, i: usize, now: i64) -> bool {
         if is_expired(self.nodes[i].expire, now) {
+            self.log_expired(i);
             self.remove_at(i);
             self.stats.expired_keys += 1;
             true
         } else {
             false
         }
+    }
+
+    /// Note node `i`'s key for an `expired` keyspace event.
+    fn log_expired(&mut self, i: usize) {
+        if let Some(log) = &mut self.expired_log {
+            log.push(self.nodes[i].key.as_slice().to_vec());
+        }
+    }
+
+    /// A stored key whose TTL has passed, not yet reclaimed (Redis's
+    /// `keyIsExpired`; WATCH and EXEC ask).
+    pub fn key_is_expired(&self, key: &[u8], now: i64) -> bool {
+        self.find(key)
+            .is_some_and(|i| is_expired(self.nodes[i].expire, now))
+    }
+
+    /// A key is stored, expired or not (Redis's `dictFind(db->dict)`).
+    pub fn contains_stored(&self, key: &[u8]) -> bool {
+        self.find(key).is_some()
     }
 
     /// Live node index of `key` after lazy expiry.
@@ -488,6 +519,9 @@ impl Db {
         f: impl FnOnce(&mut Vec<u8>) -> R,
     ) -> Option<R> {
         let i = self.find_live(key, now)?;
+        if !self.watched.is_empty() {
+            self.watched.touch(key, true);
+        }
         let v = &mut self.nodes[i].value;
         let before = v.mem();
         let r = v.update(f);
@@ -545,6 +579,9 @@ impl Db {
         self.mem = self.mem.saturating_sub(before) + after;
         if empty {
             self.remove_at(i);
+        } else if !self.watched.is_empty() {
+            let key = self.nodes[i].key.as_slice().to_vec();
+            self.watched.touch(&key, true);
         }
         Some(r)
     }
@@ -575,6 +612,9 @@ impl Db {
     }
 
     fn store(&mut self, p: Probe, key: &[u8], value: Value, keep_ttl: bool) -> Probe {
+        if !self.watched.is_empty() {
+            self.watched.touch(key, true);
+        }
         let vlen = value.mem();
         if let Some(i) = p.index {
             let n = &mut self.nodes[i];
@@ -655,6 +695,10 @@ impl Db {
     }
 
     fn set_expire_at(&mut self, i: usize, when: i64) {
+        if !self.watched.is_empty() {
+            let key = self.nodes[i].key.as_slice().to_vec();
+            self.watched.touch(&key, true);
+        }
         let when = when.max(0);
         let n = &mut self.nodes[i];
         n.expire = when;
@@ -675,6 +719,11 @@ impl Db {
         if slot == NONE {
             return false;
         }
+        if !self.watched.is_empty() {
+            let key = n.key.as_slice().to_vec();
+            self.watched.touch(&key, true);
+        }
+        let n = &mut self.nodes[i];
         n.ttl_slot = NONE;
         n.expire = NO_EXPIRE;
         self.unlink_ttl(slot);
@@ -696,6 +745,17 @@ impl Db {
 
     /// FLUSHDB: drop everything (counters are kept).
     pub fn flush(&mut self) -> usize {
+        if !self.watched.is_empty() {
+            let stored: Vec<Vec<u8>> = self
+                .watched
+                .keys()
+                .filter(|k| self.find(k).is_some())
+                .cloned()
+                .collect();
+            for k in stored {
+                self.watched.touch(&k, false);
+            }
+        }
         let n = self.nodes.len();
         self.map = IdMap::default();
         self.nodes = Vec::new();
@@ -819,6 +879,7 @@ impl Db {
                 let t = self.ttl[s];
                 o.sampled += 1;
                 if is_expired(t.expire, now) {
+                    self.log_expired(t.node as usize);
                     self.remove_at(t.node as usize);
                     self.stats.expired_keys += 1;
                     o.expired += 1;

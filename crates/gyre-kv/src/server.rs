@@ -83,6 +83,14 @@ pub struct Config {
     pub expire_slices: bool,
     /// Seed for key sampling and the run id.
     pub seed: u64,
+    /// `requirepass` (the default user's password; `None`: nopass).
+    pub requirepass: Option<Vec<u8>>,
+    /// `protected-mode`: with no password, refuse non-loopback clients.
+    pub protected_mode: bool,
+    /// `notify-keyspace-events` as [`crate::notify`] flags.
+    pub notify_keyspace_events: u32,
+    /// `client-output-buffer-limit` (normal, replica, pubsub).
+    pub client_output_buffer_limit: crate::output::ObufLimits,
     /// Aggregate encoding thresholds (`hash-max-listpack-entries`, ...).
     pub encodings: crate::object::Limits,
 }
@@ -104,6 +112,12 @@ impl Default for Config {
             expire_use_wall_clock: true,
             expire_slices: false,
             seed: 0x5EED,
+            requirepass: None,
+            // Off in the sans-I/O default (tests feed made-up addresses);
+            // `kv {}` defaults to `protected-mode yes` as redis.conf does.
+            protected_mode: false,
+            notify_keyspace_events: 0,
+            client_output_buffer_limit: crate::output::DEFAULT_LIMITS,
             encodings: crate::object::Limits::default(),
         }
     }
@@ -190,6 +204,51 @@ pub struct Client {
     pub(crate) parser: RequestParser,
     /// Scheduled for closing (killed or timed out).
     pub closing: bool,
+    /// Between MULTI and EXEC/DISCARD.
+    pub(crate) mstate: Option<Box<crate::multi::MultiState>>,
+    /// WATCHed keys as (db, key).
+    pub(crate) watched_keys: Vec<(usize, Vec<u8>)>,
+    /// A watched key was modified (`CLIENT_DIRTY_CAS`).
+    pub(crate) dirty_cas: bool,
+    /// Channels, patterns and shard channels subscribed to.
+    pub(crate) subs: crate::pubsub::ClientSubs,
+    /// Replies and messages the socket has not taken yet (Redis's reply
+    /// list): the glue keeps its leftovers here and other clients'
+    /// PUBLISHes append here, so one buffer orders both and
+    /// `client-output-buffer-limit` sees all of it.
+    pub(crate) obuf: Vec<u8>,
+    pub(crate) obuf_off: usize,
+    /// Since when the output is above the soft limit (ms).
+    pub(crate) obuf_soft_since: Option<i64>,
+    /// Authenticated as the default user (always, without `requirepass`).
+    pub(crate) authenticated: bool,
+}
+
+/// Gate bits of [`Session::gate`]: why a command may not simply run.
+pub(crate) const GATE_MULTI: u8 = 1;
+pub(crate) const GATE_PUBSUB: u8 = 2;
+pub(crate) const GATE_NOAUTH: u8 = 4;
+
+impl Client {
+    /// The gate bits for this client's state.
+    pub(crate) fn gate(&self) -> u8 {
+        let mut g = 0;
+        if self.mstate.is_some() {
+            g |= GATE_MULTI;
+        }
+        if self.subs.count() > 0 {
+            g |= GATE_PUBSUB;
+        }
+        if !self.authenticated {
+            g |= GATE_NOAUTH;
+        }
+        g
+    }
+
+    /// Bytes waiting in the output buffer.
+    pub fn pending_output(&self) -> &[u8] {
+        &self.obuf[self.obuf_off.min(self.obuf.len())..]
+    }
 }
 
 /// A client's state that commands read and change through [`Ctx`], kept
@@ -199,6 +258,8 @@ struct Session {
     db: usize,
     proto: u8,
     last_cmd: Option<Resolved>,
+    /// [`GATE_MULTI`] | [`GATE_PUBSUB`]: zero on the fast path.
+    gate: u8,
 }
 
 impl Session {
@@ -304,6 +365,10 @@ pub struct Server {
     /// Changes since the last save (`rdb_changes_since_last_save`).
     pub dirty: u64,
     pub(crate) last_save_ms: i64,
+    /// Channel and pattern registries.
+    pub(crate) pubsub: crate::pubsub::PubSub,
+    /// Clients given output by others, for the glue to flush.
+    pub(crate) writers: Vec<ClientId>,
 }
 
 impl Server {
@@ -319,7 +384,7 @@ impl Server {
             .collect();
         let table = CommandTable::new(cmd::all());
         let hz = config.hz;
-        Server {
+        let mut server = Server {
             config,
             dbs,
             stats: Stats::default(),
@@ -336,7 +401,11 @@ impl Server {
             run_id,
             dirty: 0,
             last_save_ms: now_ms,
-        }
+            pubsub: Default::default(),
+            writers: Vec::new(),
+        };
+        crate::notify::sync_expired_log(&mut server);
+        server
     }
 
     // ---------------------------------------------------------------- clients
@@ -354,6 +423,10 @@ impl Server {
             self.stats.rejected_connections += 1;
             return Err(b"-ERR max number of clients reached\r\n".to_vec());
         }
+        if crate::auth::protected_refuses(self, addr) {
+            return Err(crate::auth::DENIED.as_bytes().to_vec());
+        }
+        let authenticated = self.config.requirepass.is_none();
         let id = self.next_client_id;
         self.next_client_id += 1;
         self.stats.total_connections_received += 1;
@@ -372,6 +445,14 @@ impl Server {
                 last_cmd: None,
                 parser: RequestParser::new(self.config.limits()),
                 closing: false,
+                mstate: None,
+                watched_keys: Vec::new(),
+                dirty_cas: false,
+                subs: Default::default(),
+                obuf: Vec::new(),
+                obuf_off: 0,
+                obuf_soft_since: None,
+                authenticated,
             },
         );
         Ok(id)
@@ -379,7 +460,24 @@ impl Server {
 
     /// Forget a closed connection.
     pub fn disconnect(&mut self, id: ClientId) {
+        if !self.clients.contains_key(&id) {
+            return;
+        }
+        crate::multi::discard_transaction(self, id);
+        crate::pubsub::unsubscribe_all(self, id, None);
         self.clients.remove(&id);
+    }
+
+    /// Move the clients the databases found with a modified watched key
+    /// onto their `dirty_cas` flag.
+    pub(crate) fn sync_dirty_cas(&mut self) {
+        for db in &mut self.dbs {
+            for id in db.watched.dirty.drain(..) {
+                if let Some(c) = self.clients.get_mut(&id) {
+                    c.dirty_cas = true;
+                }
+            }
+        }
     }
 
     pub fn client(&self, id: ClientId) -> Option<&Client> {
@@ -449,6 +547,7 @@ impl Server {
             db: c.db,
             proto: c.resp,
             last_cmd: c.last_cmd,
+            gate: c.gate(),
         };
         let mut spans = std::mem::take(&mut self.spans);
         self.stats.total_reads_processed += 1;
@@ -525,11 +624,13 @@ impl Server {
                 db: 0,
                 proto: 2,
                 last_cmd: None,
+                gate: 0,
             },
             |c| Session {
                 db: c.db,
                 proto: c.resp,
                 last_cmd: c.last_cmd,
+                gate: c.gate(),
             },
         );
         let flow = self.run(id, Argv::new(&buf, &spans), now_ms, out, &mut st);
@@ -539,7 +640,9 @@ impl Server {
         flow
     }
 
-    /// Look up and run one command with the client's state in `st`.
+    /// Look up and run one command with the client's state in `st`
+    /// (Redis's `processCommand`): refusals, then MULTI queueing, then the
+    /// call.
     fn run(
         &mut self,
         id: ClientId,
@@ -554,11 +657,34 @@ impl Server {
         let cmd = match self.lookup_command(argv) {
             Ok(cmd) => cmd,
             Err(msg) => {
-                resp::write_error(out, &msg);
-                self.stats.total_error_replies += 1;
+                let exec = argv.get(0).is_some_and(|n| n.eq_ignore_ascii_case(b"exec"));
+                self.reject(id, st, exec, out, &msg);
                 return Flow::Continue;
             }
         };
+        if st.gate != 0 {
+            let name = cmd.parent.unwrap_or(cmd.spec).name;
+            if st.gate & GATE_NOAUTH != 0 && !crate::auth::runs_without_auth(name) {
+                let exec = cmd.parent.is_none() && cmd.spec.name == "exec";
+                self.reject(id, st, exec, out, crate::auth::ERR_NOAUTH.as_bytes());
+                return Flow::Continue;
+            }
+            if st.gate & GATE_PUBSUB != 0
+                && st.proto == 2
+                && !crate::pubsub::allowed_in_context(name)
+            {
+                let m = format!(
+                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    cmd.full_name()
+                );
+                let exec = cmd.parent.is_none() && cmd.spec.name == "exec";
+                self.reject(id, st, exec, out, m.as_bytes());
+                return Flow::Continue;
+            }
+            if st.gate & GATE_MULTI != 0 && !crate::multi::runs_inside_multi(name) {
+                return self.queue_multi(id, argv, out, st);
+            }
+        }
         let mut ctx = Ctx {
             argv,
             now: now_ms,
@@ -568,18 +694,112 @@ impl Server {
             proto: st.proto,
             close: false,
             errors: 0,
+            resync: false,
         };
         (cmd.spec.handler)(self, &mut ctx);
+        if self.config.notify_keyspace_events != 0 && crate::notify::expired_pending(self) {
+            crate::notify::drain_expired(self, Some((id, ctx.proto, &mut *ctx.out)), now_ms);
+        }
         self.stats.total_commands_processed += 1;
         self.stats.total_error_replies += ctx.errors;
         st.db = ctx.db;
         st.proto = ctx.proto;
         st.last_cmd = Some(cmd);
+        if ctx.resync {
+            st.gate = self.clients.get(&id).map_or(0, Client::gate);
+        }
         if ctx.close {
             Flow::CloseAfterReply
         } else {
             Flow::Continue
         }
+    }
+
+    /// Redis's `rejectCommand`: the error, and a transaction being queued
+    /// is flagged to abort; a refused EXEC aborts it at once.
+    fn reject(
+        &mut self,
+        id: ClientId,
+        st: &mut Session,
+        is_exec: bool,
+        out: &mut Vec<u8>,
+        msg: &[u8],
+    ) {
+        self.stats.total_error_replies += 1;
+        if is_exec {
+            crate::multi::discard_transaction(self, id);
+            st.gate = self.clients.get(&id).map_or(0, Client::gate);
+            let m = msg.strip_prefix(b"ERR ").unwrap_or(msg);
+            let mut e = b"EXECABORT Transaction discarded because of: ".to_vec();
+            e.extend_from_slice(m);
+            resp::write_error(out, &e);
+            return;
+        }
+        if let Some(ms) = self.clients.get_mut(&id).and_then(|c| c.mstate.as_mut()) {
+            ms.dirty_exec = true;
+        }
+        resp::write_error(out, msg);
+    }
+
+    /// Queue a command inside MULTI (`+QUEUED`). A queue larger than
+    /// `client-query-buffer-limit` closes the client, as an oversized
+    /// query buffer does.
+    fn queue_multi(
+        &mut self,
+        id: ClientId,
+        argv: Argv<'_>,
+        out: &mut Vec<u8>,
+        st: &mut Session,
+    ) -> Flow {
+        let limit = self.config.client_query_buffer_limit;
+        let Some(c) = self.clients.get_mut(&id) else {
+            return Flow::Continue;
+        };
+        let Some(ms) = c.mstate.as_mut() else {
+            st.gate &= !GATE_MULTI;
+            return Flow::Continue;
+        };
+        if ms.queue(argv) > limit {
+            log::warn!(
+                "Closing client that reached max query buffer length (MULTI queue of {} bytes)",
+                ms.bytes
+            );
+            c.mstate = None;
+            return Flow::CloseAfterReply;
+        }
+        out.extend_from_slice(b"+QUEUED\r\n");
+        Flow::Continue
+    }
+
+    /// Run one command of an EXEC (Redis's `call` from `execCommand`): no
+    /// gate, and the reply goes into EXEC's array. Lookup errors cannot
+    /// happen (they aborted the transaction) but are answered in place.
+    pub(crate) fn call_queued(&mut self, ctx: &mut Ctx<'_>, argv: Argv<'_>) {
+        let cmd = match self.lookup_command(argv) {
+            Ok(cmd) => cmd,
+            Err(msg) => {
+                ctx.errors += 1;
+                resp::write_error(ctx.out, &msg);
+                return;
+            }
+        };
+        let mut sub = Ctx {
+            argv,
+            now: ctx.now,
+            out: &mut *ctx.out,
+            client_id: ctx.client_id,
+            db: ctx.db,
+            proto: ctx.proto,
+            close: false,
+            errors: 0,
+            resync: false,
+        };
+        (cmd.spec.handler)(self, &mut sub);
+        self.stats.total_commands_processed += 1;
+        ctx.errors += sub.errors;
+        ctx.db = sub.db;
+        ctx.proto = sub.proto;
+        ctx.close |= sub.close;
     }
 
     /// Resolve `argv` to a command spec (with subcommands), checking arity.
@@ -637,7 +857,7 @@ impl Server {
             .values()
             .map(|c| PER_CLIENT + c.parser.buffered_capacity() as u64)
             .sum();
-        BASE + data + clients
+        BASE + data + clients + self.output_memory()
     }
 
     // ---------------------------------------------------------------- cron
@@ -687,6 +907,8 @@ impl Server {
             self.stats.used_memory_peak = used;
         }
 
+        self.output_limits_cron(now_ms);
+        self.sync_dirty_cas();
         let mut close = self.clients_cron(now_ms);
         close.append(&mut self.to_close);
 
@@ -696,6 +918,7 @@ impl Server {
             self.slow_budget()
         };
         let expire = self.active_expire_cycle(now_ms, CycleKind::Slow, budget);
+        crate::notify::drain_expired(self, None, now_ms);
 
         self.persistence_cron(now_ms);
 
@@ -721,7 +944,9 @@ impl Server {
     /// working off a backlog in slices (see [`Config::expire_slices`]).
     pub fn expire_slice(&mut self, now_ms: i64) -> ExpireCycleStats {
         let budget = self.slice_budget();
-        self.active_expire_cycle(now_ms, CycleKind::Fast, budget)
+        let st = self.active_expire_cycle(now_ms, CycleKind::Fast, budget);
+        crate::notify::drain_expired(self, None, now_ms);
+        st
     }
 
     fn slice_budget(&self) -> ExpireBudget {
@@ -809,7 +1034,9 @@ impl Server {
                 .then(|| Duration::from_micros(EXPIRE_FAST_DURATION_US)),
             max_samples: EXPIRE_FAST_DURATION_US * EXPIRE_SAMPLES_PER_US,
         };
-        self.active_expire_cycle(now_ms, CycleKind::Fast, budget)
+        let st = self.active_expire_cycle(now_ms, CycleKind::Fast, budget);
+        crate::notify::drain_expired(self, None, now_ms);
+        st
     }
 
     /// Redis's `activeExpireCycle`: visit the databases round robin; in each,
