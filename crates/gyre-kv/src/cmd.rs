@@ -257,6 +257,8 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::client::COMMANDS,
     crate::t_string::COMMANDS,
     crate::keyspace::COMMANDS,
+    crate::t_hash::COMMANDS,
+    crate::t_set::COMMANDS,
     crate::multi::COMMANDS,
     crate::auth::COMMANDS,
     crate::pubsub::COMMANDS,
@@ -282,4 +284,83 @@ pub(crate) fn help_lines(ctx: &mut Ctx<'_>, cmd: &str, lines: &[&str]) {
     }
     ctx.simple("HELP");
     // Redis ends with an indented "Print this help." line.
+}
+
+/// SCAN-family options after the cursor (Redis's `scanGenericCommand`):
+/// `COUNT n` (n >= 1) and `MATCH pattern`, in any order, repeatable.
+#[derive(Debug)]
+pub(crate) struct ScanOpts {
+    pub count: usize,
+    /// `None` for no pattern or `*`.
+    pub pattern: Option<Vec<u8>>,
+}
+
+impl ScanOpts {
+    pub(crate) fn matches(&self, item: &[u8]) -> bool {
+        self.pattern
+            .as_deref()
+            .is_none_or(|p| crate::glob::stringmatch(p, item, false))
+    }
+}
+
+pub(crate) fn scan_opts(ctx: &mut Ctx<'_>, from: usize) -> Result<ScanOpts, Replied> {
+    let mut o = ScanOpts {
+        count: 10,
+        pattern: None,
+    };
+    let mut j = from;
+    while j < ctx.argc() {
+        let more = ctx.argc() - j - 1;
+        if eq(ctx.arg(j), "count") && more >= 1 {
+            let c = parse_ll(ctx, j + 1).ok_or(Replied)?;
+            if c < 1 {
+                ctx.syntax();
+                return Err(Replied);
+            }
+            o.count = usize::try_from(c).unwrap_or(usize::MAX);
+        } else if eq(ctx.arg(j), "match") && more >= 1 {
+            let p = ctx.arg(j + 1);
+            o.pattern = (p != b"*").then(|| p.to_vec());
+        } else {
+            ctx.syntax();
+            return Err(Replied);
+        }
+        j += 2;
+    }
+    Ok(o)
+}
+
+/// One SCAN step over a dense order of `len` items walked from the top
+/// down (the keyspace's scheme, see [`crate::db::Db::scan`]): the indexes
+/// to visit and the next cursor (0: done).
+pub(crate) fn dense_step(len: usize, cursor: u64, count: usize) -> (u64, std::ops::Range<usize>) {
+    let len = len as u64;
+    let upper = if cursor == 0 || cursor > len {
+        len
+    } else {
+        cursor
+    };
+    let lower = upper.saturating_sub(count.max(1) as u64);
+    (lower, lower as usize..upper as usize)
+}
+
+/// Write a SCAN reply: the cursor, then the items.
+pub(crate) fn scan_reply(ctx: &mut Ctx<'_>, next: u64, items: &[&[u8]]) {
+    ctx.array(2);
+    ctx.bulk(next.to_string().as_bytes());
+    ctx.array(items.len());
+    for i in items {
+        ctx.bulk(i);
+    }
+}
+
+/// Redis's `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)` for the
+/// random-member counts (HRANDFIELD SRANDMEMBER ZRANDMEMBER).
+pub(crate) fn parse_count(ctx: &mut Ctx<'_>, i: usize) -> Result<i64, Replied> {
+    let v = parse_ll(ctx, i).ok_or(Replied)?;
+    if v == i64::MIN {
+        ctx.err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807");
+        return Err(Replied);
+    }
+    Ok(v)
 }

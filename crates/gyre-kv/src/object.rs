@@ -149,3 +149,29 @@ pub fn check_kind(db: &Db, p: &Probe, want: Kind, ctx: &mut Ctx<'_>) -> Result<b
         }
     }
 }
+
+/// Read lookup of an aggregate of kind `want` (Redis's `lookupKeyRead` +
+/// `checkType`): `Ok(None)` if missing, `Err` once WRONGTYPE is written.
+pub fn read_kind<'d>(
+    db: &'d mut Db,
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    want: Kind,
+) -> Result<Option<&'d Object>, Replied> {
+    match db.lookup_read(key, ctx.now) {
+        None => Ok(None),
+        Some(e) if e.kind() == want => match e.value {
+            Ref::Obj(o) => Ok(Some(o)),
+            Ref::Str(_) => Ok(None),
+        },
+        Some(_) => {
+            ctx.err(ERR_WRONGTYPE);
+            Err(Replied)
+        }
+    }
+}
+
+/// Most random-member replies a negative count may ask for. Redis builds
+/// a reply of any size (and runs out of memory); gyre answers
+/// `ERR value is out of range` past this.
+pub const MAX_RANDOM_REPLY: u64 = 1 << 24;

@@ -369,6 +369,8 @@ pub struct Server {
     pub(crate) pubsub: crate::pubsub::PubSub,
     /// Clients given output by others, for the glue to flush.
     pub(crate) writers: Vec<ClientId>,
+    /// Random picks of the commands (SPOP, SRANDMEMBER, HRANDFIELD ...).
+    pub(crate) rng: crate::util::Rng,
 }
 
 impl Server {
@@ -401,6 +403,7 @@ impl Server {
             run_id,
             dirty: 0,
             last_save_ms: now_ms,
+            rng: crate::util::Rng::new(rng.next_u64()),
             pubsub: Default::default(),
             writers: Vec::new(),
         };
