@@ -455,6 +455,11 @@ impl Db {
         }
     }
 
+    /// Number of keys WATCHed in this database.
+    pub fn watched_len(&self) -> usize {
+        self.watched.len()
+    }
+
     /// A stored key whose TTL has passed, not yet reclaimed (Redis's
     /// `keyIsExpired`; WATCH and EXEC ask).
     pub fn key_is_expired(&self, key: &[u8], now: i64) -> bool {
