@@ -377,6 +377,7 @@ fn special_set(server: &mut Server, name: &str, val: &[u8]) {
         "notify-keyspace-events" => {
             c.notify_keyspace_events = crate::notify::string_to_flags(val).unwrap_or(0);
             crate::notify::sync_expired_log(server);
+            crate::notify::sync_change_log(server);
         }
         _ => {}
     }

@@ -44,6 +44,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::glob::stringmatch;
 use crate::hash::KeyHasher;
+use crate::notify::Change;
 use crate::object::{Kind, Object};
 use crate::util::Rng;
 
@@ -274,6 +275,12 @@ pub struct Db {
     /// Keys removed by expiry since the server last drained them, kept
     /// only while `expired` keyspace events are enabled.
     pub(crate) expired_log: Option<Vec<Vec<u8>>>,
+    /// What the running command changed, in order, kept only while
+    /// keyspace events other than `expired` are enabled
+    /// ([`crate::notify`] turns it into events after the command).
+    pub(crate) changes: Option<Vec<(Vec<u8>, Change)>>,
+    /// A removal in progress is an expiry (not a command's change).
+    expiring: bool,
 }
 
 /// A key is expired when `now > expire` (Redis's `keyIsExpired`).
@@ -302,6 +309,8 @@ impl Db {
             rng: Rng::new(seed),
             watched: crate::multi::Watched::default(),
             expired_log: None,
+            changes: None,
+            expiring: false,
         }
     }
 
@@ -407,8 +416,13 @@ impl Db {
             self.unlink_ttl(ts);
         }
         let node = self.nodes.swap_remove(i);
-        if !self.watched.is_empty() {
-            self.watched.touch(node.key.as_slice(), false);
+        if self.noting() {
+            let change = if self.expiring {
+                None
+            } else {
+                Some(Change::Deleted)
+            };
+            self.note(node.key.as_slice(), false, change);
         }
         let from = self.nodes.len() as u32;
         if let Some(moved) = self.nodes.get(i) {
@@ -440,11 +454,30 @@ impl Db {
     fn expire_at_if_needed(&mut self, i: usize, now: i64) -> bool {
         if is_expired(self.nodes[i].expire, now) {
             self.log_expired(i);
+            self.expiring = true;
             self.remove_at(i);
+            self.expiring = false;
             self.stats.expired_keys += 1;
             true
         } else {
             false
+        }
+    }
+
+    /// Whether a change must be noted (WATCH or keyspace events).
+    #[inline]
+    fn noting(&self) -> bool {
+        !self.watched.is_empty() || self.changes.is_some()
+    }
+
+    /// A write to `key`: touch its watchers, log the change for keyspace
+    /// events.
+    fn note(&mut self, key: &[u8], exists_after: bool, change: Option<Change>) {
+        if !self.watched.is_empty() && change != Some(Change::New) {
+            self.watched.touch(key, exists_after);
+        }
+        if let (Some(log), Some(c)) = (&mut self.changes, change) {
+            log.push((key.to_vec(), c));
         }
     }
 
@@ -524,8 +557,8 @@ impl Db {
         f: impl FnOnce(&mut Vec<u8>) -> R,
     ) -> Option<R> {
         let i = self.find_live(key, now)?;
-        if !self.watched.is_empty() {
-            self.watched.touch(key, true);
+        if self.noting() {
+            self.note(key, true, Some(Change::Write));
         }
         let v = &mut self.nodes[i].value;
         let before = v.mem();
@@ -582,11 +615,12 @@ impl Db {
         let r = f(o);
         let (after, empty) = (o.mem(), o.is_empty());
         self.mem = self.mem.saturating_sub(before) + after;
+        if self.noting() {
+            let key = self.nodes[i].key.as_slice().to_vec();
+            self.note(&key, true, Some(Change::Write));
+        }
         if empty {
             self.remove_at(i);
-        } else if !self.watched.is_empty() {
-            let key = self.nodes[i].key.as_slice().to_vec();
-            self.watched.touch(&key, true);
         }
         Some(r)
     }
@@ -617,8 +651,11 @@ impl Db {
     }
 
     fn store(&mut self, p: Probe, key: &[u8], value: Value, keep_ttl: bool) -> Probe {
-        if !self.watched.is_empty() {
-            self.watched.touch(key, true);
+        if self.noting() {
+            if p.index.is_none() {
+                self.note(key, true, Some(Change::New));
+            }
+            self.note(key, true, Some(Change::Write));
         }
         let vlen = value.mem();
         if let Some(i) = p.index {
@@ -700,9 +737,9 @@ impl Db {
     }
 
     fn set_expire_at(&mut self, i: usize, when: i64) {
-        if !self.watched.is_empty() {
+        if self.noting() {
             let key = self.nodes[i].key.as_slice().to_vec();
-            self.watched.touch(&key, true);
+            self.note(&key, true, Some(Change::Expire));
         }
         let when = when.max(0);
         let n = &mut self.nodes[i];
@@ -719,14 +756,13 @@ impl Db {
     }
 
     fn remove_expire_at(&mut self, i: usize) -> bool {
-        let n = &mut self.nodes[i];
-        let slot = n.ttl_slot;
+        let slot = self.nodes[i].ttl_slot;
         if slot == NONE {
             return false;
         }
-        if !self.watched.is_empty() {
-            let key = n.key.as_slice().to_vec();
-            self.watched.touch(&key, true);
+        if self.noting() {
+            let key = self.nodes[i].key.as_slice().to_vec();
+            self.note(&key, true, Some(Change::Persist));
         }
         let n = &mut self.nodes[i];
         n.ttl_slot = NONE;
@@ -885,7 +921,9 @@ impl Db {
                 o.sampled += 1;
                 if is_expired(t.expire, now) {
                     self.log_expired(t.node as usize);
+                    self.expiring = true;
                     self.remove_at(t.node as usize);
+                    self.expiring = false;
                     self.stats.expired_keys += 1;
                     o.expired += 1;
                 } else {

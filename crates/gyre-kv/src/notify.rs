@@ -183,3 +183,187 @@ mod tests {
         assert!(string_to_flags(b"xyz").is_none());
     }
 }
+
+/// What a write did to a key, as the database notes it for
+/// [`command_events`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The key was created.
+    New,
+    /// Its value was stored or modified.
+    Write,
+    /// A TTL was set.
+    Expire,
+    /// Its TTL was removed.
+    Persist,
+    /// The command removed it (expiry is reported as `expired` instead).
+    Deleted,
+}
+
+/// The event of a value written by `cmd` (`first`: the key is the
+/// command's first argument): Redis's per-command `notifyKeyspaceEvent`
+/// names. `None`: the command fires nothing for it.
+fn write_event(
+    cmd: &str,
+    first: bool,
+    argv: &crate::resp::Argv<'_>,
+) -> Option<(u32, &'static str)> {
+    let ev = match cmd {
+        "set" | "setnx" | "setex" | "psetex" | "getset" | "mset" | "msetnx" => (STRING, "set"),
+        "append" => (STRING, "append"),
+        "incr" | "decr" | "incrby" | "decrby" => (STRING, "incrby"),
+        "incrbyfloat" => (STRING, "incrbyfloat"),
+        "setrange" => (STRING, "setrange"),
+        "hset" | "hmset" | "hsetnx" => (HASH, "hset"),
+        "hincrby" => (HASH, "hincrby"),
+        "hincrbyfloat" => (HASH, "hincrbyfloat"),
+        "hdel" => (HASH, "hdel"),
+        "sadd" => (SET, "sadd"),
+        "srem" => (SET, "srem"),
+        "spop" => (SET, "spop"),
+        "smove" => (SET, if first { "srem" } else { "sadd" }),
+        "sinterstore" => (SET, "sinterstore"),
+        "sunionstore" => (SET, "sunionstore"),
+        "sdiffstore" => (SET, "sdiffstore"),
+        "lpush" | "lpushx" => (LIST, "lpush"),
+        "rpush" | "rpushx" => (LIST, "rpush"),
+        "linsert" => (LIST, "linsert"),
+        "lset" => (LIST, "lset"),
+        "lpop" | "blpop" => (LIST, "lpop"),
+        "rpop" | "brpop" => (LIST, "rpop"),
+        "lrem" => (LIST, "lrem"),
+        "ltrim" => (LIST, "ltrim"),
+        "rpoplpush" | "brpoplpush" => (LIST, if first { "rpop" } else { "lpush" }),
+        "lmove" | "blmove" => {
+            let side = |i: usize| {
+                let left = argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(b"left"));
+                match (i, left) {
+                    (3, true) => "lpop",
+                    (3, false) => "rpop",
+                    (_, true) => "lpush",
+                    (_, false) => "rpush",
+                }
+            };
+            (LIST, if first { side(3) } else { side(4) })
+        }
+        "zadd" => (ZSET, "zadd"),
+        "zincrby" => (ZSET, "zincr"),
+        "zrem" => (ZSET, "zrem"),
+        "zpopmin" | "bzpopmin" => (ZSET, "zpopmin"),
+        "zpopmax" | "bzpopmax" => (ZSET, "zpopmax"),
+        "zremrangebyscore" => (ZSET, "zrembyscore"),
+        "zremrangebyrank" => (ZSET, "zrembyrank"),
+        "zremrangebylex" => (ZSET, "zrembylex"),
+        "zunionstore" => (ZSET, "zunionstore"),
+        "zinterstore" => (ZSET, "zinterstore"),
+        "zdiffstore" => (ZSET, "zdiffstore"),
+        "zrangestore" => (ZSET, "zrangestore"),
+        "rename" | "renamenx" => (GENERIC, "rename_to"),
+        "copy" => (GENERIC, "copy_to"),
+        "move" => (GENERIC, "move_to"),
+        "restore" => (GENERIC, "restore"),
+        _ => return None,
+    };
+    Some(ev)
+}
+
+/// The event of a key `cmd` removed.
+fn delete_event(cmd: &str) -> (u32, &'static str) {
+    match cmd {
+        "rename" | "renamenx" => (GENERIC, "rename_from"),
+        "move" => (GENERIC, "move_from"),
+        _ => (GENERIC, "del"),
+    }
+}
+
+/// Whether the changes log must be kept (any class but `expired`).
+pub fn changes_wanted(server: &Server) -> bool {
+    enabled(server, (ALL & !EXPIRED) | NEW)
+}
+
+/// Turn the databases' change logs on or off to match the flags.
+pub fn sync_change_log(server: &mut Server) {
+    let on = changes_wanted(server);
+    for db in &mut server.dbs {
+        if on {
+            db.changes.get_or_insert_with(Vec::new);
+        } else {
+            db.changes = None;
+        }
+    }
+}
+
+/// Turn what command `cmd` changed into Redis's keyspace events, in the
+/// order the changes happened. A key deleted and then created again in
+/// the same command (a STORE replacing its destination, RENAME over an
+/// existing key) is an overwrite: neither `del` nor `new`.
+pub fn command_events(
+    server: &mut Server,
+    cmd: &str,
+    argv: crate::resp::Argv<'_>,
+    own: crate::pubsub::Own<'_>,
+    now: i64,
+) {
+    let mut own = own;
+    let first = argv.get(1).unwrap_or_default();
+    for dbi in 0..server.dbs.len() {
+        let log = match server.dbs[dbi].changes.as_mut() {
+            Some(l) if !l.is_empty() => std::mem::take(l),
+            _ => continue,
+        };
+        for (i, (key, change)) in log.iter().enumerate() {
+            // A new aggregate is stored, then filled (`insert_obj` then
+            // `update_obj`): one write.
+            if *change == Change::Write
+                && i >= 2
+                && log[i - 1] == (key.clone(), Change::Write)
+                && log[i - 2] == (key.clone(), Change::New)
+            {
+                continue;
+            }
+            let recreated = |from: usize| {
+                log[from..]
+                    .iter()
+                    .any(|(k, c)| k == key && *c == Change::New)
+            };
+            let deleted_before = || {
+                log[..i]
+                    .iter()
+                    .any(|(k, c)| k == key && *c == Change::Deleted)
+            };
+            let ev = match change {
+                Change::New if deleted_before() => None,
+                Change::New => Some((NEW, "new")),
+                Change::Write => write_event(cmd, key.as_slice() == first, &argv),
+                Change::Expire => match cmd {
+                    "rename" | "renamenx" | "copy" | "move" | "restore" => None,
+                    _ => Some((GENERIC, "expire")),
+                },
+                Change::Persist => match cmd {
+                    "persist" | "getex" => Some((GENERIC, "persist")),
+                    _ => None,
+                },
+                Change::Deleted if recreated(i + 1) => None,
+                Change::Deleted => Some(delete_event(cmd)),
+            };
+            if let Some((class, event)) = ev {
+                notify_keyspace_event(
+                    server,
+                    class,
+                    event,
+                    key,
+                    dbi,
+                    crate::pubsub::reown(&mut own),
+                    now,
+                );
+            }
+        }
+        if let Some(l) = server.dbs[dbi].changes.as_mut() {
+            if l.is_empty() {
+                let mut log = log;
+                log.clear();
+                *l = log;
+            }
+        }
+    }
+}

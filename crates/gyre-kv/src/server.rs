@@ -408,6 +408,7 @@ impl Server {
             writers: Vec::new(),
         };
         crate::notify::sync_expired_log(&mut server);
+        crate::notify::sync_change_log(&mut server);
         server
     }
 
@@ -700,8 +701,18 @@ impl Server {
             resync: false,
         };
         (cmd.spec.handler)(self, &mut ctx);
-        if self.config.notify_keyspace_events != 0 && crate::notify::expired_pending(self) {
-            crate::notify::drain_expired(self, Some((id, ctx.proto, &mut *ctx.out)), now_ms);
+        if self.config.notify_keyspace_events != 0 {
+            if crate::notify::expired_pending(self) {
+                crate::notify::drain_expired(self, Some((id, ctx.proto, &mut *ctx.out)), now_ms);
+            }
+            let name = cmd.parent.unwrap_or(cmd.spec).name;
+            crate::notify::command_events(
+                self,
+                name,
+                argv,
+                Some((id, ctx.proto, &mut *ctx.out)),
+                now_ms,
+            );
         }
         self.stats.total_commands_processed += 1;
         self.stats.total_error_replies += ctx.errors;
@@ -798,6 +809,11 @@ impl Server {
             resync: false,
         };
         (cmd.spec.handler)(self, &mut sub);
+        if self.config.notify_keyspace_events != 0 {
+            let name = cmd.parent.unwrap_or(cmd.spec).name;
+            let own = Some((sub.client_id, sub.proto, &mut *sub.out));
+            crate::notify::command_events(self, name, argv, own, sub.now);
+        }
         self.stats.total_commands_processed += 1;
         ctx.errors += sub.errors;
         ctx.db = sub.db;

@@ -267,12 +267,18 @@ fn differential(name: &str, redis_args: &[&str], kv_extra: &str, script: &str) {
         eprintln!("{name}: {l}");
     }
     for (i, (w, g)) in want.iter().zip(&got).enumerate() {
-        assert_eq!(
-            w,
-            g,
-            "{name}: step {i} differs\nredis: {w}\ngyre:  {g}\ngyre log:\n{}",
-            gyre.s.log()
-        );
+        if w != g {
+            // Where they part: the frames from the first difference on.
+            let (wf, gf): (Vec<&str>, Vec<&str>) =
+                (w.split(" | ").collect(), g.split(" | ").collect());
+            let k = wf.iter().zip(&gf).take_while(|(a, b)| a == b).count();
+            panic!(
+                "{name}: step {i} differs at frame {k}\nredis: {}\ngyre:  {}\nwhole redis: {w}\ngyre log:\n{}",
+                wf[k.min(wf.len())..].join(" | "),
+                gf[k.min(gf.len())..].join(" | "),
+                gyre.s.log()
+            );
+        }
     }
     assert_eq!(want.len(), got.len());
 }
@@ -570,6 +576,63 @@ fn keyspace_events_and_config_match_redis() {
         0> CONFIG GET client-output-buffer-limit
         0> CONFIG SET client-output-buffer-limit pubsub
         0> CONFIG GET protected-mode
+        ",
+    );
+}
+
+#[test]
+fn command_keyspace_events_match_redis() {
+    differential(
+        "kvdiff-events",
+        &[],
+        "notify-keyspace-events KEA;",
+        "
+        0> CONFIG SET notify-keyspace-events KEA
+        1> PSUBSCRIBE __key*__:*
+        0> SET s v
+        0> SET s v2 EX 100
+        0> SETEX s2 100 v
+        0> APPEND s !
+        0> SET n 1
+        0> INCR n
+        0> DECRBY n 5
+        0> INCRBYFLOAT n 1.5
+        0> SETRANGE s 0 X
+        0> MSET a 1 b 2
+        0> GETSET a 3
+        0> EXPIRE a 100
+        0> PERSIST a
+        0> PERSIST a
+        0> DEL a b nokey
+        0> GETDEL s2
+        0> RENAME s s3
+        0> SET dst x
+        0> RENAME s3 dst
+        0> SETNX dst y
+        0> EXPIRE dst -1
+        sync 1
+        0> HSET h f v g w
+        0> HINCRBY h n 1
+        0> HDEL h f nofield
+        0> HDEL h g n
+        0> SADD st a b c
+        0> SREM st a
+        0> SMOVE st st2 b
+        0> SADD other c d
+        0> SINTERSTORE out st other
+        0> SINTERSTORE out st nokey
+        0> SUNIONSTORE out st other
+        0> SPOP st2
+        sync 1
+        0> CONFIG SET notify-keyspace-events Kgn
+        0> SET fresh 1
+        0> SET fresh 2
+        0> DEL fresh
+        0> MULTI
+        0> SET inmulti 1
+        0> DEL inmulti
+        0> EXEC
+        sync 1
         ",
     );
 }
