@@ -191,8 +191,9 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(out, "evicted_clients", 0);
             line(out, "keyspace_hits", hits);
             line(out, "keyspace_misses", misses);
-            line(out, "pubsub_channels", 0);
-            line(out, "pubsub_patterns", 0);
+            line(out, "pubsub_channels", server.pubsub.channels_len());
+            line(out, "pubsub_patterns", server.pubsub.patterns_len());
+            line(out, "pubsubshard_channels", server.pubsub.shard_len());
             line(out, "latest_fork_usec", 0);
             line(out, "total_forks", 0);
             line(out, "total_error_replies", st.total_error_replies);

@@ -130,6 +130,15 @@ pub struct MultiState {
 const QUEUED_OVERHEAD: u64 = 64;
 
 impl MultiState {
+    /// Commands queued (CLIENT LIST's `multi=`).
+    pub fn len(&self) -> usize {
+        self.cmds.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cmds.is_empty()
+    }
+
     /// Queue `argv`; the queue's size in bytes afterwards.
     pub(crate) fn queue(&mut self, argv: Argv<'_>) -> u64 {
         let mut q = Queued {

@@ -59,6 +59,10 @@ impl PubSub {
     pub fn patterns_len(&self) -> usize {
         self.patterns.len()
     }
+    /// Shard channels with subscribers (INFO `pubsubshard_channels`).
+    pub fn shard_len(&self) -> usize {
+        self.shard.len()
+    }
     /// Whether anyone listens at all (keyspace events skip encoding).
     pub fn is_empty(&self) -> bool {
         self.channels.is_empty() && self.patterns.is_empty()
