@@ -28,6 +28,8 @@
 //!     protected-mode yes;                         # yes|no (on|off too)
 //!     notify-keyspace-events "Ex";
 //!     client-output-buffer-limit pubsub 32mb 8mb 60;   # repeatable, per class
+//!     maxmemory 100mb;
+//!     maxmemory-policy allkeys-lru;   # the 8 policies, samples, tenacity, lfu-*
 //! ```
 
 use crate::object::Limits;
@@ -60,6 +62,10 @@ pub struct KvConf {
     pub notify_keyspace_events: u32,
     /// `client-output-buffer-limit` per class.
     pub client_output_buffer_limit: crate::output::ObufLimits,
+    /// `maxmemory` (0: no limit).
+    pub maxmemory: u64,
+    /// `maxmemory-policy` and the eviction tuning.
+    pub evict: crate::evict::EvictConfig,
 }
 
 impl Default for KvConf {
@@ -79,8 +85,54 @@ impl Default for KvConf {
             protected_mode: true,
             notify_keyspace_events: 0,
             client_output_buffer_limit: crate::output::DEFAULT_LIMITS,
+            maxmemory: 0,
+            evict: crate::evict::EvictConfig::default(),
         }
     }
+}
+
+fn set_maxmemory(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.maxmemory = crate::util::memtoull(d.arg(0).as_bytes())
+        .ok_or_else(|| format!("invalid value \"{}\" in \"{}\"", d.arg(0), d.name))?;
+    Ok(())
+}
+
+fn set_policy(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.evict.policy = crate::evict::Policy::parse(d.arg(0).as_bytes()).ok_or_else(|| {
+        "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction".to_string()
+    })?;
+    Ok(())
+}
+
+/// An integer setting within Redis's bounds.
+fn bounded(d: &Directive, min: u64, max: u64) -> Result<u32, String> {
+    let n = d.number(0)?;
+    if n < min || n > max {
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
+    }
+    Ok(n as u32)
+}
+
+fn set_samples(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.evict.samples = bounded(d, 1, i32::MAX as u64)?;
+    Ok(())
+}
+
+fn set_tenacity(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.evict.tenacity = bounded(d, 0, 100)?;
+    Ok(())
+}
+
+fn set_lfu_log_factor(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.evict.lfu_log_factor = bounded(d, 0, i32::MAX as u64)?;
+    Ok(())
+}
+
+fn set_lfu_decay_time(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.evict.lfu_decay_time = bounded(d, 0, i32::MAX as u64)?;
+    Ok(())
 }
 
 fn set_requirepass(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
@@ -234,6 +286,17 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::new("client_query_buffer_limit", KV, Args::TAKE1, set_qbuf),
     DirectiveSpec::new("client-query-buffer-limit", KV, Args::TAKE1, set_qbuf),
     DirectiveSpec::new("requirepass", KV, Args::TAKE1, set_requirepass),
+    DirectiveSpec::new("maxmemory", KV, Args::TAKE1, set_maxmemory),
+    DirectiveSpec::new("maxmemory-policy", KV, Args::TAKE1, set_policy),
+    DirectiveSpec::new("maxmemory_policy", KV, Args::TAKE1, set_policy),
+    DirectiveSpec::new("maxmemory-samples", KV, Args::TAKE1, set_samples),
+    DirectiveSpec::new("maxmemory_samples", KV, Args::TAKE1, set_samples),
+    DirectiveSpec::new("maxmemory-eviction-tenacity", KV, Args::TAKE1, set_tenacity),
+    DirectiveSpec::new("maxmemory_eviction_tenacity", KV, Args::TAKE1, set_tenacity),
+    DirectiveSpec::new("lfu-log-factor", KV, Args::TAKE1, set_lfu_log_factor),
+    DirectiveSpec::new("lfu_log_factor", KV, Args::TAKE1, set_lfu_log_factor),
+    DirectiveSpec::new("lfu-decay-time", KV, Args::TAKE1, set_lfu_decay_time),
+    DirectiveSpec::new("lfu_decay_time", KV, Args::TAKE1, set_lfu_decay_time),
     DirectiveSpec::new("protected-mode", KV, Args::TAKE1, set_protected_mode),
     DirectiveSpec::new("protected_mode", KV, Args::TAKE1, set_protected_mode),
     DirectiveSpec::new("notify-keyspace-events", KV, Args::TAKE1, set_notify),

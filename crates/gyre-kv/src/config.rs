@@ -177,7 +177,32 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "maxmemory-policy",
-        kind: Kind::Fixed,
+        kind: Kind::Special,
+    },
+    Param {
+        name: "maxmemory-samples",
+        kind: Kind::Int {
+            min: 1,
+            max: i32::MAX as i64,
+        },
+    },
+    Param {
+        name: "maxmemory-eviction-tenacity",
+        kind: Kind::Int { min: 0, max: 100 },
+    },
+    Param {
+        name: "lfu-log-factor",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+    },
+    Param {
+        name: "lfu-decay-time",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
     },
     Param {
         name: "requirepass",
@@ -297,7 +322,11 @@ fn param_value(server: &Server, name: &str) -> String {
         "bind" => c.bind.clone(),
         "save" => String::new(),
         "appendonly" => "no".into(),
-        "maxmemory-policy" => "noeviction".into(),
+        "maxmemory-policy" => c.evict.policy.name().into(),
+        "maxmemory-samples" => c.evict.samples.to_string(),
+        "maxmemory-eviction-tenacity" => c.evict.tenacity.to_string(),
+        "lfu-log-factor" => c.evict.lfu_log_factor.to_string(),
+        "lfu-decay-time" => c.evict.lfu_decay_time.to_string(),
         "requirepass" => c
             .requirepass
             .as_deref()
@@ -357,6 +386,9 @@ fn special_check(server: &Server, name: &str, val: &[u8]) -> Result<(), &'static
             let mut l = server.config.client_output_buffer_limit;
             crate::output::parse_limits(&args, &mut l)
         }
+        "maxmemory-policy" => crate::evict::Policy::parse(val)
+            .map(|_| ())
+            .ok_or("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"),
         "notify-keyspace-events" => crate::notify::string_to_flags(val)
             .map(|_| ())
             .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
@@ -369,6 +401,12 @@ fn special_set(server: &mut Server, name: &str, val: &[u8]) {
     let c = &mut server.config;
     match name {
         "requirepass" => c.requirepass = (!val.is_empty()).then(|| val.to_vec()),
+        "maxmemory-policy" => {
+            if let Some(p) = crate::evict::Policy::parse(val) {
+                c.evict.policy = p;
+            }
+            crate::evict::sync_policy(server);
+        }
         "client-output-buffer-limit" => {
             let text = String::from_utf8_lossy(val);
             let args: Vec<&[u8]> = text.split_ascii_whitespace().map(str::as_bytes).collect();
@@ -453,6 +491,10 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
         let c = &mut server.config;
         match (name, v) {
             ("protected-mode", NewValue::Bool(b)) => c.protected_mode = b,
+            ("maxmemory-samples", NewValue::Int(v)) => c.evict.samples = v as u32,
+            ("maxmemory-eviction-tenacity", NewValue::Int(v)) => c.evict.tenacity = v as u32,
+            ("lfu-log-factor", NewValue::Int(v)) => c.evict.lfu_log_factor = v as u32,
+            ("lfu-decay-time", NewValue::Int(v)) => c.evict.lfu_decay_time = v as u32,
             ("hz", NewValue::Int(v)) => {
                 c.hz = (v as u32).clamp(crate::server::MIN_HZ, crate::server::MAX_HZ)
             }
@@ -497,6 +539,7 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
             _ => {}
         }
     }
+    crate::evict::sync_policy(server);
     ctx.ok();
 }
 

@@ -281,6 +281,13 @@ pub struct Db {
     pub(crate) changes: Option<Vec<(Vec<u8>, Change)>>,
     /// A removal in progress is an expiry (not a command's change).
     expiring: bool,
+    /// Per-key access clock, parallel to `nodes` (Redis's `robj->lru`):
+    /// the LRU clock in seconds, or under an LFU policy minutes and a
+    /// logarithmic counter (see [`crate::evict`]). Kept beside the nodes
+    /// rather than in them so a node stays one cache-line-sized record.
+    access: Vec<u32>,
+    /// How lookups update `access` (set from `maxmemory-policy`).
+    pub(crate) access_mode: crate::evict::AccessMode,
 }
 
 /// A key is expired when `now > expire` (Redis's `keyIsExpired`).
@@ -311,6 +318,8 @@ impl Db {
             expired_log: None,
             changes: None,
             expiring: false,
+            access: Vec::new(),
+            access_mode: crate::evict::AccessMode::default(),
         }
     }
 
@@ -416,6 +425,7 @@ impl Db {
             self.unlink_ttl(ts);
         }
         let node = self.nodes.swap_remove(i);
+        self.access.swap_remove(i);
         if self.noting() {
             let change = if self.expiring {
                 None
@@ -507,12 +517,89 @@ impl Db {
 
     /// Live node index of `key` after lazy expiry.
     fn find_live(&mut self, key: &[u8], now: i64) -> Option<usize> {
+        self.access_mode.now_ms = now;
         let i = self.find(key)?;
         if self.expire_at_if_needed(i, now) {
             None
         } else {
+            self.touch_access(i, now);
             Some(i)
         }
+    }
+
+    /// A lookup touched node `i` (Redis's `updateLFU` / `LRU_CLOCK()`).
+    #[inline]
+    fn touch_access(&mut self, i: usize, now: i64) {
+        let mode = self.access_mode;
+        if let Some(a) = self.access.get_mut(i) {
+            *a = mode.touch(*a, now, &mut self.rng);
+        }
+    }
+
+    /// A stored, live key's access clock without touching it (OBJECT
+    /// IDLETIME / FREQ use LOOKUP_NOTOUCH).
+    pub fn access_of(&self, key: &[u8], now: i64) -> Option<u32> {
+        let i = self.find(key)?;
+        if is_expired(self.nodes[i].expire, now) {
+            return None;
+        }
+        self.access.get(i).copied()
+    }
+
+    /// Up to `n` random keys (from the keys with a TTL when `volatile`)
+    /// with their access clock and expire time, for the eviction pool.
+    pub fn sample_for_eviction(
+        &mut self,
+        n: usize,
+        volatile: bool,
+        out: &mut Vec<(Vec<u8>, u32, i64)>,
+    ) {
+        for _ in 0..n {
+            let i = if volatile {
+                if self.ttl.is_empty() {
+                    return;
+                }
+                self.ttl[self.rng.below(self.ttl.len())].node as usize
+            } else {
+                if self.nodes.is_empty() {
+                    return;
+                }
+                self.rng.below(self.nodes.len())
+            };
+            let node = &self.nodes[i];
+            out.push((
+                node.key.as_slice().to_vec(),
+                self.access.get(i).copied().unwrap_or(0),
+                node.expire,
+            ));
+        }
+    }
+
+    /// A random key (with a TTL when `volatile`) for the random policies.
+    pub fn random_for_eviction(&mut self, volatile: bool) -> Option<Vec<u8>> {
+        let i = if volatile {
+            if self.ttl.is_empty() {
+                return None;
+            }
+            self.ttl[self.rng.below(self.ttl.len())].node as usize
+        } else {
+            if self.nodes.is_empty() {
+                return None;
+            }
+            self.rng.below(self.nodes.len())
+        };
+        Some(self.nodes[i].key.as_slice().to_vec())
+    }
+
+    /// Evict `key` (maxmemory): removed like a delete for WATCH, not
+    /// logged as the running command's change. The bytes freed.
+    pub fn evict(&mut self, key: &[u8]) -> Option<u64> {
+        let i = self.find(key)?;
+        let before = self.mem;
+        self.expiring = true;
+        self.remove_at(i);
+        self.expiring = false;
+        Some(before.saturating_sub(self.mem))
     }
 
     fn entry_at(&self, i: usize) -> Entry<'_> {
@@ -583,11 +670,14 @@ impl Db {
     /// expired key is reclaimed and counted, as a write lookup does). No
     /// hit/miss accounting (see [`Db::count_read`]).
     pub fn probe(&mut self, key: &[u8], now: i64) -> Probe {
+        self.access_mode.now_ms = now;
         let hash = self.hash(key);
         let mut index = self.find_hashed(hash, key);
         if let Some(i) = index {
             if self.expire_at_if_needed(i, now) {
                 index = None;
+            } else {
+                self.touch_access(i, now);
             }
         }
         Probe { hash, index }
@@ -677,6 +767,8 @@ impl Db {
             }
         };
         self.mem += ENTRY_OVERHEAD + key.len() as u64 + vlen;
+        let now_ms = self.access_mode.now_ms;
+        self.access.push(self.access_mode.new_key(now_ms));
         self.nodes.push(Node {
             hash: h,
             expire: NO_EXPIRE,
@@ -800,6 +892,7 @@ impl Db {
         let n = self.nodes.len();
         self.map = IdMap::default();
         self.nodes = Vec::new();
+        self.access = Vec::new();
         self.ttl = Vec::new();
         self.avg_ttl = 0;
         self.mem = 0;
@@ -1027,6 +1120,9 @@ impl Db {
 
     /// Check internal index invariants (tests).
     pub fn check_invariants(&self) -> bool {
+        if self.access.len() != self.nodes.len() {
+            return false;
+        }
         let nodes_ok = self.nodes.iter().enumerate().all(|(i, n)| {
             let key = n.key.as_slice();
             n.hash == self.hash(key)

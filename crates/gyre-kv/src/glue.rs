@@ -90,6 +90,8 @@ pub fn config(conf: &KvConf) -> Config {
         protected_mode: conf.protected_mode,
         notify_keyspace_events: conf.notify_keyspace_events,
         client_output_buffer_limit: conf.client_output_buffer_limit,
+        maxmemory: conf.maxmemory,
+        evict: conf.evict,
         port: first.map_or(6379, |l| l.addr.port()),
         bind: first.map_or_else(|| "127.0.0.1".into(), |l| l.addr.ip().to_string()),
         seed: std::process::id() as u64 ^ 0x5EED,
@@ -108,6 +110,8 @@ struct Shared {
     out: RefCell<Vec<u8>>,
     /// The expire-slice time event is armed.
     slicing: Cell<bool>,
+    /// The eviction time event (Redis's `evictionTimeProc`) is armed.
+    evicting: Cell<bool>,
 }
 
 fn now_ms(core: &Core) -> i64 {
@@ -122,6 +126,7 @@ pub fn init(conf: &KvConf, core: &mut Core, listeners: Vec<Listener>) -> io::Res
         buf: RefCell::new(vec![0; READ_BUF]),
         out: RefCell::new(Vec::with_capacity(READ_BUF)),
         slicing: Cell::new(false),
+        evicting: Cell::new(false),
     });
     for ls in listeners {
         let laddr = ls.local_addr().to_string();
@@ -155,6 +160,7 @@ fn server_cron(s: &Rc<Shared>, core: &mut Core) -> Next {
         close_client(s, core, id);
     }
     wake_writers(s, core);
+    maybe_evict_later(s, core);
     if out.expire_backlog && !s.slicing.get() {
         s.slicing.set(true);
         let sh = s.clone();
@@ -183,6 +189,28 @@ fn close_scheduled(s: &Rc<Shared>, core: &mut Core) {
     for id in ids {
         close_client(s, core, id);
     }
+}
+
+/// Starts the eviction time event when a time-limited eviction run left
+/// work: it continues every millisecond until memory is under the limit,
+/// so no single command pays for a large eviction.
+fn maybe_evict_later(s: &Rc<Shared>, core: &mut Core) {
+    if s.evicting.get() || !s.server.borrow().eviction_pending() {
+        return;
+    }
+    s.evicting.set(true);
+    let sh = s.clone();
+    core.create_time_event(1, move |core, _| {
+        let now = now_ms(core);
+        let r = sh.server.borrow_mut().evict_slice(now);
+        wake_writers(&sh, core);
+        if r == crate::evict::Outcome::Running {
+            Next::Again(1)
+        } else {
+            sh.evicting.set(false);
+            Next::NoMore
+        }
+    });
 }
 
 /// Flushes the clients that others gave output (PUBLISH); one whose
@@ -410,6 +438,7 @@ impl Handler for KvConn {
             }
         }
         wake_writers(&self.shared, core);
+        maybe_evict_later(&self.shared, core);
         close_scheduled(&self.shared, core);
         if !core.is_live(c) {
             return;

@@ -280,7 +280,19 @@ static OBJECT_SUBS: &[CommandSpec] = &[
         "generic",
         "4.0.0",
         "Get the logarithmic access frequency counter of a Redis object",
-        object_freq
+        crate::evict::object_freq
+    ),
+    spec!(
+        "idletime",
+        3,
+        RO_SLOW,
+        2,
+        2,
+        1,
+        "generic",
+        "2.2.3",
+        "Get the time since a Redis object was last accessed",
+        crate::evict::object_idletime
     ),
     spec!(
         "help",
@@ -586,14 +598,6 @@ fn object_refcount(server: &mut Server, ctx: &mut Ctx<'_>) {
         Some(e) if e.str().is_some_and(shared) => ctx.int(i64::from(i32::MAX)),
         Some(_) => ctx.int(1),
     }
-}
-
-fn object_freq(server: &mut Server, ctx: &mut Ctx<'_>) {
-    let (db, now) = (ctx.db, ctx.now);
-    if server.dbs[db].lookup_write(ctx.arg(2), now).is_none() {
-        return ctx.null();
-    }
-    ctx.err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
 }
 
 fn object_help(_: &mut Server, ctx: &mut Ctx<'_>) {

@@ -65,6 +65,7 @@ pub mod conf;
 pub mod config;
 pub mod db;
 pub mod dict;
+pub mod evict;
 pub mod float;
 pub mod glob;
 pub mod glue;

@@ -124,6 +124,9 @@ pub struct MultiState {
     /// Bytes held by the queue (arguments plus per-command overhead),
     /// bounded by `client-query-buffer-limit`.
     pub(crate) bytes: u64,
+    /// A `denyoom` command is queued (Redis's `cmd_flags`): EXEC is
+    /// refused under OOM.
+    pub(crate) denyoom: bool,
 }
 
 /// Per-command overhead counted against the limit (spans and headers).

@@ -89,6 +89,8 @@ pub struct Config {
     pub protected_mode: bool,
     /// `notify-keyspace-events` as [`crate::notify`] flags.
     pub notify_keyspace_events: u32,
+    /// `maxmemory-policy`, `maxmemory-samples`, ... (see [`crate::evict`]).
+    pub evict: crate::evict::EvictConfig,
     /// `client-output-buffer-limit` (normal, replica, pubsub).
     pub client_output_buffer_limit: crate::output::ObufLimits,
     /// Aggregate encoding thresholds (`hash-max-listpack-entries`, ...).
@@ -118,6 +120,7 @@ impl Default for Config {
             protected_mode: false,
             notify_keyspace_events: 0,
             client_output_buffer_limit: crate::output::DEFAULT_LIMITS,
+            evict: crate::evict::EvictConfig::default(),
             encodings: crate::object::Limits::default(),
         }
     }
@@ -176,6 +179,8 @@ pub struct Stats {
     pub total_error_replies: u64,
     pub total_reads_processed: u64,
     pub expired_time_cap_reached_count: u64,
+    /// Keys removed by maxmemory eviction.
+    pub evicted_keys: u64,
     /// Microseconds spent in active expire cycles (wall clock).
     pub expire_cycle_time_used_us: u64,
     /// Running estimate of the share of expired keys among sampled ones.
@@ -369,6 +374,11 @@ pub struct Server {
     pub(crate) pubsub: crate::pubsub::PubSub,
     /// Clients given output by others, for the glue to flush.
     pub(crate) writers: Vec<ClientId>,
+    /// The eviction pool and the state of a time-limited run.
+    pub(crate) evict_state: crate::evict::EvictState,
+    /// The clients' share of memory as of the last cron (eviction reads
+    /// it per command without walking every client).
+    pub(crate) clients_mem_cached: u64,
     /// Random picks of the commands (SPOP, SRANDMEMBER, HRANDFIELD ...).
     pub(crate) rng: crate::util::Rng,
 }
@@ -406,7 +416,10 @@ impl Server {
             rng: crate::util::Rng::new(rng.next_u64()),
             pubsub: Default::default(),
             writers: Vec::new(),
+            evict_state: Default::default(),
+            clients_mem_cached: 0,
         };
+        crate::evict::sync_policy(&mut server);
         crate::notify::sync_expired_log(&mut server);
         crate::notify::sync_change_log(&mut server);
         server
@@ -666,13 +679,18 @@ impl Server {
                 return Flow::Continue;
             }
         };
+        let exec = cmd.parent.is_none() && cmd.spec.name == "exec";
+        let name = cmd.parent.unwrap_or(cmd.spec).name;
+        if st.gate & GATE_NOAUTH != 0 && !crate::auth::runs_without_auth(name) {
+            self.reject(id, st, exec, out, crate::auth::ERR_NOAUTH.as_bytes());
+            return Flow::Continue;
+        }
+        if self.config.maxmemory > 0 && self.oom_refuses(id, cmd, st.gate & GATE_MULTI != 0, now_ms)
+        {
+            self.reject(id, st, exec, out, crate::evict::ERR_OOM.as_bytes());
+            return Flow::Continue;
+        }
         if st.gate != 0 {
-            let name = cmd.parent.unwrap_or(cmd.spec).name;
-            if st.gate & GATE_NOAUTH != 0 && !crate::auth::runs_without_auth(name) {
-                let exec = cmd.parent.is_none() && cmd.spec.name == "exec";
-                self.reject(id, st, exec, out, crate::auth::ERR_NOAUTH.as_bytes());
-                return Flow::Continue;
-            }
             if st.gate & GATE_PUBSUB != 0
                 && st.proto == 2
                 && !crate::pubsub::allowed_in_context(name)
@@ -681,7 +699,6 @@ impl Server {
                     "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                     cmd.full_name()
                 );
-                let exec = cmd.parent.is_none() && cmd.spec.name == "exec";
                 self.reject(id, st, exec, out, m.as_bytes());
                 return Flow::Continue;
             }
@@ -729,6 +746,31 @@ impl Server {
         }
     }
 
+    /// Redis's maxmemory step of `processCommand`: evict, and refuse a
+    /// `denyoom` command (or an EXEC with one queued) when memory stays
+    /// over the limit; inside MULTI anything but EXEC / DISCARD / QUIT /
+    /// RESET is refused (queueing costs memory too).
+    fn oom_refuses(&mut self, id: ClientId, cmd: Resolved, in_multi: bool, now_ms: i64) -> bool {
+        let oom = crate::evict::perform_evictions(self, now_ms) == crate::evict::Outcome::Fail;
+        if !oom {
+            return false;
+        }
+        if cmd.spec.flags.contains(&"denyoom") {
+            return true;
+        }
+        let name = cmd.parent.unwrap_or(cmd.spec).name;
+        if in_multi && !matches!(name, "exec" | "discard" | "quit" | "reset") {
+            return true;
+        }
+        cmd.parent.is_none()
+            && cmd.spec.name == "exec"
+            && self
+                .clients
+                .get(&id)
+                .and_then(|c| c.mstate.as_ref())
+                .is_some_and(|m| m.denyoom)
+    }
+
     /// Redis's `rejectCommand`: the error, and a transaction being queued
     /// is flagged to abort; a refused EXEC aborts it at once.
     fn reject(
@@ -766,6 +808,10 @@ impl Server {
         st: &mut Session,
     ) -> Flow {
         let limit = self.config.client_query_buffer_limit;
+        let denyoom = self
+            .table
+            .get(argv.get(0).unwrap_or_default())
+            .is_some_and(|s| s.flags.contains(&"denyoom"));
         let Some(c) = self.clients.get_mut(&id) else {
             return Flow::Continue;
         };
@@ -773,6 +819,7 @@ impl Server {
             st.gate &= !GATE_MULTI;
             return Flow::Continue;
         };
+        ms.denyoom |= denyoom;
         if ms.queue(argv) > limit {
             log::warn!(
                 "Closing client that reached max query buffer length (MULTI queue of {} bytes)",
@@ -922,6 +969,8 @@ impl Server {
         }
 
         let used = self.used_memory();
+        self.clients_mem_cached =
+            used.saturating_sub(900 * 1024 + self.dbs.iter().map(Db::used_memory).sum::<u64>());
         if used > self.stats.used_memory_peak {
             self.stats.used_memory_peak = used;
         }

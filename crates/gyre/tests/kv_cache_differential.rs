@@ -636,3 +636,41 @@ fn command_keyspace_events_match_redis() {
         ",
     );
 }
+
+#[test]
+fn maxmemory_settings_and_oom_match_redis() {
+    differential(
+        "kvdiff-oom",
+        &[],
+        "",
+        "
+        0> SET k v
+        0> CONFIG SET maxmemory-policy foo
+        0> CONFIG SET maxmemory-samples 0
+        0> CONFIG SET maxmemory-eviction-tenacity 101
+        0> CONFIG SET lfu-log-factor -1
+        0> CONFIG GET maxmemory-policy
+        0> CONFIG GET lfu-decay-time
+        0> OBJECT FREQ k
+        0> OBJECT FREQ nokey
+        0> OBJECT IDLETIME nokey
+        0> CONFIG SET maxmemory-policy allkeys-lfu
+        0> CONFIG GET maxmemory-policy
+        0> OBJECT IDLETIME k
+        0> CONFIG SET maxmemory-policy noeviction
+        0> CONFIG SET maxmemory 1
+        0> SET a b
+        0> GET k
+        0> MULTI
+        0> SET a b
+        0> GET a
+        0> EXEC
+        0> MULTI
+        0> GET a
+        0> EXEC
+        0> DEL k
+        0> CONFIG SET maxmemory 0
+        0> SET a b
+        ",
+    );
+}
