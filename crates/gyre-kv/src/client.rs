@@ -1,6 +1,8 @@
 //! CLIENT ID / SETNAME / GETNAME / LIST / INFO / KILL / HELP.
 
-use crate::cmd::{c_str, eq, help_lines, no_handler, spec, CommandSpec, Ctx, ADMIN, FAST};
+use crate::cmd::{
+    c_str, eq, help_lines, no_handler, spec, CommandSpec, Ctx, ADMIN, ERR_NOT_INT, FAST,
+};
 use crate::resp;
 use crate::server::{ClientId, Server};
 use crate::util::string2ll;
@@ -95,6 +97,18 @@ static CLIENT_SUBS: &[CommandSpec] = &[
         client_kill
     ),
     spec!(
+        "unblock",
+        -3,
+        ADMIN,
+        0,
+        0,
+        0,
+        "connection",
+        "5.0.0",
+        "Unblock a client blocked in a blocking command from a different connection",
+        client_unblock
+    ),
+    spec!(
         "help",
         2,
         FAST,
@@ -178,14 +192,17 @@ pub(crate) fn client_line(
     let age = (now - c.created_ms).max(0) / 1000;
     let idle = (now - c.last_interaction_ms).max(0) / 1000;
     let qbuf = c.parser.pending_bytes();
-    // Redis's flag letters, in its order (pub/sub, MULTI, dirty CAS,
-    // closing).
+    // Redis's flag letters, in its order (pub/sub, MULTI, blocked, dirty
+    // CAS, closing).
     let mut flags = String::new();
     if c.subs.count() > 0 {
         flags.push('P');
     }
     if c.mstate.is_some() {
         flags.push('x');
+    }
+    if server.is_blocked(id) {
+        flags.push('b');
     }
     if c.dirty_cas {
         flags.push('d');
@@ -369,6 +386,25 @@ fn client_kill(server: &mut Server, ctx: &mut Ctx<'_>) {
     ctx.int(victims.len() as i64);
 }
 
+fn client_unblock(server: &mut Server, ctx: &mut Ctx<'_>) {
+    if ctx.argc() > 4 {
+        return ctx.syntax();
+    }
+    let mut error = false;
+    if ctx.argc() == 4 {
+        if eq(ctx.arg(3), "error") {
+            error = true;
+        } else if !eq(ctx.arg(3), "timeout") {
+            return ctx.err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+        }
+    }
+    let Some(id) = string2ll(ctx.arg(2)) else {
+        return ctx.err(ERR_NOT_INT);
+    };
+    let done = u64::try_from(id).is_ok_and(|id| server.unblock_client(id, error));
+    ctx.int(i64::from(done));
+}
+
 fn client_help(_: &mut Server, ctx: &mut Ctx<'_>) {
     help_lines(
         ctx,
@@ -381,6 +417,7 @@ fn client_help(_: &mut Server, ctx: &mut Ctx<'_>) {
             "KILL <option> <value> [<option> <value> [...]]",
             "LIST [TYPE <type>] [ID <id> [<id> ...]]",
             "SETNAME <name>",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
         ],
     );
 }

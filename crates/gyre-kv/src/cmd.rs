@@ -44,6 +44,9 @@ pub struct Ctx<'a> {
     /// The command changed the client's MULTI / pub/sub / AUTH state: the
     /// server re-reads the client's gate flags after it.
     pub resync: bool,
+    /// Run by EXEC: a blocking command must not block (it answers as if
+    /// timed out).
+    pub deny_blocking: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -259,6 +262,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::keyspace::COMMANDS,
     crate::t_hash::COMMANDS,
     crate::t_set::COMMANDS,
+    crate::t_list::COMMANDS,
     crate::multi::COMMANDS,
     crate::auth::COMMANDS,
     crate::pubsub::COMMANDS,

@@ -58,6 +58,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod blocked;
 pub mod client;
 pub mod cmd;
 pub mod command_docs;

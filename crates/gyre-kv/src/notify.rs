@@ -367,3 +367,13 @@ pub fn command_events(
         }
     }
 }
+
+/// Forget changes noted since the last events (work done on behalf of
+/// other clients, e.g. pops that served blocked clients).
+pub fn discard_changes(server: &mut Server) {
+    for db in &mut server.dbs {
+        if let Some(l) = db.changes.as_mut() {
+            l.clear();
+        }
+    }
+}

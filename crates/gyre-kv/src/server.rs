@@ -227,6 +227,9 @@ pub struct Client {
     pub(crate) obuf_soft_since: Option<i64>,
     /// Authenticated as the default user (always, without `requirepass`).
     pub(crate) authenticated: bool,
+    /// Replies produced while the client was blocked (served, timed out,
+    /// unblocked), for its connection to write.
+    pub(crate) pending: Vec<u8>,
 }
 
 /// Gate bits of [`Session::gate`]: why a command may not simply run.
@@ -282,6 +285,10 @@ pub struct FeedOutcome {
     pub consumed: usize,
     /// Write out the replies, then close the connection.
     pub close: bool,
+    /// The client blocked (BLPOP & co.): its timeout in ms, 0 for none.
+    /// Input after the blocking command is left unconsumed until
+    /// [`Server::take_woken`] lists the client again.
+    pub blocked: Option<u64>,
 }
 
 /// Whether a command asks for the connection to be closed.
@@ -381,6 +388,8 @@ pub struct Server {
     pub(crate) clients_mem_cached: u64,
     /// Random picks of the commands (SPOP, SRANDMEMBER, HRANDFIELD ...).
     pub(crate) rng: crate::util::Rng,
+    /// Clients blocked in BLPOP & co. ([`crate::blocked`]).
+    pub(crate) blocked: crate::blocked::BlockState,
 }
 
 impl Server {
@@ -414,6 +423,7 @@ impl Server {
             dirty: 0,
             last_save_ms: now_ms,
             rng: crate::util::Rng::new(rng.next_u64()),
+            blocked: crate::blocked::BlockState::default(),
             pubsub: Default::default(),
             writers: Vec::new(),
             evict_state: Default::default(),
@@ -470,6 +480,7 @@ impl Server {
                 obuf_off: 0,
                 obuf_soft_since: None,
                 authenticated,
+                pending: Vec::new(),
             },
         );
         Ok(id)
@@ -483,6 +494,7 @@ impl Server {
         crate::multi::discard_transaction(self, id);
         crate::pubsub::unsubscribe_all(self, id, None);
         self.clients.remove(&id);
+        self.forget_blocked(id);
     }
 
     /// Move the clients the databases found with a modified watched key
@@ -547,12 +559,21 @@ impl Server {
             return FeedOutcome {
                 consumed: input.len(),
                 close: true,
+                blocked: None,
             };
         };
         if c.closing {
             return FeedOutcome {
                 consumed: input.len(),
                 close: true,
+                blocked: None,
+            };
+        }
+        if self.blocked.is_blocked(id) {
+            return FeedOutcome {
+                consumed: 0,
+                close: false,
+                blocked: None,
             };
         }
         c.last_interaction_ms = now_ms;
@@ -570,6 +591,7 @@ impl Server {
         self.stats.total_reads_processed += 1;
         let mut pos = 0;
         let mut close = false;
+        let mut blocked = None;
         loop {
             let rest = &input[pos..];
             let (n, step) = parser.next(rest, &mut spans);
@@ -599,6 +621,10 @@ impl Server {
                 close = true;
                 break;
             }
+            if let Some(t) = self.blocked.just_blocked.take() {
+                blocked = Some(t);
+                break;
+            }
             // Only CLIENT KILL marks a client closing during a command, and
             // it queues the client in `to_close`.
             if !self.to_close.is_empty() && self.clients.get(&id).is_none_or(|c| c.closing) {
@@ -616,6 +642,7 @@ impl Server {
         FeedOutcome {
             consumed: if close { input.len() } else { pos },
             close,
+            blocked,
         }
     }
 
@@ -651,6 +678,9 @@ impl Server {
             },
         );
         let flow = self.run(id, Argv::new(&buf, &spans), now_ms, out, &mut st);
+        // A blocking command leaves the client blocked (see `feed`); the
+        // caller learns it from `is_blocked`.
+        self.blocked.just_blocked = None;
         if let Some(c) = self.clients.get_mut(&id) {
             st.store(c);
         }
@@ -716,6 +746,7 @@ impl Server {
             close: false,
             errors: 0,
             resync: false,
+            deny_blocking: false,
         };
         (cmd.spec.handler)(self, &mut ctx);
         if self.config.notify_keyspace_events != 0 {
@@ -730,6 +761,11 @@ impl Server {
                 Some((id, ctx.proto, &mut *ctx.out)),
                 now_ms,
             );
+        }
+        if !self.blocked.ready_is_empty() {
+            self.serve_ready(now_ms);
+            // Pops that served blocked clients are not this command's.
+            crate::notify::discard_changes(self);
         }
         self.stats.total_commands_processed += 1;
         self.stats.total_error_replies += ctx.errors;
@@ -854,6 +890,7 @@ impl Server {
             close: false,
             errors: 0,
             resync: false,
+            deny_blocking: true,
         };
         (cmd.spec.handler)(self, &mut sub);
         if self.config.notify_keyspace_events != 0 {
@@ -1057,7 +1094,9 @@ impl Server {
                 .map(|(id, _)| *id);
             let Some(id) = next else { break };
             cursor = id;
-            if timeout == 0 {
+            // Blocked clients are not idle (Redis times them out by their
+            // own deadline only).
+            if timeout == 0 || self.blocked.is_blocked(id) {
                 continue;
             }
             if let Some(c) = self.clients.get_mut(&id) {

@@ -381,6 +381,14 @@ fn transactions_match_redis() {
         0> MULTI
         0> EXEC
         0> MULTI
+        0> BLPOP nolist 0
+        0> BRPOPLPUSH nolist other 0
+        0> BLMOVE nolist other LEFT RIGHT 0
+        0> BLMPOP 0 1 nolist LEFT
+        0> RPUSH full x
+        0> BLPOP full 0
+        0> EXEC
+        0> MULTI
         0> QUIT
         ",
     );
