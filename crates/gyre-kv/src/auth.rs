@@ -149,7 +149,8 @@ fn auth(server: &mut Server, ctx: &mut Ctx<'_>) {
 }
 
 /// RESET (Redis's `clearClientConnectionState`): leave MULTI and drop
-/// watches, leave every subscription, back to db 0, RESP2, no name, and
+/// watches, leave every subscription, replies on, back to db 0, RESP2, no
+/// name, and
 /// the default user's authentication as a new connection has it.
 fn reset(server: &mut Server, ctx: &mut Ctx<'_>) {
     let id = ctx.client_id;
@@ -159,6 +160,7 @@ fn reset(server: &mut Server, ctx: &mut Ctx<'_>) {
     if let Some(c) = server.clients.get_mut(&id) {
         c.name = None;
         c.authenticated = authed;
+        c.reply_mode = crate::reply_mode::ReplyMode::On;
     }
     ctx.db = 0;
     ctx.proto = 2;

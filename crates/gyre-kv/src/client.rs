@@ -97,6 +97,18 @@ static CLIENT_SUBS: &[CommandSpec] = &[
         client_kill
     ),
     spec!(
+        "reply",
+        3,
+        ADMIN,
+        0,
+        0,
+        0,
+        "connection",
+        "3.2.0",
+        "Instruct the server whether to reply to commands",
+        crate::reply_mode::client_reply
+    ),
+    spec!(
         "unblock",
         -3,
         ADMIN,

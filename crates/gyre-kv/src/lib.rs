@@ -81,6 +81,7 @@ pub mod object;
 pub mod output;
 pub mod pubsub;
 pub mod quicklist;
+pub mod reply_mode;
 pub mod resp;
 pub mod server;
 pub mod server_cmds;

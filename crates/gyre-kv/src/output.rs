@@ -111,7 +111,7 @@ impl Server {
         let Some(c) = self.clients.get_mut(&id) else {
             return;
         };
-        if c.closing {
+        if c.closing || c.reply_mode == crate::reply_mode::ReplyMode::Off {
             return;
         }
         if c.pending_output().is_empty() {

@@ -227,6 +227,8 @@ pub struct Client {
     pub(crate) obuf_soft_since: Option<i64>,
     /// Authenticated as the default user (always, without `requirepass`).
     pub(crate) authenticated: bool,
+    /// CLIENT REPLY ON|OFF|SKIP.
+    pub(crate) reply_mode: crate::reply_mode::ReplyMode,
     /// Replies produced while the client was blocked (served, timed out,
     /// unblocked), for its connection to write.
     pub(crate) pending: Vec<u8>,
@@ -236,6 +238,7 @@ pub struct Client {
 pub(crate) const GATE_MULTI: u8 = 1;
 pub(crate) const GATE_PUBSUB: u8 = 2;
 pub(crate) const GATE_NOAUTH: u8 = 4;
+pub(crate) const GATE_REPLY: u8 = 8;
 
 impl Client {
     /// The gate bits for this client's state.
@@ -249,6 +252,9 @@ impl Client {
         }
         if !self.authenticated {
             g |= GATE_NOAUTH;
+        }
+        if self.reply_mode != crate::reply_mode::ReplyMode::On {
+            g |= GATE_REPLY;
         }
         g
     }
@@ -480,6 +486,7 @@ impl Server {
                 obuf_off: 0,
                 obuf_soft_since: None,
                 authenticated,
+                reply_mode: Default::default(),
                 pending: Vec::new(),
             },
         );
@@ -687,10 +694,36 @@ impl Server {
         flow
     }
 
+    /// Run one command, then apply the client's CLIENT REPLY mode to what
+    /// it wrote (only when a mode is set: the gate bit).
+    fn run(
+        &mut self,
+        id: ClientId,
+        argv: Argv<'_>,
+        now_ms: i64,
+        out: &mut Vec<u8>,
+        st: &mut Session,
+    ) -> Flow {
+        let mark = out.len();
+        let before = st.gate & GATE_REPLY;
+        let flow = self.run_command(id, argv, now_ms, out, st);
+        if (before | st.gate) & GATE_REPLY != 0 {
+            if let Some(c) = self.clients.get_mut(&id) {
+                let (drop, next) = crate::reply_mode::after_command(c.reply_mode);
+                if drop {
+                    out.truncate(mark);
+                }
+                c.reply_mode = next;
+                st.gate = c.gate();
+            }
+        }
+        flow
+    }
+
     /// Look up and run one command with the client's state in `st`
     /// (Redis's `processCommand`): refusals, then MULTI queueing, then the
     /// call.
-    fn run(
+    fn run_command(
         &mut self,
         id: ClientId,
         argv: Argv<'_>,

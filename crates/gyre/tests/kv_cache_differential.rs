@@ -6,7 +6,7 @@
 //! Skips with a message when redis-server is missing.
 //!
 //! A script line is `N> CMD ARGS...` (client N sends, one reply frame
-//! read), `N>K CMD ...` (K frames read), `N>? CMD ...` (one frame read, not
+//! read), `N>K CMD ...` (K frames read; `N>0`: a command with no reply), `N>? CMD ...` (one frame read, not
 //! compared: HELLO's client id), `N>s CMD ...` (array reply compared with
 //! its elements sorted: Redis's dict order is random), `sync N M ...`
 //! (each listed client PINGs and everything it received before the PONG
@@ -679,6 +679,40 @@ fn maxmemory_settings_and_oom_match_redis() {
         0> DEL k
         0> CONFIG SET maxmemory 0
         0> SET a b
+        ",
+    );
+}
+
+#[test]
+fn client_reply_matches_redis() {
+    differential(
+        "kvdiff-reply",
+        &[],
+        "",
+        "
+        0> CLIENT REPLY ON
+        1> SUBSCRIBE ch
+        0> CLIENT REPLY foo
+        0> CLIENT REPLY
+        0>0 CLIENT REPLY SKIP
+        0> CLIENT REPLY ON
+        0>0 CLIENT REPLY SKIP
+        0>0 SET skipped 1
+        0> GET skipped
+        0>0 CLIENT REPLY OFF
+        0>0 SET a 1
+        0>0 NOSUCH
+        0>0 PUBLISH ch quiet
+        0> CLIENT REPLY ON
+        0> GET a
+        sync 1
+        0>0 CLIENT REPLY OFF
+        0> RESET
+        0> GET a
+        2>0 CLIENT REPLY SKIP
+        2>0 CLIENT REPLY SKIP
+        2>0 PING one
+        2> PING two
         ",
     );
 }
