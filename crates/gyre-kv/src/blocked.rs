@@ -162,11 +162,21 @@ impl Server {
     /// Park the calling client on `keys` (argument indexes of `ctx`).
     pub(crate) fn block_client(
         &mut self,
-        ctx: &Ctx<'_>,
+        ctx: &mut Ctx<'_>,
         keys: impl Iterator<Item = usize>,
         op: BlockOp,
         timeout_ms: u64,
     ) {
+        // Inside EXEC a blocking command behaves as if it timed out at
+        // once (Redis's CLIENT_DENY_BLOCKING).
+        if ctx.deny_blocking {
+            if matches!(op, BlockOp::Move { .. }) {
+                ctx.null();
+            } else {
+                crate::resp::write_null_array(ctx.out, ctx.proto);
+            }
+            return;
+        }
         let w = Waiter {
             db: ctx.db,
             keys: keys.map(|i| ctx.arg(i).to_vec()).collect(),
@@ -236,6 +246,8 @@ impl Server {
             proto: w.proto,
             close: false,
             errors: 0,
+            resync: false,
+            deny_blocking: false,
         };
         match &w.op {
             BlockOp::Pop { left } | BlockOp::Mpop { left, .. } => {

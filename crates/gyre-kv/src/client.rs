@@ -97,6 +97,18 @@ static CLIENT_SUBS: &[CommandSpec] = &[
         client_kill
     ),
     spec!(
+        "reply",
+        3,
+        ADMIN,
+        0,
+        0,
+        0,
+        "connection",
+        "3.2.0",
+        "Instruct the server whether to reply to commands",
+        crate::reply_mode::client_reply
+    ),
+    spec!(
         "unblock",
         -3,
         ADMIN,
@@ -165,7 +177,12 @@ fn client_getname(server: &mut Server, ctx: &mut Ctx<'_>) {
 }
 
 /// One CLIENT LIST line (without the trailing newline).
-fn client_line(server: &Server, id: ClientId, now: i64, cur: Option<(&Ctx<'_>, &str)>) -> String {
+pub(crate) fn client_line(
+    server: &Server,
+    id: ClientId,
+    now: i64,
+    cur: Option<(&Ctx<'_>, &str)>,
+) -> String {
     let Some(c) = server.clients.get(&id) else {
         return String::new();
     };
@@ -184,16 +201,46 @@ fn client_line(server: &Server, id: ClientId, now: i64, cur: Option<(&Ctx<'_>, &
         .as_deref()
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
-    let flags = if server.is_blocked(id) { "b" } else { "N" };
     let age = (now - c.created_ms).max(0) / 1000;
     let idle = (now - c.last_interaction_ms).max(0) / 1000;
     let qbuf = c.parser.pending_bytes();
+    // Redis's flag letters, in its order (pub/sub, MULTI, blocked, dirty
+    // CAS, closing).
+    let mut flags = String::new();
+    if c.subs.count() > 0 {
+        flags.push('P');
+    }
+    if c.mstate.is_some() {
+        flags.push('x');
+    }
+    if server.is_blocked(id) {
+        flags.push('b');
+    }
+    if c.dirty_cas {
+        flags.push('d');
+    }
+    if c.closing {
+        flags.push('A');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let (sub, psub, ssub) = (
+        c.subs.channels.len(),
+        c.subs.patterns.len(),
+        c.subs.shard.len(),
+    );
+    let (multi, multi_mem) = c
+        .mstate
+        .as_ref()
+        .map_or((-1, 0), |m| (m.len() as i64, m.bytes));
+    let omem = c.obuf.capacity();
     format!(
-        "id={id} addr={} laddr={} fd={} name={name} age={age} idle={idle} flags={flags} db={db} sub=0 psub=0 ssub=0 multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={resp}",
+        "id={id} addr={} laddr={} fd={} name={name} age={age} idle={idle} flags={flags} db={db} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem={multi_mem} rbs=0 rbp=0 obl=0 oll=0 omem={omem} tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={resp}",
         c.addr,
         c.laddr,
         c.fd,
-        2048 + c.parser.buffered_capacity()
+        2048 + c.parser.buffered_capacity() + omem + multi_mem as usize
     )
 }
 
@@ -204,8 +251,13 @@ fn client_list(server: &mut Server, ctx: &mut Ctx<'_>) {
         if eq(ctx.arg(j), "type") && j + 1 < ctx.argc() {
             let t = ctx.arg(j + 1).to_ascii_lowercase();
             match t.as_slice() {
-                b"normal" => {}
-                b"master" | b"replica" | b"slave" | b"pubsub" => ids.clear(),
+                b"normal" => {
+                    ids.retain(|i| server.clients.get(i).is_some_and(|c| c.subs.count() == 0))
+                }
+                b"pubsub" => {
+                    ids.retain(|i| server.clients.get(i).is_some_and(|c| c.subs.count() > 0))
+                }
+                b"master" | b"replica" | b"slave" => ids.clear(),
                 _ => {
                     let m = format!(
                         "ERR Unknown client type '{}'",

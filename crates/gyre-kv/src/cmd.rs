@@ -41,6 +41,12 @@ pub struct Ctx<'a> {
     pub proto: Proto,
     pub close: bool,
     pub errors: u64,
+    /// The command changed the client's MULTI / pub/sub / AUTH state: the
+    /// server re-reads the client's gate flags after it.
+    pub resync: bool,
+    /// Run by EXEC: a blocking command must not block (it answers as if
+    /// timed out).
+    pub deny_blocking: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -260,6 +266,9 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::t_set::COMMANDS,
     crate::t_list::COMMANDS,
     crate::rdb_cmds::COMMANDS,
+    crate::multi::COMMANDS,
+    crate::auth::COMMANDS,
+    crate::pubsub::COMMANDS,
 ];
 
 /// All top-level commands.

@@ -28,7 +28,16 @@
 //! ```
 //!
 //! The encoding thresholds take redis.conf's spelling, its `ziplist`
-//! aliases, and the underscore form of both.
+//! aliases, and the underscore form of both. So do the cache settings:
+//!
+//! ```text
+//!     requirepass "secret";                       # never logged
+//!     protected-mode yes;                         # yes|no (on|off too)
+//!     notify-keyspace-events "Ex";
+//!     client-output-buffer-limit pubsub 32mb 8mb 60;   # repeatable, per class
+//!     maxmemory 100mb;
+//!     maxmemory-policy allkeys-lru;   # the 8 policies, samples, tenacity, lfu-*
+//! ```
 
 use crate::object::Limits;
 use crate::persist::{PersistConfig, DEFAULT_SAVE};
@@ -60,6 +69,18 @@ pub struct KvConf {
     pub persist: PersistConfig,
     /// A `save` line replaced the default rules.
     save_set: bool,
+    /// `requirepass` (`None`: the default user is nopass).
+    pub requirepass: Option<Vec<u8>>,
+    /// `protected-mode`.
+    pub protected_mode: bool,
+    /// `notify-keyspace-events` flags.
+    pub notify_keyspace_events: u32,
+    /// `client-output-buffer-limit` per class.
+    pub client_output_buffer_limit: crate::output::ObufLimits,
+    /// `maxmemory` (0: no limit).
+    pub maxmemory: u64,
+    /// `maxmemory-policy` and the eviction tuning.
+    pub evict: crate::evict::EvictConfig,
 }
 
 impl Default for KvConf {
@@ -82,10 +103,67 @@ impl Default for KvConf {
                 ..PersistConfig::default()
             },
             save_set: false,
+            requirepass: None,
+            protected_mode: true,
+            notify_keyspace_events: 0,
+            client_output_buffer_limit: crate::output::DEFAULT_LIMITS,
+            maxmemory: 0,
+            evict: crate::evict::EvictConfig::default(),
         }
     }
 }
 
+fn set_maxmemory(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.maxmemory = crate::util::memtoull(d.arg(0).as_bytes())
+        .ok_or_else(|| format!("invalid value \"{}\" in \"{}\"", d.arg(0), d.name))?;
+    Ok(())
+}
+
+fn set_policy(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.evict.policy = crate::evict::Policy::parse(d.arg(0).as_bytes()).ok_or_else(|| {
+        "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction".to_string()
+    })?;
+    Ok(())
+}
+
+/// An integer setting within Redis's bounds.
+fn bounded(d: &Directive, min: u64, max: u64) -> Result<u32, String> {
+    let n = d.number(0)?;
+    if n < min || n > max {
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
+    }
+    Ok(n as u32)
+}
+
+fn set_samples(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.evict.samples = bounded(d, 1, i32::MAX as u64)?;
+    Ok(())
+}
+
+fn set_tenacity(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.evict.tenacity = bounded(d, 0, 100)?;
+    Ok(())
+}
+
+fn set_lfu_log_factor(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.evict.lfu_log_factor = bounded(d, 0, i32::MAX as u64)?;
+    Ok(())
+}
+
+fn set_lfu_decay_time(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.evict.lfu_decay_time = bounded(d, 0, i32::MAX as u64)?;
+    Ok(())
+}
+
+fn set_requirepass(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let p = d.arg(0);
+    c.requirepass = (!p.is_empty()).then(|| p.as_bytes().to_vec());
+    Ok(())
+}
+
+/// redis.conf's `yes`/`no`, and nginx's `on`/`off`.
 fn yes_no(d: &Directive) -> Result<bool, String> {
     match d.arg(0).to_ascii_lowercase().as_str() {
         "yes" | "on" => Ok(true),
@@ -144,6 +222,22 @@ fn set_stop_writes(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), Str
 fn set_del_sync(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     c.persist.rdb_del_sync_files = yes_no(d)?;
     Ok(())
+}
+
+fn set_protected_mode(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.protected_mode = yes_no(d)?;
+    Ok(())
+}
+
+fn set_notify(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.notify_keyspace_events = crate::notify::string_to_flags(d.arg(0).as_bytes())
+        .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string())?;
+    Ok(())
+}
+
+fn set_obuf_limit(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let args: Vec<&[u8]> = (0..4).map(|i| d.arg(i).as_bytes()).collect();
+    crate::output::parse_limits(&args, &mut c.client_output_buffer_limit).map_err(str::to_string)
 }
 
 /// The context inside `kv {}`.
@@ -286,6 +380,35 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::new("tls_auth_clients", KV, Args::TAKE1, tls::set_auth_clients),
     DirectiveSpec::new("tls-protocols", KV, Args::ONE_MORE, tls::set_protocols),
     DirectiveSpec::new("tls_protocols", KV, Args::ONE_MORE, tls::set_protocols),
+    DirectiveSpec::new("client-query-buffer-limit", KV, Args::TAKE1, set_qbuf),
+    DirectiveSpec::new("requirepass", KV, Args::TAKE1, set_requirepass),
+    DirectiveSpec::new("maxmemory", KV, Args::TAKE1, set_maxmemory),
+    DirectiveSpec::new("maxmemory-policy", KV, Args::TAKE1, set_policy),
+    DirectiveSpec::new("maxmemory_policy", KV, Args::TAKE1, set_policy),
+    DirectiveSpec::new("maxmemory-samples", KV, Args::TAKE1, set_samples),
+    DirectiveSpec::new("maxmemory_samples", KV, Args::TAKE1, set_samples),
+    DirectiveSpec::new("maxmemory-eviction-tenacity", KV, Args::TAKE1, set_tenacity),
+    DirectiveSpec::new("maxmemory_eviction_tenacity", KV, Args::TAKE1, set_tenacity),
+    DirectiveSpec::new("lfu-log-factor", KV, Args::TAKE1, set_lfu_log_factor),
+    DirectiveSpec::new("lfu_log_factor", KV, Args::TAKE1, set_lfu_log_factor),
+    DirectiveSpec::new("lfu-decay-time", KV, Args::TAKE1, set_lfu_decay_time),
+    DirectiveSpec::new("lfu_decay_time", KV, Args::TAKE1, set_lfu_decay_time),
+    DirectiveSpec::new("protected-mode", KV, Args::TAKE1, set_protected_mode),
+    DirectiveSpec::new("protected_mode", KV, Args::TAKE1, set_protected_mode),
+    DirectiveSpec::new("notify-keyspace-events", KV, Args::TAKE1, set_notify),
+    DirectiveSpec::new("notify_keyspace_events", KV, Args::TAKE1, set_notify),
+    DirectiveSpec::multi(
+        "client-output-buffer-limit",
+        KV,
+        Args::TAKE4,
+        set_obuf_limit,
+    ),
+    DirectiveSpec::multi(
+        "client_output_buffer_limit",
+        KV,
+        Args::TAKE4,
+        set_obuf_limit,
+    ),
     DirectiveSpec::new(
         "hash-max-listpack-entries",
         KV,

@@ -101,6 +101,8 @@ enum Kind {
     Immutable,
     /// Accepted and ignored (reported value fixed).
     Fixed,
+    /// Parsed and applied by [`special_set`] (strings and lists).
+    Special,
 }
 
 struct Param {
@@ -201,7 +203,48 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "maxmemory-policy",
-        kind: Kind::Fixed,
+        kind: Kind::Special,
+    },
+    Param {
+        name: "maxmemory-samples",
+        kind: Kind::Int {
+            min: 1,
+            max: i32::MAX as i64,
+        },
+    },
+    Param {
+        name: "maxmemory-eviction-tenacity",
+        kind: Kind::Int { min: 0, max: 100 },
+    },
+    Param {
+        name: "lfu-log-factor",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+    },
+    Param {
+        name: "lfu-decay-time",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+    },
+    Param {
+        name: "requirepass",
+        kind: Kind::Special,
+    },
+    Param {
+        name: "protected-mode",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "client-output-buffer-limit",
+        kind: Kind::Special,
+    },
+    Param {
+        name: "notify-keyspace-events",
+        kind: Kind::Special,
     },
     Param {
         name: "hash-max-listpack-entries",
@@ -311,7 +354,19 @@ fn param_value(server: &Server, name: &str) -> String {
         "stop-writes-on-bgsave-error" => yn(c.persist.stop_writes_on_bgsave_error),
         "rdb-del-sync-files" => yn(c.persist.rdb_del_sync_files),
         "appendonly" => "no".into(),
-        "maxmemory-policy" => "noeviction".into(),
+        "maxmemory-policy" => c.evict.policy.name().into(),
+        "maxmemory-samples" => c.evict.samples.to_string(),
+        "maxmemory-eviction-tenacity" => c.evict.tenacity.to_string(),
+        "lfu-log-factor" => c.evict.lfu_log_factor.to_string(),
+        "lfu-decay-time" => c.evict.lfu_decay_time.to_string(),
+        "requirepass" => c
+            .requirepass
+            .as_deref()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .unwrap_or_default(),
+        "protected-mode" => yn(c.protected_mode),
+        "client-output-buffer-limit" => crate::output::format_limits(&c.client_output_buffer_limit),
+        "notify-keyspace-events" => crate::notify::flags_to_string(c.notify_keyspace_events),
         "hash-max-listpack-entries" => c.encodings.hash_max_listpack_entries.to_string(),
         "hash-max-ziplist-entries" => c.encodings.hash_max_listpack_entries.to_string(),
         "hash-max-listpack-value" => c.encodings.hash_max_listpack_value.to_string(),
@@ -352,6 +407,51 @@ enum NewValue {
     Bool(bool),
     Str(String),
     Ignored,
+    Special(Vec<u8>),
+}
+
+/// Check a [`Kind::Special`] value; `Err` with Redis's reason.
+fn special_check(server: &Server, name: &str, val: &[u8]) -> Result<(), &'static str> {
+    match name {
+        "client-output-buffer-limit" => {
+            let text = String::from_utf8_lossy(val);
+            let args: Vec<&[u8]> = text.split_ascii_whitespace().map(str::as_bytes).collect();
+            let mut l = server.config.client_output_buffer_limit;
+            crate::output::parse_limits(&args, &mut l)
+        }
+        "maxmemory-policy" => crate::evict::Policy::parse(val)
+            .map(|_| ())
+            .ok_or("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"),
+        "notify-keyspace-events" => crate::notify::string_to_flags(val)
+            .map(|_| ())
+            .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
+        _ => Ok(()),
+    }
+}
+
+/// Apply a checked [`Kind::Special`] value.
+fn special_set(server: &mut Server, name: &str, val: &[u8]) {
+    let c = &mut server.config;
+    match name {
+        "requirepass" => c.requirepass = (!val.is_empty()).then(|| val.to_vec()),
+        "maxmemory-policy" => {
+            if let Some(p) = crate::evict::Policy::parse(val) {
+                c.evict.policy = p;
+            }
+            crate::evict::sync_policy(server);
+        }
+        "client-output-buffer-limit" => {
+            let text = String::from_utf8_lossy(val);
+            let args: Vec<&[u8]> = text.split_ascii_whitespace().map(str::as_bytes).collect();
+            let _ = crate::output::parse_limits(&args, &mut c.client_output_buffer_limit);
+        }
+        "notify-keyspace-events" => {
+            c.notify_keyspace_events = crate::notify::string_to_flags(val).unwrap_or(0);
+            crate::notify::sync_expired_log(server);
+            crate::notify::sync_change_log(server);
+        }
+        _ => {}
+    }
 }
 
 fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
@@ -389,6 +489,10 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
                     Err(why) => return ctx.err(&fail(&why)),
                 }
             }
+            Kind::Special => match special_check(server, p.name, &val) {
+                Ok(()) => NewValue::Special(val),
+                Err(why) => return ctx.err(&fail(why)),
+            },
             Kind::Bool => {
                 if eq(&val, "yes") {
                     NewValue::Bool(true)
@@ -419,9 +523,18 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
         };
         updates.push((p.name, nv));
     }
-    let c = &mut server.config;
     for (name, v) in updates {
+        if let NewValue::Special(val) = v {
+            special_set(server, name, &val);
+            continue;
+        }
+        let c = &mut server.config;
         match (name, v) {
+            ("protected-mode", NewValue::Bool(b)) => c.protected_mode = b,
+            ("maxmemory-samples", NewValue::Int(v)) => c.evict.samples = v as u32,
+            ("maxmemory-eviction-tenacity", NewValue::Int(v)) => c.evict.tenacity = v as u32,
+            ("lfu-log-factor", NewValue::Int(v)) => c.evict.lfu_log_factor = v as u32,
+            ("lfu-decay-time", NewValue::Int(v)) => c.evict.lfu_decay_time = v as u32,
             ("hz", NewValue::Int(v)) => {
                 c.hz = (v as u32).clamp(crate::server::MIN_HZ, crate::server::MAX_HZ)
             }
@@ -475,6 +588,7 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
             _ => {}
         }
     }
+    crate::evict::sync_policy(server);
     ctx.ok();
 }
 

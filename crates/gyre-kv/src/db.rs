@@ -44,6 +44,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::glob::stringmatch;
 use crate::hash::KeyHasher;
+use crate::notify::Change;
 use crate::object::{Kind, Object};
 use crate::util::Rng;
 
@@ -272,6 +273,25 @@ pub struct Db {
     rng: Rng,
     /// A background save's sweep (see [`snapshot`]).
     snap: Option<Box<snapshot::Sweep>>,
+    /// WATCHed keys of this database (Redis's `db->watched_keys`): every
+    /// write below touches it, so every command gets WATCH for free.
+    pub(crate) watched: crate::multi::Watched,
+    /// Keys removed by expiry since the server last drained them, kept
+    /// only while `expired` keyspace events are enabled.
+    pub(crate) expired_log: Option<Vec<Vec<u8>>>,
+    /// What the running command changed, in order, kept only while
+    /// keyspace events other than `expired` are enabled
+    /// ([`crate::notify`] turns it into events after the command).
+    pub(crate) changes: Option<Vec<(Vec<u8>, Change)>>,
+    /// A removal in progress is an expiry (not a command's change).
+    expiring: bool,
+    /// Per-key access clock, parallel to `nodes` (Redis's `robj->lru`):
+    /// the LRU clock in seconds, or under an LFU policy minutes and a
+    /// logarithmic counter (see [`crate::evict`]). Kept beside the nodes
+    /// rather than in them so a node stays one cache-line-sized record.
+    access: Vec<u32>,
+    /// How lookups update `access` (set from `maxmemory-policy`).
+    pub(crate) access_mode: crate::evict::AccessMode,
 }
 
 /// A key is expired when `now > expire` (Redis's `keyIsExpired`).
@@ -299,6 +319,12 @@ impl Db {
             mem: 0,
             rng: Rng::new(seed),
             snap: None,
+            watched: crate::multi::Watched::default(),
+            expired_log: None,
+            changes: None,
+            expiring: false,
+            access: Vec::new(),
+            access_mode: crate::evict::AccessMode::default(),
         }
     }
 
@@ -405,6 +431,15 @@ impl Db {
             self.unlink_ttl(ts);
         }
         let node = self.nodes.swap_remove(i);
+        self.access.swap_remove(i);
+        if self.noting() {
+            let change = if self.expiring {
+                None
+            } else {
+                Some(Change::Deleted)
+            };
+            self.note(node.key.as_slice(), false, change);
+        }
         let from = self.nodes.len() as u32;
         if let Some(moved) = self.nodes.get(i) {
             let (hash, ts) = (moved.hash, moved.ttl_slot);
@@ -434,7 +469,10 @@ impl Db {
 
     fn expire_at_if_needed(&mut self, i: usize, now: i64) -> bool {
         if is_expired(self.nodes[i].expire, now) {
+            self.log_expired(i);
+            self.expiring = true;
             self.remove_at(i);
+            self.expiring = false;
             self.stats.expired_keys += 1;
             true
         } else {
@@ -442,14 +480,132 @@ impl Db {
         }
     }
 
+    /// Whether a change must be noted (WATCH or keyspace events).
+    #[inline]
+    fn noting(&self) -> bool {
+        !self.watched.is_empty() || self.changes.is_some()
+    }
+
+    /// A write to `key`: touch its watchers, log the change for keyspace
+    /// events.
+    fn note(&mut self, key: &[u8], exists_after: bool, change: Option<Change>) {
+        if !self.watched.is_empty() && change != Some(Change::New) {
+            self.watched.touch(key, exists_after);
+        }
+        if let (Some(log), Some(c)) = (&mut self.changes, change) {
+            log.push((key.to_vec(), c));
+        }
+    }
+
+    /// Note node `i`'s key for an `expired` keyspace event.
+    fn log_expired(&mut self, i: usize) {
+        if let Some(log) = &mut self.expired_log {
+            log.push(self.nodes[i].key.as_slice().to_vec());
+        }
+    }
+
+    /// Number of keys WATCHed in this database.
+    pub fn watched_len(&self) -> usize {
+        self.watched.len()
+    }
+
+    /// A stored key whose TTL has passed, not yet reclaimed (Redis's
+    /// `keyIsExpired`; WATCH and EXEC ask).
+    pub fn key_is_expired(&self, key: &[u8], now: i64) -> bool {
+        self.find(key)
+            .is_some_and(|i| is_expired(self.nodes[i].expire, now))
+    }
+
+    /// A key is stored, expired or not (Redis's `dictFind(db->dict)`).
+    pub fn contains_stored(&self, key: &[u8]) -> bool {
+        self.find(key).is_some()
+    }
+
     /// Live node index of `key` after lazy expiry.
     fn find_live(&mut self, key: &[u8], now: i64) -> Option<usize> {
+        self.access_mode.now_ms = now;
         let i = self.find(key)?;
         if self.expire_at_if_needed(i, now) {
             None
         } else {
+            self.touch_access(i, now);
             Some(i)
         }
+    }
+
+    /// A lookup touched node `i` (Redis's `updateLFU` / `LRU_CLOCK()`).
+    #[inline]
+    fn touch_access(&mut self, i: usize, now: i64) {
+        let mode = self.access_mode;
+        if let Some(a) = self.access.get_mut(i) {
+            *a = mode.touch(*a, now, &mut self.rng);
+        }
+    }
+
+    /// A stored, live key's access clock without touching it (OBJECT
+    /// IDLETIME / FREQ use LOOKUP_NOTOUCH).
+    pub fn access_of(&self, key: &[u8], now: i64) -> Option<u32> {
+        let i = self.find(key)?;
+        if is_expired(self.nodes[i].expire, now) {
+            return None;
+        }
+        self.access.get(i).copied()
+    }
+
+    /// Up to `n` random keys (from the keys with a TTL when `volatile`)
+    /// with their access clock and expire time, for the eviction pool.
+    pub fn sample_for_eviction(
+        &mut self,
+        n: usize,
+        volatile: bool,
+        out: &mut Vec<(Vec<u8>, u32, i64)>,
+    ) {
+        for _ in 0..n {
+            let i = if volatile {
+                if self.ttl.is_empty() {
+                    return;
+                }
+                self.ttl[self.rng.below(self.ttl.len())].node as usize
+            } else {
+                if self.nodes.is_empty() {
+                    return;
+                }
+                self.rng.below(self.nodes.len())
+            };
+            let node = &self.nodes[i];
+            out.push((
+                node.key.as_slice().to_vec(),
+                self.access.get(i).copied().unwrap_or(0),
+                node.expire,
+            ));
+        }
+    }
+
+    /// A random key (with a TTL when `volatile`) for the random policies.
+    pub fn random_for_eviction(&mut self, volatile: bool) -> Option<Vec<u8>> {
+        let i = if volatile {
+            if self.ttl.is_empty() {
+                return None;
+            }
+            self.ttl[self.rng.below(self.ttl.len())].node as usize
+        } else {
+            if self.nodes.is_empty() {
+                return None;
+            }
+            self.rng.below(self.nodes.len())
+        };
+        Some(self.nodes[i].key.as_slice().to_vec())
+    }
+
+    /// Evict `key` (maxmemory): removed like a delete for WATCH, not
+    /// logged as the running command's change. The bytes freed.
+    pub fn evict(&mut self, key: &[u8]) -> Option<u64> {
+        let i = self.find(key)?;
+        let before = self.mem;
+        self.expiring = true;
+        self.remove_at(i);
+        self.expiring = false;
+        Some(before.saturating_sub(self.mem))
     }
 
     fn entry_at(&self, i: usize) -> Entry<'_> {
@@ -495,6 +651,9 @@ impl Db {
     ) -> Option<R> {
         let i = self.find_live(key, now)?;
         self.cow(i);
+        if self.noting() {
+            self.note(key, true, Some(Change::Write));
+        }
         let v = &mut self.nodes[i].value;
         let before = v.mem();
         let r = v.update(f);
@@ -518,11 +677,14 @@ impl Db {
     /// expired key is reclaimed and counted, as a write lookup does). No
     /// hit/miss accounting (see [`Db::count_read`]).
     pub fn probe(&mut self, key: &[u8], now: i64) -> Probe {
+        self.access_mode.now_ms = now;
         let hash = self.hash(key);
         let mut index = self.find_hashed(hash, key);
         if let Some(i) = index {
             if self.expire_at_if_needed(i, now) {
                 index = None;
+            } else {
+                self.touch_access(i, now);
             }
         }
         Probe { hash, index }
@@ -553,6 +715,10 @@ impl Db {
         let r = f(o);
         let (after, empty) = (o.mem(), o.is_empty());
         self.mem = self.mem.saturating_sub(before) + after;
+        if self.noting() {
+            let key = self.nodes[i].key.as_slice().to_vec();
+            self.note(&key, true, Some(Change::Write));
+        }
         if empty {
             self.remove_at(i);
         }
@@ -585,6 +751,12 @@ impl Db {
     }
 
     fn store(&mut self, p: Probe, key: &[u8], value: Value, keep_ttl: bool) -> Probe {
+        if self.noting() {
+            if p.index.is_none() {
+                self.note(key, true, Some(Change::New));
+            }
+            self.note(key, true, Some(Change::Write));
+        }
         let vlen = value.mem();
         if let Some(i) = p.index {
             self.cow(i);
@@ -607,6 +779,8 @@ impl Db {
             }
         };
         self.mem += ENTRY_OVERHEAD + key.len() as u64 + vlen;
+        let now_ms = self.access_mode.now_ms;
+        self.access.push(self.access_mode.new_key(now_ms));
         self.nodes.push(Node {
             hash: h,
             expire: NO_EXPIRE,
@@ -668,6 +842,10 @@ impl Db {
 
     fn set_expire_at(&mut self, i: usize, when: i64) {
         self.cow(i);
+        if self.noting() {
+            let key = self.nodes[i].key.as_slice().to_vec();
+            self.note(&key, true, Some(Change::Expire));
+        }
         let when = when.max(0);
         let n = &mut self.nodes[i];
         n.expire = when;
@@ -688,6 +866,10 @@ impl Db {
             return false;
         }
         self.cow(i);
+        if self.noting() {
+            let key = self.nodes[i].key.as_slice().to_vec();
+            self.note(&key, true, Some(Change::Persist));
+        }
         let n = &mut self.nodes[i];
         n.ttl_slot = NONE;
         n.expire = NO_EXPIRE;
@@ -711,9 +893,21 @@ impl Db {
     /// FLUSHDB: drop everything (counters are kept).
     pub fn flush(&mut self) -> usize {
         self.cow_all();
+        if !self.watched.is_empty() {
+            let stored: Vec<Vec<u8>> = self
+                .watched
+                .keys()
+                .filter(|k| self.find(k).is_some())
+                .cloned()
+                .collect();
+            for k in stored {
+                self.watched.touch(&k, false);
+            }
+        }
         let n = self.nodes.len();
         self.map = IdMap::default();
         self.nodes = Vec::new();
+        self.access = Vec::new();
         self.ttl = Vec::new();
         self.avg_ttl = 0;
         self.mem = 0;
@@ -834,7 +1028,10 @@ impl Db {
                 let t = self.ttl[s];
                 o.sampled += 1;
                 if is_expired(t.expire, now) {
+                    self.log_expired(t.node as usize);
+                    self.expiring = true;
                     self.remove_at(t.node as usize);
+                    self.expiring = false;
                     self.stats.expired_keys += 1;
                     o.expired += 1;
                 } else {
@@ -923,6 +1120,14 @@ impl Db {
         Some((Copied(n.value.clone()), (n.expire >= 0).then_some(n.expire)))
     }
 
+    /// Take a live key out (MOVE): its value and TTL.
+    pub fn take(&mut self, key: &[u8], now: i64) -> Option<(Copied, Option<i64>)> {
+        let i = self.find_live(key, now)?;
+        let n = self.remove_at(i);
+        let expire = (n.expire >= 0).then_some(n.expire);
+        Some((Copied(n.value), expire))
+    }
+
     /// Store a [`Copied`] value (COPY / MOVE), replacing what is there.
     pub fn store_copy(&mut self, key: &[u8], v: Copied, expire: Option<i64>) {
         let h = self.hash(key);
@@ -938,6 +1143,9 @@ impl Db {
 
     /// Check internal index invariants (tests).
     pub fn check_invariants(&self) -> bool {
+        if self.access.len() != self.nodes.len() {
+            return false;
+        }
         let nodes_ok = self.nodes.iter().enumerate().all(|(i, n)| {
             let key = n.key.as_slice();
             n.hash == self.hash(key)

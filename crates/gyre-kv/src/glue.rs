@@ -30,9 +30,16 @@
 //! A read is parsed and executed whole (every pipelined command in it) and
 //! its replies go out in one send, straight from a reply buffer shared by
 //! all connections (like the read buffer): a connection only holds replies
-//! the socket did not take. While replies are pending (the client is not
+//! the socket did not take, in the server's per-client output buffer
+//! ([`Server::queue_output`]). While replies are pending (the client is not
 //! reading) the connection stops reading, so a pipelining client cannot
 //! grow the output without bound.
+//!
+//! Other clients' commands (PUBLISH) append to a client's output buffer
+//! too; after each handler run, cron and loop turn the glue flushes the
+//! clients the server lists ([`Server::take_writers`]): one send per
+//! receiver per batch, and a receiver whose socket is full waits for
+//! writability (its output bounded by `client-output-buffer-limit`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -83,6 +90,12 @@ pub fn config(conf: &KvConf) -> Config {
         proto_max_bulk_len: conf.proto_max_bulk_len,
         client_query_buffer_limit: conf.client_query_buffer_limit,
         encodings: conf.encodings,
+        requirepass: conf.requirepass.clone(),
+        protected_mode: conf.protected_mode,
+        notify_keyspace_events: conf.notify_keyspace_events,
+        client_output_buffer_limit: conf.client_output_buffer_limit,
+        maxmemory: conf.maxmemory,
+        evict: conf.evict,
         port: first.map_or(6379, |l| l.addr.port()),
         bind: first.map_or_else(|| "127.0.0.1".into(), |l| l.addr.ip().to_string()),
         seed: std::process::id() as u64 ^ 0x5EED,
@@ -104,6 +117,8 @@ struct Shared {
     slicing: Cell<bool>,
     /// The background-save slice time event is armed.
     saving: Cell<bool>,
+    /// The eviction time event (Redis's `evictionTimeProc`) is armed.
+    evicting: Cell<bool>,
 }
 
 impl Drop for Shared {
@@ -139,6 +154,7 @@ pub fn init(conf: &KvConf, core: &mut Core, listeners: Vec<Listener>) -> io::Res
         out: RefCell::new(Vec::with_capacity(READ_BUF)),
         slicing: Cell::new(false),
         saving: Cell::new(false),
+        evicting: Cell::new(false),
     });
     start_loading(&shared, core)?;
     for (i, ls) in listeners.into_iter().enumerate() {
@@ -170,6 +186,7 @@ pub fn init(conf: &KvConf, core: &mut Core, listeners: Vec<Listener>) -> io::Res
     core.before_wait(move |core| {
         let now = now_ms(core);
         s.server.borrow_mut().before_sleep(now);
+        wake_writers(&s, core);
         close_scheduled(&s, core);
     });
     Ok(())
@@ -185,6 +202,8 @@ fn server_cron(s: &Rc<Shared>, core: &mut Core) -> Next {
     if out.bgsave_started {
         arm_bgsave(s, core);
     }
+    wake_writers(s, core);
+    maybe_evict_later(s, core);
     if out.expire_backlog && !s.slicing.get() {
         s.slicing.set(true);
         let sh = s.clone();
@@ -281,6 +300,72 @@ fn close_scheduled(s: &Rc<Shared>, core: &mut Core) {
     }
 }
 
+/// Starts the eviction time event when a time-limited eviction run left
+/// work: it continues every millisecond until memory is under the limit,
+/// so no single command pays for a large eviction.
+fn maybe_evict_later(s: &Rc<Shared>, core: &mut Core) {
+    if s.evicting.get() || !s.server.borrow().eviction_pending() {
+        return;
+    }
+    s.evicting.set(true);
+    let sh = s.clone();
+    core.create_time_event(1, move |core, _| {
+        let now = now_ms(core);
+        let r = sh.server.borrow_mut().evict_slice(now);
+        wake_writers(&sh, core);
+        if r == crate::evict::Outcome::Running {
+            Next::Again(1)
+        } else {
+            sh.evicting.set(false);
+            Next::NoMore
+        }
+    });
+}
+
+/// Flushes the clients that others gave output (PUBLISH); one whose
+/// socket is full stops reading and waits for writability.
+fn wake_writers(s: &Rc<Shared>, core: &mut Core) {
+    let ids = s.server.borrow_mut().take_writers();
+    for id in ids {
+        let Some(c) = s.conns.borrow().get(&id).copied() else {
+            continue;
+        };
+        match flush_client(s, core, c, id) {
+            Ok(true) => {}
+            Ok(false) => {
+                let r = core
+                    .disable_read(c)
+                    .and_then(|_| core.handle_write_event(c));
+                core.set_idle(c, false);
+                if r.is_err() {
+                    close_client(s, core, id);
+                }
+            }
+            Err(_) => close_client(s, core, id),
+        }
+    }
+}
+
+/// Writes client `id`'s pending output; true when all went out.
+fn flush_client(s: &Rc<Shared>, core: &mut Core, c: ConnId, id: ClientId) -> io::Result<bool> {
+    let n = {
+        let server = s.server.borrow();
+        let pending = server.pending_output(id);
+        if pending.is_empty() {
+            return Ok(true);
+        }
+        let n = send_all(core, c, pending)?;
+        if n == pending.len() {
+            drop(server);
+            s.server.borrow_mut().output_sent(id, n);
+            return Ok(true);
+        }
+        n
+    };
+    s.server.borrow_mut().output_sent(id, n);
+    Ok(false)
+}
+
 fn close_client(s: &Rc<Shared>, core: &mut Core, id: ClientId) {
     s.server.borrow_mut().disconnect(id);
     if let Some(c) = s.conns.borrow_mut().remove(&id) {
@@ -330,8 +415,6 @@ impl Protocol for KvProtocol {
             id,
             shared: self.shared.clone(),
             inbuf: Vec::new(),
-            out: Vec::new(),
-            out_off: 0,
             close_after: false,
             held: false,
         }))
@@ -345,9 +428,6 @@ struct KvConn {
     /// An incomplete command line kept between reads (bulk payloads are
     /// held by the parser itself).
     inbuf: Vec<u8>,
-    /// Replies the socket did not take yet.
-    out: Vec<u8>,
-    out_off: usize,
     close_after: bool,
     /// The client blocked with input after the blocking command still in
     /// `inbuf`: run it once the server unblocks the client.
@@ -363,16 +443,16 @@ impl KvConn {
 
     /// Writes pending replies; true when all went out.
     fn flush(&mut self, core: &mut Core, c: ConnId) -> io::Result<bool> {
-        if self.out_off < self.out.len() {
-            self.out_off += send_all(core, c, &self.out[self.out_off..])?;
-            if self.out_off < self.out.len() {
-                return Ok(false);
-            }
-        }
-        // Release the buffer: an idle client holds none.
-        self.out = Vec::new();
-        self.out_off = 0;
-        Ok(true)
+        flush_client(&self.shared, core, c, self.id)
+    }
+
+    fn has_pending(&self) -> bool {
+        !self
+            .shared
+            .server
+            .borrow()
+            .pending_output(self.id)
+            .is_empty()
     }
 
     /// Reads and executes one read's worth of commands (Redis reads up to
@@ -383,8 +463,14 @@ impl KvConn {
         let mut reads = 0;
         loop {
             // Replies made while blocked (served, timed out) go first.
-            let pending = self.shared.server.borrow_mut().take_output(self.id);
-            self.out.extend_from_slice(&pending);
+            {
+                let mut server = self.shared.server.borrow_mut();
+                let pending = server.take_output(self.id);
+                if !pending.is_empty() {
+                    let now = now_ms(core);
+                    server.queue_output(self.id, &pending, now);
+                }
+            }
             if !self.flush(core, c)? {
                 return Ok(true);
             }
@@ -472,8 +558,10 @@ impl KvConn {
         }
         let sent = send_all(core, c, &out)?;
         if sent < out.len() {
-            self.out.extend_from_slice(&out[sent..]);
-            self.out_off = 0;
+            shared
+                .server
+                .borrow_mut()
+                .queue_output(self.id, &out[sent..], now);
         }
         if out.capacity() > REPLY_BUF_KEEP {
             *out = Vec::with_capacity(READ_BUF);
@@ -498,7 +586,7 @@ fn send_all(core: &mut Core, c: ConnId, b: &[u8]) -> io::Result<usize> {
 impl Handler for KvConn {
     fn handle(&mut self, core: &mut Core, ev: Ev) {
         let c = ev.conn;
-        if core.conn(c).is_some_and(|x| x.close) && self.out.is_empty() {
+        if core.conn(c).is_some_and(|x| x.close) && !self.has_pending() {
             self.close(core, c);
             return;
         }
@@ -510,17 +598,20 @@ impl Handler for KvConn {
             Ok(true) => {}
             Ok(false) | Err(_) => {
                 self.close(core, c);
+                wake_writers(&self.shared, core);
                 close_scheduled(&self.shared, core);
                 wake(&self.shared, core);
                 return;
             }
         }
+        wake_writers(&self.shared, core);
+        maybe_evict_later(&self.shared, core);
         close_scheduled(&self.shared, core);
         wake(&self.shared, core);
         if !core.is_live(c) {
             return;
         }
-        let pending = self.out_off < self.out.len();
+        let pending = self.has_pending();
         let r = if pending {
             core.disable_read(c)
                 .and_then(|_| core.handle_write_event(c))

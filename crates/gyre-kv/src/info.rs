@@ -120,7 +120,7 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(out, "used_memory_dataset", used.saturating_sub(900 * 1024));
             line(out, "maxmemory", c.maxmemory);
             line(out, "maxmemory_human", bytes_to_human(c.maxmemory));
-            line(out, "maxmemory_policy", "noeviction");
+            line(out, "maxmemory_policy", c.evict.policy.name());
             line(out, "mem_fragmentation_ratio", "1.00");
             line(out, "mem_allocator", "libc");
             line(out, "lazyfree_pending_objects", 0);
@@ -180,12 +180,13 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
                 "expire_cycle_cpu_milliseconds",
                 st.expire_cycle_time_used_us / 1000,
             );
-            line(out, "evicted_keys", 0);
+            line(out, "evicted_keys", st.evicted_keys);
             line(out, "evicted_clients", 0);
             line(out, "keyspace_hits", hits);
             line(out, "keyspace_misses", misses);
-            line(out, "pubsub_channels", 0);
-            line(out, "pubsub_patterns", 0);
+            line(out, "pubsub_channels", server.pubsub.channels_len());
+            line(out, "pubsub_patterns", server.pubsub.patterns_len());
+            line(out, "pubsubshard_channels", server.pubsub.shard_len());
             line(out, "latest_fork_usec", 0);
             line(out, "total_forks", 0);
             line(out, "total_error_replies", st.total_error_replies);

@@ -20,6 +20,10 @@
 //!   [`t_hash`], [`t_list`], [`t_set`] — one module per type, owning its
 //!   storage and commands; [`listpack`], [`intset`], [`quicklist`],
 //!   [`dict`] — the encodings they are built from.
+//! * [`multi`] — MULTI/EXEC/WATCH (the WATCH registry lives in each
+//!   [`db::Db`], touched by every write).
+//! * [`pubsub`] — channels, patterns, shard channels, message fan-out into
+//!   other clients' output buffers, `client-output-buffer-limit`.
 //! * [`info`] — INFO text.
 //! * [`conf`] — the `kv {}` configuration block.
 //!
@@ -53,6 +57,7 @@
 //! `now_ms` is Unix time in milliseconds (TTLs are absolute Unix times).
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod bitops;
 pub mod blocked;
 pub mod client;
@@ -62,6 +67,7 @@ pub mod conf;
 pub mod config;
 pub mod db;
 pub mod dict;
+pub mod evict;
 pub mod float;
 pub mod glob;
 pub mod glue;
@@ -70,11 +76,16 @@ pub mod info;
 pub mod intset;
 pub mod keyspace;
 pub mod listpack;
+pub mod multi;
+pub mod notify;
 pub mod object;
+pub mod output;
 pub mod persist;
+pub mod pubsub;
 pub mod quicklist;
 pub mod rdb;
 pub mod rdb_cmds;
+pub mod reply_mode;
 pub mod resp;
 pub mod server;
 pub mod server_cmds;

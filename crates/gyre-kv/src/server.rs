@@ -83,6 +83,16 @@ pub struct Config {
     pub expire_slices: bool,
     /// Seed for key sampling and the run id.
     pub seed: u64,
+    /// `requirepass` (the default user's password; `None`: nopass).
+    pub requirepass: Option<Vec<u8>>,
+    /// `protected-mode`: with no password, refuse non-loopback clients.
+    pub protected_mode: bool,
+    /// `notify-keyspace-events` as [`crate::notify`] flags.
+    pub notify_keyspace_events: u32,
+    /// `maxmemory-policy`, `maxmemory-samples`, ... (see [`crate::evict`]).
+    pub evict: crate::evict::EvictConfig,
+    /// `client-output-buffer-limit` (normal, replica, pubsub).
+    pub client_output_buffer_limit: crate::output::ObufLimits,
     /// Aggregate encoding thresholds (`hash-max-listpack-entries`, ...).
     pub encodings: crate::object::Limits,
     /// RDB settings (`dir`, `dbfilename`, `save`, ...).
@@ -106,6 +116,13 @@ impl Default for Config {
             expire_use_wall_clock: true,
             expire_slices: false,
             seed: 0x5EED,
+            requirepass: None,
+            // Off in the sans-I/O default (tests feed made-up addresses);
+            // `kv {}` defaults to `protected-mode yes` as redis.conf does.
+            protected_mode: false,
+            notify_keyspace_events: 0,
+            client_output_buffer_limit: crate::output::DEFAULT_LIMITS,
+            evict: crate::evict::EvictConfig::default(),
             encodings: crate::object::Limits::default(),
             persist: crate::persist::PersistConfig::default(),
         }
@@ -165,6 +182,8 @@ pub struct Stats {
     pub total_error_replies: u64,
     pub total_reads_processed: u64,
     pub expired_time_cap_reached_count: u64,
+    /// Keys removed by maxmemory eviction.
+    pub evicted_keys: u64,
     /// Microseconds spent in active expire cycles (wall clock).
     pub expire_cycle_time_used_us: u64,
     /// Running estimate of the share of expired keys among sampled ones.
@@ -193,9 +212,60 @@ pub struct Client {
     pub(crate) parser: RequestParser,
     /// Scheduled for closing (killed or timed out).
     pub closing: bool,
+    /// Between MULTI and EXEC/DISCARD.
+    pub(crate) mstate: Option<Box<crate::multi::MultiState>>,
+    /// WATCHed keys as (db, key).
+    pub(crate) watched_keys: Vec<(usize, Vec<u8>)>,
+    /// A watched key was modified (`CLIENT_DIRTY_CAS`).
+    pub(crate) dirty_cas: bool,
+    /// Channels, patterns and shard channels subscribed to.
+    pub(crate) subs: crate::pubsub::ClientSubs,
+    /// Replies and messages the socket has not taken yet (Redis's reply
+    /// list): the glue keeps its leftovers here and other clients'
+    /// PUBLISHes append here, so one buffer orders both and
+    /// `client-output-buffer-limit` sees all of it.
+    pub(crate) obuf: Vec<u8>,
+    pub(crate) obuf_off: usize,
+    /// Since when the output is above the soft limit (ms).
+    pub(crate) obuf_soft_since: Option<i64>,
+    /// Authenticated as the default user (always, without `requirepass`).
+    pub(crate) authenticated: bool,
+    /// CLIENT REPLY ON|OFF|SKIP.
+    pub(crate) reply_mode: crate::reply_mode::ReplyMode,
     /// Replies produced while the client was blocked (served, timed out,
     /// unblocked), for its connection to write.
     pub(crate) pending: Vec<u8>,
+}
+
+/// Gate bits of [`Session::gate`]: why a command may not simply run.
+pub(crate) const GATE_MULTI: u8 = 1;
+pub(crate) const GATE_PUBSUB: u8 = 2;
+pub(crate) const GATE_NOAUTH: u8 = 4;
+pub(crate) const GATE_REPLY: u8 = 8;
+
+impl Client {
+    /// The gate bits for this client's state.
+    pub(crate) fn gate(&self) -> u8 {
+        let mut g = 0;
+        if self.mstate.is_some() {
+            g |= GATE_MULTI;
+        }
+        if self.subs.count() > 0 {
+            g |= GATE_PUBSUB;
+        }
+        if !self.authenticated {
+            g |= GATE_NOAUTH;
+        }
+        if self.reply_mode != crate::reply_mode::ReplyMode::On {
+            g |= GATE_REPLY;
+        }
+        g
+    }
+
+    /// Bytes waiting in the output buffer.
+    pub fn pending_output(&self) -> &[u8] {
+        &self.obuf[self.obuf_off.min(self.obuf.len())..]
+    }
 }
 
 /// A client's state that commands read and change through [`Ctx`], kept
@@ -205,6 +275,8 @@ struct Session {
     db: usize,
     proto: u8,
     last_cmd: Option<Resolved>,
+    /// [`GATE_MULTI`] | [`GATE_PUBSUB`]: zero on the fast path.
+    gate: u8,
 }
 
 impl Session {
@@ -319,6 +391,15 @@ pub struct Server {
     pub(crate) last_save_ms: i64,
     /// SAVE/BGSAVE/loading state ([`crate::persist`]).
     pub persist: crate::persist::PersistState,
+    /// Channel and pattern registries.
+    pub(crate) pubsub: crate::pubsub::PubSub,
+    /// Clients given output by others, for the glue to flush.
+    pub(crate) writers: Vec<ClientId>,
+    /// The eviction pool and the state of a time-limited run.
+    pub(crate) evict_state: crate::evict::EvictState,
+    /// The clients' share of memory as of the last cron (eviction reads
+    /// it per command without walking every client).
+    pub(crate) clients_mem_cached: u64,
     /// Random picks of the commands (SPOP, SRANDMEMBER, HRANDFIELD ...).
     pub(crate) rng: crate::util::Rng,
     /// Clients blocked in BLPOP & co. ([`crate::blocked`]).
@@ -338,7 +419,7 @@ impl Server {
             .collect();
         let table = CommandTable::new(cmd::all());
         let hz = config.hz;
-        Server {
+        let mut server = Server {
             config,
             dbs,
             stats: Stats::default(),
@@ -358,7 +439,15 @@ impl Server {
             persist: crate::persist::PersistState::default(),
             rng: crate::util::Rng::new(rng.next_u64()),
             blocked: crate::blocked::BlockState::default(),
-        }
+            pubsub: Default::default(),
+            writers: Vec::new(),
+            evict_state: Default::default(),
+            clients_mem_cached: 0,
+        };
+        crate::evict::sync_policy(&mut server);
+        crate::notify::sync_expired_log(&mut server);
+        crate::notify::sync_change_log(&mut server);
+        server
     }
 
     // ---------------------------------------------------------------- clients
@@ -376,6 +465,10 @@ impl Server {
             self.stats.rejected_connections += 1;
             return Err(b"-ERR max number of clients reached\r\n".to_vec());
         }
+        if crate::auth::protected_refuses(self, addr) {
+            return Err(crate::auth::DENIED.as_bytes().to_vec());
+        }
+        let authenticated = self.config.requirepass.is_none();
         let id = self.next_client_id;
         self.next_client_id += 1;
         self.stats.total_connections_received += 1;
@@ -394,6 +487,15 @@ impl Server {
                 last_cmd: None,
                 parser: RequestParser::new(self.config.limits()),
                 closing: false,
+                mstate: None,
+                watched_keys: Vec::new(),
+                dirty_cas: false,
+                subs: Default::default(),
+                obuf: Vec::new(),
+                obuf_off: 0,
+                obuf_soft_since: None,
+                authenticated,
+                reply_mode: Default::default(),
                 pending: Vec::new(),
             },
         );
@@ -402,8 +504,25 @@ impl Server {
 
     /// Forget a closed connection.
     pub fn disconnect(&mut self, id: ClientId) {
+        if !self.clients.contains_key(&id) {
+            return;
+        }
+        crate::multi::discard_transaction(self, id);
+        crate::pubsub::unsubscribe_all(self, id, None);
         self.clients.remove(&id);
         self.forget_blocked(id);
+    }
+
+    /// Move the clients the databases found with a modified watched key
+    /// onto their `dirty_cas` flag.
+    pub(crate) fn sync_dirty_cas(&mut self) {
+        for db in &mut self.dbs {
+            for id in db.watched.dirty.drain(..) {
+                if let Some(c) = self.clients.get_mut(&id) {
+                    c.dirty_cas = true;
+                }
+            }
+        }
     }
 
     pub fn client(&self, id: ClientId) -> Option<&Client> {
@@ -482,6 +601,7 @@ impl Server {
             db: c.db,
             proto: c.resp,
             last_cmd: c.last_cmd,
+            gate: c.gate(),
         };
         let mut spans = std::mem::take(&mut self.spans);
         self.stats.total_reads_processed += 1;
@@ -564,22 +684,55 @@ impl Server {
                 db: 0,
                 proto: 2,
                 last_cmd: None,
+                gate: 0,
             },
             |c| Session {
                 db: c.db,
                 proto: c.resp,
                 last_cmd: c.last_cmd,
+                gate: c.gate(),
             },
         );
         let flow = self.run(id, Argv::new(&buf, &spans), now_ms, out, &mut st);
+        // A blocking command leaves the client blocked (see `feed`); the
+        // caller learns it from `is_blocked`.
+        self.blocked.just_blocked = None;
         if let Some(c) = self.clients.get_mut(&id) {
             st.store(c);
         }
         flow
     }
 
-    /// Look up and run one command with the client's state in `st`.
+    /// Run one command, then apply the client's CLIENT REPLY mode to what
+    /// it wrote (only when a mode is set: the gate bit).
     fn run(
+        &mut self,
+        id: ClientId,
+        argv: Argv<'_>,
+        now_ms: i64,
+        out: &mut Vec<u8>,
+        st: &mut Session,
+    ) -> Flow {
+        let mark = out.len();
+        let before = st.gate & GATE_REPLY;
+        let flow = self.run_command(id, argv, now_ms, out, st);
+        if (before | st.gate) & GATE_REPLY != 0 {
+            if let Some(c) = self.clients.get_mut(&id) {
+                let (drop, next) = crate::reply_mode::after_command(c.reply_mode);
+                if drop {
+                    out.truncate(mark);
+                }
+                c.reply_mode = next;
+                st.gate = c.gate();
+            }
+        }
+        flow
+    }
+
+    /// Look up and run one command with the client's state in `st`
+    /// (Redis's `processCommand`): refusals, then MULTI queueing, then the
+    /// call.
+    fn run_command(
         &mut self,
         id: ClientId,
         argv: Argv<'_>,
@@ -593,20 +746,43 @@ impl Server {
         let cmd = match self.lookup_command(argv) {
             Ok(cmd) => cmd,
             Err(msg) => {
-                resp::write_error(out, &msg);
-                self.stats.total_error_replies += 1;
+                let exec = argv.get(0).is_some_and(|n| n.eq_ignore_ascii_case(b"exec"));
+                self.reject(id, st, exec, out, &msg);
                 return Flow::Continue;
             }
         };
-        if self.persist.loading.is_some() && !cmd.spec.flags.contains(&"loading") {
-            resp::write_error(out, crate::persist::ERR_LOADING.as_bytes());
-            self.stats.total_error_replies += 1;
+        let exec = cmd.parent.is_none() && cmd.spec.name == "exec";
+        let name = cmd.parent.unwrap_or(cmd.spec).name;
+        // Redis's processCommand order: NOAUTH, OOM, MISCONF, the RESP2
+        // subscribed context, LOADING, then MULTI queueing; a refusal
+        // inside MULTI flags the transaction (EXECABORT at EXEC).
+        if st.gate & GATE_NOAUTH != 0 && !crate::auth::runs_without_auth(name) {
+            self.reject(id, st, exec, out, crate::auth::ERR_NOAUTH.as_bytes());
+            return Flow::Continue;
+        }
+        if self.config.maxmemory > 0 && self.oom_refuses(id, cmd, st.gate & GATE_MULTI != 0, now_ms)
+        {
+            self.reject(id, st, exec, out, crate::evict::ERR_OOM.as_bytes());
             return Flow::Continue;
         }
         if (cmd.spec.flags.contains(&"write") || cmd.spec.name == "ping") && self.writes_denied() {
-            resp::write_error(out, crate::persist::ERR_MISCONF.as_bytes());
-            self.stats.total_error_replies += 1;
+            self.reject(id, st, exec, out, crate::persist::ERR_MISCONF.as_bytes());
             return Flow::Continue;
+        }
+        if st.gate & GATE_PUBSUB != 0 && st.proto == 2 && !crate::pubsub::allowed_in_context(name) {
+            let m = format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                cmd.full_name()
+            );
+            self.reject(id, st, exec, out, m.as_bytes());
+            return Flow::Continue;
+        }
+        if self.persist.loading.is_some() && !cmd.spec.flags.contains(&"loading") {
+            self.reject(id, st, exec, out, crate::persist::ERR_LOADING.as_bytes());
+            return Flow::Continue;
+        }
+        if st.gate & GATE_MULTI != 0 && !crate::multi::runs_inside_multi(name) {
+            return self.queue_multi(id, argv, out, st);
         }
         let mut ctx = Ctx {
             argv,
@@ -617,21 +793,164 @@ impl Server {
             proto: st.proto,
             close: false,
             errors: 0,
+            resync: false,
+            deny_blocking: false,
         };
         (cmd.spec.handler)(self, &mut ctx);
+        if self.config.notify_keyspace_events != 0 {
+            if crate::notify::expired_pending(self) {
+                crate::notify::drain_expired(self, Some((id, ctx.proto, &mut *ctx.out)), now_ms);
+            }
+            let name = cmd.parent.unwrap_or(cmd.spec).name;
+            crate::notify::command_events(
+                self,
+                name,
+                argv,
+                Some((id, ctx.proto, &mut *ctx.out)),
+                now_ms,
+            );
+        }
         if !self.blocked.ready_is_empty() {
             self.serve_ready(now_ms);
+            // Pops that served blocked clients are not this command's.
+            crate::notify::discard_changes(self);
         }
         self.stats.total_commands_processed += 1;
         self.stats.total_error_replies += ctx.errors;
         st.db = ctx.db;
         st.proto = ctx.proto;
         st.last_cmd = Some(cmd);
+        if ctx.resync {
+            st.gate = self.clients.get(&id).map_or(0, Client::gate);
+        }
         if ctx.close {
             Flow::CloseAfterReply
         } else {
             Flow::Continue
         }
+    }
+
+    /// Redis's maxmemory step of `processCommand`: evict, and refuse a
+    /// `denyoom` command (or an EXEC with one queued) when memory stays
+    /// over the limit; inside MULTI anything but EXEC / DISCARD / QUIT /
+    /// RESET is refused (queueing costs memory too).
+    fn oom_refuses(&mut self, id: ClientId, cmd: Resolved, in_multi: bool, now_ms: i64) -> bool {
+        let oom = crate::evict::perform_evictions(self, now_ms) == crate::evict::Outcome::Fail;
+        if !oom {
+            return false;
+        }
+        if cmd.spec.flags.contains(&"denyoom") {
+            return true;
+        }
+        let name = cmd.parent.unwrap_or(cmd.spec).name;
+        if in_multi && !matches!(name, "exec" | "discard" | "quit" | "reset") {
+            return true;
+        }
+        cmd.parent.is_none()
+            && cmd.spec.name == "exec"
+            && self
+                .clients
+                .get(&id)
+                .and_then(|c| c.mstate.as_ref())
+                .is_some_and(|m| m.denyoom)
+    }
+
+    /// Redis's `rejectCommand`: the error, and a transaction being queued
+    /// is flagged to abort; a refused EXEC aborts it at once.
+    fn reject(
+        &mut self,
+        id: ClientId,
+        st: &mut Session,
+        is_exec: bool,
+        out: &mut Vec<u8>,
+        msg: &[u8],
+    ) {
+        self.stats.total_error_replies += 1;
+        if is_exec {
+            crate::multi::discard_transaction(self, id);
+            st.gate = self.clients.get(&id).map_or(0, Client::gate);
+            let m = msg.strip_prefix(b"ERR ").unwrap_or(msg);
+            let mut e = b"EXECABORT Transaction discarded because of: ".to_vec();
+            e.extend_from_slice(m);
+            resp::write_error(out, &e);
+            return;
+        }
+        if let Some(ms) = self.clients.get_mut(&id).and_then(|c| c.mstate.as_mut()) {
+            ms.dirty_exec = true;
+        }
+        resp::write_error(out, msg);
+    }
+
+    /// Queue a command inside MULTI (`+QUEUED`). A queue larger than
+    /// `client-query-buffer-limit` closes the client, as an oversized
+    /// query buffer does.
+    fn queue_multi(
+        &mut self,
+        id: ClientId,
+        argv: Argv<'_>,
+        out: &mut Vec<u8>,
+        st: &mut Session,
+    ) -> Flow {
+        let limit = self.config.client_query_buffer_limit;
+        let denyoom = self
+            .table
+            .get(argv.get(0).unwrap_or_default())
+            .is_some_and(|s| s.flags.contains(&"denyoom"));
+        let Some(c) = self.clients.get_mut(&id) else {
+            return Flow::Continue;
+        };
+        let Some(ms) = c.mstate.as_mut() else {
+            st.gate &= !GATE_MULTI;
+            return Flow::Continue;
+        };
+        ms.denyoom |= denyoom;
+        if ms.queue(argv) > limit {
+            log::warn!(
+                "Closing client that reached max query buffer length (MULTI queue of {} bytes)",
+                ms.bytes
+            );
+            c.mstate = None;
+            return Flow::CloseAfterReply;
+        }
+        out.extend_from_slice(b"+QUEUED\r\n");
+        Flow::Continue
+    }
+
+    /// Run one command of an EXEC (Redis's `call` from `execCommand`): no
+    /// gate, and the reply goes into EXEC's array. Lookup errors cannot
+    /// happen (they aborted the transaction) but are answered in place.
+    pub(crate) fn call_queued(&mut self, ctx: &mut Ctx<'_>, argv: Argv<'_>) {
+        let cmd = match self.lookup_command(argv) {
+            Ok(cmd) => cmd,
+            Err(msg) => {
+                ctx.errors += 1;
+                resp::write_error(ctx.out, &msg);
+                return;
+            }
+        };
+        let mut sub = Ctx {
+            argv,
+            now: ctx.now,
+            out: &mut *ctx.out,
+            client_id: ctx.client_id,
+            db: ctx.db,
+            proto: ctx.proto,
+            close: false,
+            errors: 0,
+            resync: false,
+            deny_blocking: true,
+        };
+        (cmd.spec.handler)(self, &mut sub);
+        if self.config.notify_keyspace_events != 0 {
+            let name = cmd.parent.unwrap_or(cmd.spec).name;
+            let own = Some((sub.client_id, sub.proto, &mut *sub.out));
+            crate::notify::command_events(self, name, argv, own, sub.now);
+        }
+        self.stats.total_commands_processed += 1;
+        ctx.errors += sub.errors;
+        ctx.db = sub.db;
+        ctx.proto = sub.proto;
+        ctx.close |= sub.close;
     }
 
     /// Resolve `argv` to a command spec (with subcommands), checking arity.
@@ -689,7 +1008,7 @@ impl Server {
             .values()
             .map(|c| PER_CLIENT + c.parser.buffered_capacity() as u64)
             .sum();
-        BASE + data + clients
+        BASE + data + clients + self.output_memory()
     }
 
     // ---------------------------------------------------------------- cron
@@ -735,10 +1054,14 @@ impl Server {
         }
 
         let used = self.used_memory();
+        self.clients_mem_cached =
+            used.saturating_sub(900 * 1024 + self.dbs.iter().map(Db::used_memory).sum::<u64>());
         if used > self.stats.used_memory_peak {
             self.stats.used_memory_peak = used;
         }
 
+        self.output_limits_cron(now_ms);
+        self.sync_dirty_cas();
         let mut close = self.clients_cron(now_ms);
         close.append(&mut self.to_close);
 
@@ -748,6 +1071,7 @@ impl Server {
             self.slow_budget()
         };
         let expire = self.active_expire_cycle(now_ms, CycleKind::Slow, budget);
+        crate::notify::drain_expired(self, None, now_ms);
 
         let bgsave_started = self.persistence_cron(now_ms);
 
@@ -774,7 +1098,9 @@ impl Server {
     /// working off a backlog in slices (see [`Config::expire_slices`]).
     pub fn expire_slice(&mut self, now_ms: i64) -> ExpireCycleStats {
         let budget = self.slice_budget();
-        self.active_expire_cycle(now_ms, CycleKind::Fast, budget)
+        let st = self.active_expire_cycle(now_ms, CycleKind::Fast, budget);
+        crate::notify::drain_expired(self, None, now_ms);
+        st
     }
 
     fn slice_budget(&self) -> ExpireBudget {
@@ -857,7 +1183,9 @@ impl Server {
                 .then(|| Duration::from_micros(EXPIRE_FAST_DURATION_US)),
             max_samples: EXPIRE_FAST_DURATION_US * EXPIRE_SAMPLES_PER_US,
         };
-        self.active_expire_cycle(now_ms, CycleKind::Fast, budget)
+        let st = self.active_expire_cycle(now_ms, CycleKind::Fast, budget);
+        crate::notify::drain_expired(self, None, now_ms);
+        st
     }
 
     /// Redis's `activeExpireCycle`: visit the databases round robin; in each,

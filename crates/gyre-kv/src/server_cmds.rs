@@ -174,7 +174,20 @@ static FUNCTION_SUBS: &[CommandSpec] = &[spec!(
 
 // ------------------------------------------------------------ connection
 
-fn ping(_: &mut Server, ctx: &mut Ctx<'_>) {
+fn ping(server: &mut Server, ctx: &mut Ctx<'_>) {
+    // A RESP2 subscriber gets `[pong, arg]` (its replies are messages).
+    if ctx.proto == 2
+        && ctx.argc() <= 2
+        && server
+            .clients
+            .get(&ctx.client_id)
+            .is_some_and(|c| c.subs.count() > 0)
+    {
+        let m = ctx.arg(1);
+        ctx.array(2);
+        ctx.bulk(b"pong");
+        return ctx.bulk(m);
+    }
     match ctx.argc() {
         1 => ctx.simple("PONG"),
         2 => {
@@ -214,8 +227,10 @@ fn hello(server: &mut Server, ctx: &mut Ctx<'_>) {
         let more = ctx.argc() - 1 - j;
         let opt = ctx.arg(j);
         if eq(opt, "auth") && more >= 2 {
-            // No users or passwords in this module: like the default
-            // `nopass` user, any credentials are accepted.
+            let (user, pass) = (ctx.arg(j + 1), ctx.arg(j + 2));
+            if !crate::auth::authenticate(server, ctx, user, pass) {
+                return;
+            }
             j += 2;
         } else if eq(opt, "setname") && more >= 1 {
             name = Some(ctx.arg(j + 1).to_vec());
@@ -228,6 +243,13 @@ fn hello(server: &mut Server, ctx: &mut Ctx<'_>) {
             return ctx.err(&m);
         }
         j += 1;
+    }
+    if server
+        .clients
+        .get(&ctx.client_id)
+        .is_some_and(|c| !c.authenticated)
+    {
+        return ctx.err(crate::auth::ERR_HELLO_NOAUTH);
     }
     if let Some(n) = name {
         if !crate::client::set_client_name(server, ctx, &n) {

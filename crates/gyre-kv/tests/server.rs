@@ -423,7 +423,11 @@ fn config_set_get_resetstat() {
             bulk("maxmemory"),
             bulk("0"),
             bulk("maxmemory-policy"),
-            bulk("noeviction")
+            bulk("noeviction"),
+            bulk("maxmemory-samples"),
+            bulk("5"),
+            bulk("maxmemory-eviction-tenacity"),
+            bulk("10")
         ])
     );
     assert_eq!(t.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "1mb"]), ok());

@@ -1,0 +1,718 @@
+//! Differential tests of the kv process's cache features against a real
+//! redis-server 7.0 (Debian's `/usr/bin/redis-server`): the same scripted
+//! multi-client sessions — MULTI/EXEC/WATCH, pub/sub with several
+//! subscribers and patterns, AUTH, keyspace events, CONFIG of the new
+//! settings — are run against both and the replies compared byte for byte.
+//! Skips with a message when redis-server is missing.
+//!
+//! A script line is `N> CMD ARGS...` (client N sends, one reply frame
+//! read), `N>K CMD ...` (K frames read; `N>0`: a command with no reply), `N>? CMD ...` (one frame read, not
+//! compared: HELLO's client id), `N>s CMD ...` (array reply compared with
+//! its elements sorted: Redis's dict order is random), `sync N M ...`
+//! (each listed client PINGs and everything it received before the PONG
+//! is compared: messages others' commands sent it), `sleep MS`; `''` is
+//! an empty argument.
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use util::http::free_port;
+use util::{wait_for, Prefix, Server};
+
+const REDIS: &str = "/usr/bin/redis-server";
+
+/// A redis-server on 127.0.0.1, killed on drop.
+struct Redis {
+    child: Child,
+    port: u16,
+    _dir: Prefix,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_redis(extra: &[&str]) -> Option<Redis> {
+    if !Path::new(REDIS).exists() {
+        eprintln!("skipping: {REDIS} not installed (apt-get install redis-server)");
+        return None;
+    }
+    let dir = Prefix::new("redis-peer");
+    let port = free_port();
+    let child = Command::new(REDIS)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .arg("--dir")
+        .arg(&dir.dir)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect(
+        addr
+    )
+    .is_ok()));
+    Some(Redis {
+        child,
+        port,
+        _dir: dir,
+    })
+}
+
+struct Gyre {
+    _p: Prefix,
+    s: Server,
+    port: u16,
+}
+
+fn start_gyre(name: &str, kv_extra: &str) -> Gyre {
+    let p = Prefix::new(name);
+    let port = free_port();
+    p.conf(&format!(
+        "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
+         kv {{\n    listen 127.0.0.1:{port};\n{kv_extra}\n}}\n"
+    ));
+    let s = p.start();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    assert!(
+        wait_for(Duration::from_secs(5), || TcpStream::connect(addr).is_ok()),
+        "{}",
+        s.log()
+    );
+    Gyre { _p: p, s, port }
+}
+
+/// A raw RESP client with a deadline on every read.
+struct Conn {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    fn open(port: u16) -> Conn {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        Conn { s, buf: Vec::new() }
+    }
+
+    fn send(&mut self, args: &[&str]) {
+        let mut b = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            b.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        self.s.write_all(&b).unwrap();
+    }
+
+    /// One whole frame, raw.
+    fn frame(&mut self) -> Vec<u8> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(n) = frame_len(&self.buf, 0) {
+                return self.buf.drain(..n).collect();
+            }
+            assert!(Instant::now() < deadline, "no reply frame");
+            let mut tmp = [0u8; 16384];
+            match self.s.read(&mut tmp) {
+                Ok(0) => return b"<closed>".to_vec(),
+                Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
+                Err(e) => panic!("read: {e}; have {:?}", String::from_utf8_lossy(&self.buf)),
+            }
+        }
+    }
+}
+
+fn line_end(b: &[u8], at: usize) -> Option<usize> {
+    b.get(at..)?
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .map(|p| at + p)
+}
+
+/// Length of the frame starting at `at`, if complete.
+fn frame_len(b: &[u8], at: usize) -> Option<usize> {
+    let t = *b.get(at)?;
+    let e = line_end(b, at)?;
+    let head = std::str::from_utf8(&b[at + 1..e]).ok()?;
+    match t {
+        b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Some(e + 2 - at),
+        b'$' | b'=' | b'!' => {
+            let n: i64 = head.parse().ok()?;
+            if n < 0 {
+                return Some(e + 2 - at);
+            }
+            let end = e + 2 + n as usize + 2;
+            (b.len() >= end).then_some(end - at)
+        }
+        b'*' | b'>' | b'~' | b'%' | b'|' => {
+            let n: i64 = head.parse().ok()?;
+            let n = if t == b'%' || t == b'|' { n * 2 } else { n };
+            let mut pos = e + 2;
+            for _ in 0..n.max(0) {
+                pos += frame_len(b, pos)?;
+            }
+            Some(pos - at)
+        }
+        _ => Some(b.len() - at),
+    }
+}
+
+/// An array frame with its elements sorted (order-free replies).
+fn sorted_array(f: &[u8]) -> Vec<u8> {
+    let e = line_end(f, 0).unwrap();
+    let mut items = Vec::new();
+    let mut pos = e + 2;
+    while pos < f.len() {
+        let n = frame_len(f, pos).unwrap();
+        items.push(f[pos..pos + n].to_vec());
+        pos += n;
+    }
+    items.sort();
+    let mut out = f[..e + 2].to_vec();
+    for i in items {
+        out.extend_from_slice(&i);
+    }
+    out
+}
+
+fn show(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).replace("\r\n", "\\r\\n")
+}
+
+/// Runs `script` against the server on `port`; the transcript.
+fn run_script(port: u16, script: &str) -> Vec<String> {
+    let mut conns: Vec<Conn> = Vec::new();
+    let mut out = Vec::new();
+    for line in script.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words[0] == "sleep" {
+            std::thread::sleep(Duration::from_millis(words[1].parse().unwrap()));
+            continue;
+        }
+        if words[0] == "sync" {
+            for w in &words[1..] {
+                let i: usize = w.parse().unwrap();
+                let c = &mut conns[i];
+                c.send(&["PING"]);
+                let mut got = Vec::new();
+                loop {
+                    let f = c.frame();
+                    if f == b"+PONG\r\n" || f == b"*2\r\n$4\r\npong\r\n$0\r\n\r\n" {
+                        break;
+                    }
+                    if f == b"<closed>" {
+                        got.push(f);
+                        break;
+                    }
+                    got.push(f);
+                }
+                let shown: Vec<String> = got.iter().map(|f| show(f)).collect();
+                out.push(format!("sync {i}: {}", shown.join(" | ")));
+            }
+            continue;
+        }
+        let (who, mode) = words[0].split_once('>').unwrap();
+        let i: usize = who.parse().unwrap();
+        while conns.len() <= i {
+            conns.push(Conn::open(port));
+        }
+        let c = &mut conns[i];
+        let args: Vec<&str> = words[1..]
+            .iter()
+            .map(|w| if *w == "''" { "" } else { w })
+            .collect();
+        c.send(&args);
+        let (n, compare, sort) = match mode {
+            "" => (1, true, false),
+            "?" => (1, false, false),
+            "s" => (1, true, true),
+            k => (k.parse().unwrap(), true, false),
+        };
+        let mut frames = Vec::new();
+        for _ in 0..n {
+            let f = c.frame();
+            frames.push(if sort { sorted_array(&f) } else { f });
+        }
+        let shown: Vec<String> = frames.iter().map(|f| show(f)).collect();
+        out.push(if compare {
+            format!("{line} -> {}", shown.join(" | "))
+        } else {
+            format!("{line} -> (not compared)")
+        });
+    }
+    out
+}
+
+/// Runs `script` on both servers and asserts identical transcripts.
+fn differential(name: &str, redis_args: &[&str], kv_extra: &str, script: &str) {
+    let Some(redis) = start_redis(redis_args) else {
+        return;
+    };
+    let gyre = start_gyre(name, kv_extra);
+    let want = run_script(redis.port, script);
+    let got = run_script(gyre.port, script);
+    // Shown with --nocapture: what was compared.
+    for l in &got {
+        eprintln!("{name}: {l}");
+    }
+    for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+        if w != g {
+            // Where they part: the frames from the first difference on.
+            let (wf, gf): (Vec<&str>, Vec<&str>) =
+                (w.split(" | ").collect(), g.split(" | ").collect());
+            let k = wf.iter().zip(&gf).take_while(|(a, b)| a == b).count();
+            panic!(
+                "{name}: step {i} differs at frame {k}\nredis: {}\ngyre:  {}\nwhole redis: {w}\ngyre log:\n{}",
+                wf[k.min(wf.len())..].join(" | "),
+                gf[k.min(gf.len())..].join(" | "),
+                gyre.s.log()
+            );
+        }
+    }
+    assert_eq!(want.len(), got.len());
+}
+
+#[test]
+fn transactions_match_redis() {
+    differential(
+        "kvdiff-multi",
+        &[],
+        "",
+        "
+        0> MULTI
+        0> SET a 1
+        0> INCR a
+        0> GET a
+        0> EXEC
+        0> EXEC
+        0> DISCARD
+        0> EXEC extra
+        0> MULTI
+        0> MULTI
+        0> WATCH a
+        0> SET a 2
+        0> EXEC
+        0> MULTI
+        0> SET a 3
+        0> NOSUCHCOMMAND x
+        0> GET
+        0> EXEC
+        0> GET a
+        0> MULTI
+        0> SET s hello
+        0> INCR s
+        0> APPEND s !
+        0> EXEC
+        0> MULTI
+        0> PING
+        0> DISCARD
+        0> MULTI
+        0> EXEC
+        0> SET w 1
+        0> WATCH w
+        1> SET w 2
+        0> MULTI
+        0> GET w
+        0> EXEC
+        0> WATCH w
+        0> SET w 3
+        0> MULTI
+        0> GET w
+        0> EXEC
+        0> WATCH w nokey
+        1> SET nokey x
+        0> MULTI
+        0> EXEC
+        0> WATCH w
+        0> UNWATCH
+        1> SET w 4
+        0> MULTI
+        0> GET w
+        0> EXEC
+        0> WATCH w
+        1> DEL w
+        0> MULTI
+        0> EXEC
+        0> SET w 5
+        0> WATCH w
+        1> EXPIRE w 100
+        0> MULTI
+        0> EXEC
+        0> WATCH w
+        1> PERSIST w
+        0> MULTI
+        0> EXEC
+        0> WATCH w
+        1> FLUSHDB
+        0> MULTI
+        0> EXEC
+        0> WATCH missing
+        1> FLUSHALL
+        0> MULTI
+        0> SET missing 1
+        0> EXEC
+        0> WATCH w
+        0> MULTI
+        0> DISCARD
+        1> SET w 6
+        0> MULTI
+        0> GET w
+        0> EXEC
+        0> WATCH w
+        1> SELECT 1
+        1> SET w other-db
+        0> MULTI
+        0> GET w
+        0> EXEC
+        0> SET t v PX 50
+        0> WATCH t
+        sleep 120
+        0> MULTI
+        0> EXEC
+        0> MULTI
+        0> BLPOP nolist 0
+        0> BRPOPLPUSH nolist other 0
+        0> BLMOVE nolist other LEFT RIGHT 0
+        0> BLMPOP 0 1 nolist LEFT
+        0> RPUSH full x
+        0> BLPOP full 0
+        0> EXEC
+        0> MULTI
+        0> QUIT
+        ",
+    );
+}
+
+#[test]
+fn pubsub_matches_redis() {
+    differential(
+        "kvdiff-pubsub",
+        &[],
+        "",
+        "
+        0> UNSUBSCRIBE
+        0> PUNSUBSCRIBE
+        0> SUNSUBSCRIBE
+        0>2 SUBSCRIBE news sport
+        1> SUBSCRIBE news
+        2> PSUBSCRIBE n*
+        3> PUBLISH news hello
+        3> PUBLISH sport goal
+        3> PUBLISH nothing x
+        3> PUBLISH other y
+        sync 0 1 2
+        0> GET x
+        0> PING
+        0> PING hi
+        0> PUBSUB NUMSUB news
+        3> PUBSUB NUMSUB news sport none
+        3> PUBSUB NUMPAT
+        3>s PUBSUB CHANNELS
+        3>s PUBSUB CHANNELS n*
+        0> UNSUBSCRIBE news
+        3> PUBLISH news again
+        sync 0 1 2
+        2> PUNSUBSCRIBE n*
+        2> PUNSUBSCRIBE n*
+        3> PUBLISH news third
+        sync 0 1 2
+        0>2 PSUBSCRIBE s* x?
+        0>2 PUNSUBSCRIBE
+        0> UNSUBSCRIBE
+        0> GET x
+        4> SSUBSCRIBE shard1
+        5> SSUBSCRIBE shard1
+        3> SPUBLISH shard1 m1
+        3> PUBLISH shard1 notshard
+        3> PUBSUB SHARDNUMSUB shard1 shard2
+        3>s PUBSUB SHARDCHANNELS
+        sync 4 5
+        4> SUNSUBSCRIBE shard1
+        3> SPUBLISH shard1 m2
+        sync 4 5
+        5> RESET
+        3> SPUBLISH shard1 m3
+        3> PUBSUB NOSUCH
+        3> PUBLISH
+        1> MULTI
+        1> QUIT
+        3> PUBLISH news after-quit
+        6>? HELLO 3
+        6> SUBSCRIBE news
+        6> GET k
+        3> PUBLISH news resp3
+        sync 6
+        6> PUBLISH news to-self
+        sync 6
+        6> UNSUBSCRIBE news
+        ",
+    );
+}
+
+#[test]
+fn subscribed_context_and_multi_match_redis() {
+    differential(
+        "kvdiff-subctx",
+        &[],
+        "",
+        "
+        0> MULTI
+        0> SUBSCRIBE c
+        0> EXEC
+        0> SET a 1
+        0> MULTI
+        0> EXEC
+        0> UNWATCH
+        0> CLIENT ID
+        0> RESET
+        0> SET a 1
+        ",
+    );
+}
+
+#[test]
+fn auth_matches_redis() {
+    differential(
+        "kvdiff-auth",
+        &["--requirepass", "sekret"],
+        "requirepass sekret;",
+        "
+        0> GET a
+        0> PING
+        0> MULTI
+        0> EXEC
+        0> HELLO
+        0> HELLO 3
+        0> AUTH
+        0> AUTH a b c
+        0> AUTH wrong
+        0> AUTH default wrong
+        0> AUTH nobody sekret
+        0> HELLO 3 AUTH default wrong
+        0> HELLO 2 SETNAME x
+        0> CLIENT SETNAME y
+        0> RESET
+        0> AUTH sekret
+        0> GET a
+        0> AUTH wrong
+        0> GET a
+        0> RESET
+        0> GET a
+        0> AUTH default sekret
+        0> SET a 1
+        1>? HELLO 2 AUTH default sekret SETNAME me
+        1> GET a
+        1> CLIENT GETNAME
+        2> SUBSCRIBE x
+        2> AUTH sekret
+        2> SUBSCRIBE x
+        3> QUIT
+        ",
+    );
+}
+
+#[test]
+fn auth_without_password_matches_redis() {
+    differential(
+        "kvdiff-nopass",
+        &[],
+        "",
+        "
+        0> AUTH x
+        0> AUTH default x
+        0> AUTH foo x
+        0>? HELLO 2 AUTH default anything
+        0> GET a
+        0> HELLO 2 AUTH other anything
+        0> CONFIG GET requirepass
+        0> CONFIG SET requirepass pw
+        1> GET a
+        1> AUTH pw
+        1> GET a
+        0> GET a
+        0> CONFIG SET requirepass ''
+        2> GET a
+        ",
+    );
+}
+
+#[test]
+fn keyspace_events_and_config_match_redis() {
+    differential(
+        "kvdiff-notify",
+        &[],
+        "",
+        "
+        0> CONFIG GET notify-keyspace-events
+        0> CONFIG SET notify-keyspace-events KEAn
+        0> CONFIG GET notify-keyspace-events
+        0> CONFIG SET notify-keyspace-events xyz
+        0> CONFIG SET notify-keyspace-events Ex
+        0> CONFIG GET notify-keyspace-events
+        1> SUBSCRIBE __keyevent@0__:expired
+        2> PSUBSCRIBE __key*__:*
+        0> SET k v PX 20
+        sleep 100
+        0> GET k
+        sync 1 2
+        0> SET k2 v PX 20
+        sleep 100
+        0> GET k2
+        sync 1 2
+        0> CONFIG SET notify-keyspace-events Kx
+        0> SELECT 3
+        0> SET k3 v PX 20
+        sleep 100
+        0> GET k3
+        sync 1 2
+        0> CONFIG SET notify-keyspace-events ''
+        0> SET k4 v PX 20
+        sleep 100
+        0> GET k4
+        sync 1 2
+        0> CONFIG GET client-output-buffer-limit
+        0> CONFIG SET client-output-buffer-limit pubsub
+        0> CONFIG GET protected-mode
+        ",
+    );
+}
+
+#[test]
+fn command_keyspace_events_match_redis() {
+    differential(
+        "kvdiff-events",
+        &[],
+        "notify-keyspace-events KEA;",
+        "
+        0> CONFIG SET notify-keyspace-events KEA
+        1> PSUBSCRIBE __key*__:*
+        0> SET s v
+        0> SET s v2 EX 100
+        0> SETEX s2 100 v
+        0> APPEND s !
+        0> SET n 1
+        0> INCR n
+        0> DECRBY n 5
+        0> INCRBYFLOAT n 1.5
+        0> SETRANGE s 0 X
+        0> MSET a 1 b 2
+        0> GETSET a 3
+        0> EXPIRE a 100
+        0> PERSIST a
+        0> PERSIST a
+        0> DEL a b nokey
+        0> GETDEL s2
+        0> RENAME s s3
+        0> SET dst x
+        0> RENAME s3 dst
+        0> SETNX dst y
+        0> EXPIRE dst -1
+        sync 1
+        0> HSET h f v g w
+        0> HINCRBY h n 1
+        0> HDEL h f nofield
+        0> HDEL h g n
+        0> SADD st a b c
+        0> SREM st a
+        0> SMOVE st st2 b
+        0> SADD other c d
+        0> SINTERSTORE out st other
+        0> SINTERSTORE out st nokey
+        0> SUNIONSTORE out st other
+        0> SPOP st2
+        sync 1
+        0> CONFIG SET notify-keyspace-events Kgn
+        0> SET fresh 1
+        0> SET fresh 2
+        0> DEL fresh
+        0> MULTI
+        0> SET inmulti 1
+        0> DEL inmulti
+        0> EXEC
+        sync 1
+        ",
+    );
+}
+
+#[test]
+fn maxmemory_settings_and_oom_match_redis() {
+    differential(
+        "kvdiff-oom",
+        &[],
+        "",
+        "
+        0> SET k v
+        0> CONFIG SET maxmemory-policy foo
+        0> CONFIG SET maxmemory-samples 0
+        0> CONFIG SET maxmemory-eviction-tenacity 101
+        0> CONFIG SET lfu-log-factor -1
+        0> CONFIG GET maxmemory-policy
+        0> CONFIG GET lfu-decay-time
+        0> OBJECT FREQ k
+        0> OBJECT FREQ nokey
+        0> OBJECT IDLETIME nokey
+        0> CONFIG SET maxmemory-policy allkeys-lfu
+        0> CONFIG GET maxmemory-policy
+        0> OBJECT IDLETIME k
+        0> CONFIG SET maxmemory-policy noeviction
+        0> CONFIG SET maxmemory 1
+        0> SET a b
+        0> GET k
+        0> MULTI
+        0> SET a b
+        0> GET a
+        0> EXEC
+        0> MULTI
+        0> GET a
+        0> EXEC
+        0> DEL k
+        0> CONFIG SET maxmemory 0
+        0> SET a b
+        ",
+    );
+}
+
+#[test]
+fn client_reply_matches_redis() {
+    differential(
+        "kvdiff-reply",
+        &[],
+        "",
+        "
+        0> CLIENT REPLY ON
+        1> SUBSCRIBE ch
+        0> CLIENT REPLY foo
+        0> CLIENT REPLY
+        0>0 CLIENT REPLY SKIP
+        0> CLIENT REPLY ON
+        0>0 CLIENT REPLY SKIP
+        0>0 SET skipped 1
+        0> GET skipped
+        0>0 CLIENT REPLY OFF
+        0>0 SET a 1
+        0>0 NOSUCH
+        0>0 PUBLISH ch quiet
+        0> CLIENT REPLY ON
+        0> GET a
+        sync 1
+        0>0 CLIENT REPLY OFF
+        0> RESET
+        0> GET a
+        2>0 CLIENT REPLY SKIP
+        2>0 CLIENT REPLY SKIP
+        2>0 PING one
+        2> PING two
+        ",
+    );
+}
