@@ -765,7 +765,7 @@ impl Server {
             self.reject(id, st, exec, out, crate::evict::ERR_OOM.as_bytes());
             return Flow::Continue;
         }
-        if (cmd.spec.flags.contains(&"write") || cmd.spec.name == "ping") && self.writes_denied() {
+        if self.writes_denied() && (cmd.spec.flags.contains(&"write") || cmd.spec.name == "ping") {
             self.reject(id, st, exec, out, crate::persist::ERR_MISCONF.as_bytes());
             return Flow::Continue;
         }
