@@ -572,13 +572,21 @@ impl HttpConn {
                     z.stats().requests.inc();
                 }
                 self.set_stat(core, Stat::Writing);
-                let (mut resp, route) = self.handle(core, &req);
                 let conf = &self.shared.conf;
-                if let Some(r) =
-                    crate::ssl::refuse(core, c, conf, &self.servers, self.default, &req)
-                {
-                    resp = r;
-                }
+                let refused = crate::ssl::refuse(core, c, conf, &self.servers, self.default, &req);
+                let (mut resp, route) = match refused {
+                    // Refused on a TLS port: the 400 page, closed (sink 0:
+                    // the access log routes it by its request line).
+                    Some(r) => (
+                        r,
+                        Route {
+                            keepalive_timeout: 0,
+                            keepalive_requests: 0,
+                            log_sink: 0,
+                        },
+                    ),
+                    None => self.handle(core, &req),
+                };
                 let last_call = self.last_call;
                 let m = self.machine(now);
                 let st = m.settings_mut();
