@@ -82,7 +82,8 @@ pub fn config(conf: &KvConf) -> Config {
         databases: conf.databases as usize,
         proto_max_bulk_len: conf.proto_max_bulk_len,
         client_query_buffer_limit: conf.client_query_buffer_limit,
-        port: first.map_or(6379, |l| l.addr.port()),
+        // No plain listener only with `port 0` (TLS only): Redis says 0.
+        port: first.map_or(0, |l| l.addr.port()),
         bind: first.map_or_else(|| "127.0.0.1".into(), |l| l.addr.ip().to_string()),
         seed: std::process::id() as u64 ^ 0x5EED,
         expire_slices: true,
