@@ -381,3 +381,25 @@ fn close_with_a_full_socket_flushes_close_notify_later() {
         assert!(lingered, "{be}: no close happened with ciphertext queued");
     }
 }
+
+#[test]
+fn stalled_handshakes_are_drained_when_slots_run_short() {
+    let pki = pki();
+    let cfg = client_config(&pki.ca);
+    for be in BACKENDS {
+        // 8 slots: the listener's and 7 connections.
+        let p = start(be, &pki.ec, &["--connections", "8"]);
+        let mut stalled: Vec<TcpStream> = (0..7)
+            .map(|_| TcpStream::connect(p.addr).unwrap())
+            .collect();
+        // Let the server accept them all (they hold every slot).
+        std::thread::sleep(Duration::from_millis(300));
+        // A real client still gets a slot: the oldest handshake is closed.
+        let mut a = connect(&p, &cfg);
+        round_trip(&mut a, b"served\n");
+        assert!(
+            closed_by_server(&mut stalled[0], Duration::from_secs(5)),
+            "{be}: the oldest stalled handshake was not drained"
+        );
+    }
+}

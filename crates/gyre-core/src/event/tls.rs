@@ -220,6 +220,28 @@ fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
+/// Where a connection is, for log lines (`Display` writes nginx's
+/// ", client: ..., server: ...").
+#[derive(Clone, Copy)]
+pub(crate) struct LogCtx {
+    client: Option<std::net::SocketAddr>,
+    server: Option<std::net::SocketAddr>,
+}
+
+impl std::fmt::Display for LogCtx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(", client: ")?;
+        if let Some(c) = self.client {
+            write!(f, "{}", c.ip())?;
+        }
+        f.write_str(", server: ")?;
+        if let Some(s) = self.server {
+            write!(f, "{s}")?;
+        }
+        Ok(())
+    }
+}
+
 /// The handshake: the first handler of a connection on a TLS listener
 /// (nginx's `ngx_http_ssl_handshake` + `ngx_ssl_handshake`).
 pub(crate) struct Handshake {
@@ -246,6 +268,11 @@ impl Handler for Handshake {
             core.close(c);
             return;
         }
+        if core.conn(c).is_some_and(|x| x.close) {
+            // Drained (slots ran short) or the worker is shutting down.
+            core.close(c);
+            return;
+        }
         match core.handshake_step(c, self) {
             Step::Again => {
                 let want_write = core.tls_mut(c).is_some_and(|t| t.pending_out());
@@ -261,6 +288,7 @@ impl Handler for Handshake {
             Step::Failed => core.close(c),
             Step::Plain => {
                 core.del_timer(Ev::read(c));
+                core.set_reusable(c, false);
                 if let Some(x) = core.pool.get_mut(c) {
                     x.tls = None;
                     x.plain_on_tls = true;
@@ -270,6 +298,7 @@ impl Handler for Handshake {
             }
             Step::Done => {
                 core.del_timer(Ev::read(c));
+                core.set_reusable(c, false);
                 if let Some(x) = core.pool.get_mut(c) {
                     // The client's first data may have come with its Finished
                     // and already be decrypted; the protocol reads at once.
@@ -383,18 +412,17 @@ impl Core {
         self.pool.get_mut(c)?.tls.as_deref_mut()
     }
 
-    /// ", client: ADDR, server: ADDR" for log lines, as nginx appends.
-    pub(crate) fn log_ctx(&self, c: ConnId) -> String {
-        let Some(x) = self.pool.get(c) else {
-            return String::new();
-        };
-        let client = x.peer.map(|p| p.ip().to_string()).unwrap_or_default();
-        let server = x
-            .listener
-            .and_then(|l| self.listeners.get(l))
-            .map(|s| s.addr.to_string())
-            .unwrap_or_default();
-        format!(", client: {client}, server: {server}")
+    /// ", client: ADDR, server: ADDR" for log lines, as nginx appends;
+    /// formatted only if a line is written.
+    pub(crate) fn log_ctx(&self, c: ConnId) -> LogCtx {
+        let x = self.pool.get(c);
+        LogCtx {
+            client: x.and_then(|x| x.peer),
+            server: x
+                .and_then(|x| x.listener)
+                .and_then(|l| self.listeners.get(l))
+                .map(|s| s.addr),
+        }
     }
 
     /// Called by the accept path: a connection on a TLS listener gets the
@@ -407,6 +435,9 @@ impl Core {
             x.handler = Some(Box::new(Handshake { ls, peeked: false }));
         }
         self.add_timer(Ev::read(c), timeout);
+        // As nginx: a connection still handshaking may be closed when slots
+        // run short (a flood of idle handshakes cannot starve real clients).
+        self.set_reusable(c, true);
         if self.accept_mutex_held {
             self.post(Ev::read(c));
         } else {
