@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gyre vs nginx (and gyre's kv process vs redis-server) benchmarks and fault tests; issue 6.
-#   bench/run.sh [http|core|memory|balance|ceiling|faults|faults-kv|kv|kv-fair|kv-types|all|report]...
+#   bench/run.sh [http|core|memory|balance|ceiling|faults|faults-kv|kv|kv-fair|kv-types|tls|all|report]...
 #   bench/run.sh fuzz [seconds]   cargo-fuzz targets in fuzz/, each for seconds (300);
 #                                 not part of all (nightly Rust, 3 x 5 minutes)
 # Needs: Debian's nginx wrk apache2-utils linux-perf strace valgrind redis-server redis-tools (installed with

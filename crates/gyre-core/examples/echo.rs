@@ -315,20 +315,28 @@ fn run(args: Args) -> std::io::Result<()> {
         "echo listening on {addr}{tls} using {}",
         core.backend_name()
     );
-    let mut last_reads = 0;
+    let mut last = (0, 0, 0);
     core.create_time_event(1000, move |core, _| {
         let c = &counters;
-        if c.reads.get() != last_reads || c.open.get() > 0 {
+        // Logged while connections are open or anything changed (a slot
+        // freed late by a TLS close included).
+        let now = (
+            c.reads.get(),
+            core.free_connections(),
+            core.stats().tls_lingered,
+        );
+        if now != last || c.open.get() > 0 {
             log::info!(
-                "open {} accepted {} reads {} bytes {} idle-closed {} free {}",
+                "open {} accepted {} reads {} bytes {} idle-closed {} free {} tls-lingered {}",
                 c.open.get(),
                 c.accepted.get(),
                 c.reads.get(),
                 c.bytes.get(),
                 c.timed_out.get(),
-                core.free_connections()
+                core.free_connections(),
+                core.stats().tls_lingered
             );
-            last_reads = c.reads.get();
+            last = now;
         }
         Next::Again(1000)
     });

@@ -265,3 +265,141 @@ fn bad_inputs_cost_only_their_connection() {
         round_trip(&mut again, b"new one\n");
     }
 }
+
+/// One try at a close with ciphertext queued: `false` when the server
+/// happened to have nothing queued when its idle timer fired (it had caught
+/// up; the close is then an ordinary one, and this client's unread input
+/// makes the kernel reset it), `true` once a lingering close delivered
+/// everything and close_notify.
+fn linger_attempt(be: &str, pki: &Pki, cfg: &Arc<rustls::ClientConfig>) -> bool {
+    {
+        // The idle timeout is longer than the client's "server blocked"
+        // test below, so the client has stopped writing when it fires.
+        let p = start(be, &pki.ec, &["--idle-timeout-ms", "1500"]);
+        let mut a = connect(&p, cfg);
+        round_trip(&mut a, b"handshake first\n");
+        // Send until the server stops reading (its echo fills the socket
+        // buffers both ways, as this client does not read), then go quiet:
+        // the idle timer closes the connection while ciphertext is still
+        // queued, and close_notify has to wait for the client to read.
+        let chunk = vec![0x5au8; 16 * 1024];
+        let mut sent = 0usize;
+        a.sock.set_nonblocking(true).unwrap();
+        let mut blocked_since: Option<std::time::Instant> = None;
+        let end = std::time::Instant::now() + Duration::from_secs(30);
+        while std::time::Instant::now() < end {
+            if !a.conn.wants_write() {
+                sent += a.conn.writer().write(&chunk).unwrap();
+            }
+            match a.conn.write_tls(&mut a.sock) {
+                Ok(_) => blocked_since = None,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    let t = *blocked_since.get_or_insert_with(std::time::Instant::now);
+                    // Long enough that a server merely busy reading has
+                    // caught up: it is blocked on its own writes.
+                    if t.elapsed() > Duration::from_millis(700) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => panic!("{be}: {e}"),
+            }
+        }
+        assert!(
+            blocked_since.is_some(),
+            "{be}: the server never pushed back ({sent} bytes)"
+        );
+        a.sock.set_nonblocking(false).unwrap();
+        // Still not reading: the idle timer (1.5 s after the server's last
+        // event, when it blocked) closes the connection with ciphertext
+        // queued; the close waits up to 3 s for this client to read.
+        if !p.logged("tls-lingered 1", Duration::from_secs(6)) {
+            return false;
+        }
+        // Now read. The socket first, at full speed, to its end (the
+        // server's FIN follows its close_notify); then the records. The
+        // client's own unsent records stay queued, as with a real client
+        // that stopped writing. The stream must hold what was echoed and
+        // then close_notify (a bare FIN would be UnexpectedEof, a reset an
+        // error).
+        let mut raw = Vec::new();
+        let mut chunk = vec![0u8; 1 << 20];
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            assert!(std::time::Instant::now() < end, "{be}: no FIN");
+            match a.sock.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => raw.extend_from_slice(&chunk[..n]),
+                Err(e) => panic!("{be}: {e} after {} raw bytes", raw.len()),
+            }
+        }
+        let mut got = 0usize;
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut clean = false;
+        let mut rd = &raw[..];
+        while !rd.is_empty() && !clean {
+            a.conn.read_tls(&mut rd).unwrap();
+            let st = a.conn.process_new_packets().unwrap();
+            loop {
+                match a.conn.reader().read(&mut buf) {
+                    Ok(0) => {
+                        clean = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        assert!(buf[..n].iter().all(|&b| b == 0x5a), "{be}: corrupted");
+                        got += n;
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("{be}: {e} after {got} bytes"),
+                }
+            }
+            clean |= st.peer_has_closed();
+        }
+        assert!(clean, "{be}: no close_notify after {got} bytes");
+        assert!(got > 0 && got <= sent, "{be}: {got} of {sent}");
+        // The closing slot is released once this client closes too (the
+        // server waits for its FIN, dropping what it still sends).
+        drop(a);
+        assert!(
+            p.logged("free 1023 tls-lingered 1", Duration::from_secs(5)),
+            "{be}: {:?}",
+            p.log.lock().unwrap()
+        );
+        true
+    }
+}
+
+#[test]
+fn close_with_a_full_socket_flushes_close_notify_later() {
+    let pki = pki();
+    let cfg = client_config(&pki.ca);
+    for be in BACKENDS {
+        // Whether the server still has ciphertext queued when it closes
+        // depends on scheduling; a few tries make one that does.
+        let lingered = (0..6).any(|_| linger_attempt(be, &pki, &cfg));
+        assert!(lingered, "{be}: no close happened with ciphertext queued");
+    }
+}
+
+#[test]
+fn stalled_handshakes_are_drained_when_slots_run_short() {
+    let pki = pki();
+    let cfg = client_config(&pki.ca);
+    for be in BACKENDS {
+        // 8 slots: the listener's and 7 connections.
+        let p = start(be, &pki.ec, &["--connections", "8"]);
+        let mut stalled: Vec<TcpStream> = (0..7)
+            .map(|_| TcpStream::connect(p.addr).unwrap())
+            .collect();
+        // Let the server accept them all (they hold every slot).
+        std::thread::sleep(Duration::from_millis(300));
+        // A real client still gets a slot: the oldest handshake is closed.
+        let mut a = connect(&p, &cfg);
+        round_trip(&mut a, b"served\n");
+        assert!(
+            closed_by_server(&mut stalled[0], Duration::from_secs(5)),
+            "{be}: the oldest stalled handshake was not drained"
+        );
+    }
+}

@@ -96,7 +96,8 @@ pub fn config(conf: &KvConf) -> Config {
         client_output_buffer_limit: conf.client_output_buffer_limit,
         maxmemory: conf.maxmemory,
         evict: conf.evict,
-        port: first.map_or(6379, |l| l.addr.port()),
+        // No plain listener only with `port 0` (TLS only): Redis says 0.
+        port: first.map_or(0, |l| l.addr.port()),
         bind: first.map_or_else(|| "127.0.0.1".into(), |l| l.addr.ip().to_string()),
         seed: std::process::id() as u64 ^ 0x5EED,
         expire_slices: true,

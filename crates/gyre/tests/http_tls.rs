@@ -519,7 +519,7 @@ fn bad_inputs_cost_only_their_connection() {
     let mut plain = TcpStream::connect(("127.0.0.1", r.port)).unwrap();
     plain.set_read_timeout(Some(IO)).unwrap();
     plain
-        .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .write_all(b"GET /missing HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     let mut resp = String::new();
     plain.read_to_string(&mut resp).unwrap();

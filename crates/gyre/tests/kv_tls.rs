@@ -219,6 +219,17 @@ fn tls_only_with_optional_client_auth_and_a_large_value() {
     assert_eq!(read_reply(&mut t, head.len()), head.as_bytes());
     assert!(read_reply(&mut t, big.len()) == big, "1 MB value differs");
     assert_eq!(read_reply(&mut t, 2), b"\r\n");
+    // INFO says what Redis says for a TLS-only server.
+    t.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
+        .unwrap();
+    let mut info = Vec::new();
+    let mut b = [0u8; 4096];
+    while !info.ends_with(b"\r\n\r\n") || !String::from_utf8_lossy(&info).contains("tcp_port") {
+        let n = t.read(&mut b).unwrap();
+        assert!(n > 0 && info.len() < 1 << 20);
+        info.extend_from_slice(&b[..n]);
+    }
+    assert!(String::from_utf8_lossy(&info).contains("\r\ntcp_port:0\r\n"));
     // With a client certificate too (optional).
     let sock = TcpStream::connect(("127.0.0.1", kv.tls_port)).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(10)))
@@ -266,4 +277,84 @@ fn tls_configuration_errors_at_t() {
         "port 0; tls_port 6390; tls_auth_clients no; tls_cert_file {c}; tls_key_file {k};"
     ));
     assert!(e.contains("test is successful"), "{e}");
+}
+
+/// The same redis-cli invocations against Debian's redis-server and gyre,
+/// both TLS-only with the same certificates: same output, refusal included.
+#[test]
+fn differential_against_redis_server() {
+    if !have_redis_cli() {
+        return;
+    }
+    let redis = Path::new("/usr/bin/redis-server");
+    if !redis.exists() {
+        println!("redis-server not installed: skipping the differential test");
+        return;
+    }
+    let p = Prefix::new("kv-tls-diff");
+    let pki = pki(&p);
+    let kv = start(&p, &pki, false, "");
+    let rport = free_port();
+    let mut rs = Command::new(redis)
+        .args(["--port", "0", "--tls-port", &rport.to_string()])
+        .args([
+            "--tls-cert-file",
+            &s(&pki.server.cert),
+            "--tls-key-file",
+            &s(&pki.server.key),
+        ])
+        .args([
+            "--tls-ca-cert-file",
+            &s(&pki.ca.pem),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(["--dir", &s(&p.path("logs"))])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = wait_for(Duration::from_secs(10), || {
+        TcpStream::connect(("127.0.0.1", rport)).is_ok()
+    });
+    let (ca, cert, key) = (s(&pki.ca.pem), s(&pki.client.cert), s(&pki.client.key));
+    let run = |port: u16, with_cert: bool, cmd: &[&str]| {
+        let port = port.to_string();
+        let mut a = vec!["--tls", "--cacert", ca.as_str(), "-p", port.as_str()];
+        if with_cert {
+            a.extend_from_slice(&["--cert", cert.as_str(), "--key", key.as_str()]);
+        }
+        a.extend_from_slice(cmd);
+        redis_cli(&a)
+    };
+    let cases: [(bool, &[&str]); 5] = [
+        (true, &["PING"]),
+        (true, &["SET", "k", "v"]),
+        (true, &["GET", "k"]),
+        (true, &["INCR", "k"]),
+        (false, &["PING"]),
+    ];
+    let mut diffs = Vec::new();
+    for (with_cert, cmd) in cases {
+        let mut g = run(kv.tls_port, with_cert, cmd);
+        let mut r = run(rport, with_cert, cmd);
+        if !with_cert {
+            // Refused: no reply, an error; redis-server's is a FIN or a
+            // reset from one run to the next ("Server closed the
+            // connection" / "Connection reset by peer").
+            for x in [&mut g, &mut r] {
+                x.1 = x.1.starts_with("Error: ").to_string();
+            }
+        }
+        if g != r {
+            diffs.push(format!("{cmd:?} cert={with_cert}: gyre {g:?} redis {r:?}"));
+        }
+    }
+    let _ = rs.kill();
+    let _ = rs.wait();
+    assert!(up, "redis-server did not start");
+    assert!(diffs.is_empty(), "{diffs:#?}");
 }

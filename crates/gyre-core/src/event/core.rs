@@ -111,6 +111,9 @@ pub struct CoreStats {
     pub iterations: u64,
     /// Reusable connections closed to free slots.
     pub drained: u64,
+    /// TLS connections closed while the socket was full, whose
+    /// close_notify was then flushed in the background.
+    pub tls_lingered: u64,
 }
 
 /// Settings for a [`Core`] (the `events {}` block and friends).

@@ -220,6 +220,28 @@ fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
+/// Where a connection is, for log lines (`Display` writes nginx's
+/// ", client: ..., server: ...").
+#[derive(Clone, Copy)]
+pub(crate) struct LogCtx {
+    client: Option<std::net::SocketAddr>,
+    server: Option<std::net::SocketAddr>,
+}
+
+impl std::fmt::Display for LogCtx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(", client: ")?;
+        if let Some(c) = self.client {
+            write!(f, "{}", c.ip())?;
+        }
+        f.write_str(", server: ")?;
+        if let Some(s) = self.server {
+            write!(f, "{s}")?;
+        }
+        Ok(())
+    }
+}
+
 /// The handshake: the first handler of a connection on a TLS listener
 /// (nginx's `ngx_http_ssl_handshake` + `ngx_ssl_handshake`).
 pub(crate) struct Handshake {
@@ -246,6 +268,11 @@ impl Handler for Handshake {
             core.close(c);
             return;
         }
+        if core.conn(c).is_some_and(|x| x.close) {
+            // Drained (slots ran short) or the worker is shutting down.
+            core.close(c);
+            return;
+        }
         match core.handshake_step(c, self) {
             Step::Again => {
                 let want_write = core.tls_mut(c).is_some_and(|t| t.pending_out());
@@ -261,6 +288,7 @@ impl Handler for Handshake {
             Step::Failed => core.close(c),
             Step::Plain => {
                 core.del_timer(Ev::read(c));
+                core.set_reusable(c, false);
                 if let Some(x) = core.pool.get_mut(c) {
                     x.tls = None;
                     x.plain_on_tls = true;
@@ -270,6 +298,7 @@ impl Handler for Handshake {
             }
             Step::Done => {
                 core.del_timer(Ev::read(c));
+                core.set_reusable(c, false);
                 if let Some(x) = core.pool.get_mut(c) {
                     // The client's first data may have come with its Finished
                     // and already be decrypted; the protocol reads at once.
@@ -283,28 +312,62 @@ impl Handler for Handshake {
 
 /// Flushes close_notify after a close whose ciphertext the socket could not
 /// take at once (nginx's `ngx_ssl_shutdown_handler`); the slot has a new
-/// generation, so the protocol's id for it is already stale.
-struct Shutdown;
+/// generation, so the protocol's id for it is already stale. Once all is
+/// out it sends FIN and waits for the peer's, reading and dropping what the
+/// peer still sends: closing a socket with unread input makes the kernel
+/// reset the connection, which would destroy the very output this waits to
+/// deliver. The timer (3 s) bounds it all.
+struct Shutdown {
+    fin_sent: bool,
+}
 
 impl Handler for Shutdown {
     fn handle(&mut self, core: &mut Core, ev: Ev) {
+        use std::os::fd::AsFd;
         let c = ev.conn;
-        if ev.timedout || ev.kind == EvKind::Read {
+        if ev.timedout {
             core.close(c);
             return;
         }
-        let done = match core.pool.get_mut(c) {
-            Some(x) => match (x.tls.as_deref_mut(), x.fd.as_ref()) {
-                (Some(t), Some(fd)) => {
-                    use std::os::fd::AsFd;
-                    !matches!(flush(t, fd.as_fd()), Ok(Flush::Blocked))
-                }
-                _ => true,
-            },
-            None => return,
+        let Some(x) = core.pool.get_mut(c) else {
+            return;
         };
-        if done {
+        let (Some(t), Some(fd)) = (x.tls.as_deref_mut(), x.fd.as_ref()) else {
             core.close(c);
+            return;
+        };
+        let fd = fd.as_fd();
+        if ev.kind == EvKind::Read {
+            let mut sink = [0u8; 16 * 1024];
+            // Bounded: a peer that keeps sending gets a turn per event.
+            for _ in 0..16 {
+                match socket::recv(fd, &mut sink) {
+                    Ok(0) => {
+                        // The peer finished (or left before taking it all):
+                        // nothing more can be delivered.
+                        core.close(c);
+                        return;
+                    }
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        core.close(c);
+                        return;
+                    }
+                }
+            }
+            return;
+        }
+        match flush(t, fd) {
+            Ok(Flush::Blocked) => {}
+            Ok(Flush::Done) if !self.fin_sent => {
+                self.fin_sent = true;
+                if socket::shutdown_write(fd).is_err() {
+                    core.close(c);
+                }
+            }
+            Ok(Flush::Done) => {}
+            Err(_) => core.close(c),
         }
     }
 }
@@ -349,18 +412,17 @@ impl Core {
         self.pool.get_mut(c)?.tls.as_deref_mut()
     }
 
-    /// ", client: ADDR, server: ADDR" for log lines, as nginx appends.
-    pub(crate) fn log_ctx(&self, c: ConnId) -> String {
-        let Some(x) = self.pool.get(c) else {
-            return String::new();
-        };
-        let client = x.peer.map(|p| p.ip().to_string()).unwrap_or_default();
-        let server = x
-            .listener
-            .and_then(|l| self.listeners.get(l))
-            .map(|s| s.addr.to_string())
-            .unwrap_or_default();
-        format!(", client: {client}, server: {server}")
+    /// ", client: ADDR, server: ADDR" for log lines, as nginx appends;
+    /// formatted only if a line is written.
+    pub(crate) fn log_ctx(&self, c: ConnId) -> LogCtx {
+        let x = self.pool.get(c);
+        LogCtx {
+            client: x.and_then(|x| x.peer),
+            server: x
+                .and_then(|x| x.listener)
+                .and_then(|l| self.listeners.get(l))
+                .map(|s| s.addr),
+        }
     }
 
     /// Called by the accept path: a connection on a TLS listener gets the
@@ -373,6 +435,9 @@ impl Core {
             x.handler = Some(Box::new(Handshake { ls, peeked: false }));
         }
         self.add_timer(Ev::read(c), timeout);
+        // As nginx: a connection still handshaking may be closed when slots
+        // run short (a flood of idle handshakes cannot starve real clients).
+        self.set_reusable(c, true);
         if self.accept_mutex_held {
             self.post(Ev::read(c));
         } else {
@@ -780,8 +845,8 @@ impl Core {
         let Some(tls) = x.tls.as_deref_mut() else {
             return true;
         };
-        if matches!(tls.state, State::Hello(_)) || tls.info.is_none() {
-            // Handshaking: the handshake handler flushes for itself.
+        if matches!(tls.state, State::Hello(_)) || tls.info.is_none() || tls.lingering {
+            // Handshaking, or closing: those handlers flush for themselves.
             return true;
         }
         match flush(tls, fd) {
@@ -858,6 +923,7 @@ impl Core {
             _ => return Some(c),
         }
         // Linger: the protocol's handler and timers go, the slot stays.
+        self.stats.tls_lingered += 1;
         self.del_timer(Ev::read(c));
         self.del_timer(Ev::write(c));
         self.delete_posted(Ev::read(c));
@@ -866,7 +932,7 @@ impl Core {
         let n = self.pool.renew(c)?;
         let token = n.token();
         let x = self.pool.get_mut(n)?;
-        x.handler = Some(Box::new(Shutdown));
+        x.handler = Some(Box::new(Shutdown { fin_sent: false }));
         x.idle = false;
         let fd = x.fd.as_ref()?.as_fd();
         let trigger = if self.actions.edge_triggered() {
@@ -874,17 +940,18 @@ impl Core {
         } else {
             super::actions::Trigger::Level
         };
+        let both = Interest::READ.with(Interest::WRITE);
         let r = if x.in_backend {
-            self.actions.modify(fd, token, Interest::WRITE, trigger)
+            self.actions.modify(fd, token, both, trigger)
         } else {
-            self.actions.add(fd, token, Interest::WRITE, trigger)
+            self.actions.add(fd, token, both, trigger)
         };
         let x = self.pool.get_mut(n)?;
         match r {
             Ok(()) => {
                 x.in_backend = true;
-                x.registered = Interest::WRITE;
-                x.read.active = false;
+                x.registered = both;
+                x.read.active = true;
                 x.write.active = true;
                 x.write.ready = false;
             }
