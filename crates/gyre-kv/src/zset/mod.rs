@@ -601,9 +601,12 @@ mod tests {
             rs += t.rank(m).unwrap_or(0);
         }
         let rank = t0.elapsed().as_nanos() as f64 / (n / 10) as f64;
+        let bytes = t.allocated() as f64 / n as f64;
+        let t0 = Instant::now();
+        drop(t);
+        let free = t0.elapsed().as_secs_f64() * 1000.0;
         println!(
-            "btree: {:.1} bytes/member, ZADD {add:.0} ns, ZSCORE {score:.0} ns, ZRANK {rank:.0} ns ({sum} {rs})",
-            t.allocated() as f64 / n as f64
+            "btree: {bytes:.1} bytes/member, ZADD {add:.0} ns, ZSCORE {score:.0} ns, ZRANK {rank:.0} ns, drop {free:.1} ms ({sum} {rs})"
         );
     }
 }
