@@ -563,6 +563,9 @@ impl Server {
             },
         );
         let flow = self.run(id, Argv::new(&buf, &spans), now_ms, out, &mut st);
+        // A blocking command leaves the client blocked (see `feed`); the
+        // caller learns it from `is_blocked`.
+        self.blocked.just_blocked = None;
         if let Some(c) = self.clients.get_mut(&id) {
             st.store(c);
         }
