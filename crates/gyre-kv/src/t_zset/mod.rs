@@ -501,6 +501,7 @@ fn zscan(server: &mut Server, ctx: &mut Ctx<'_>) {
         }
         j += 2;
     }
+    let small = matches!(z, ZSet::Listpack(_));
     let (next, items) = match z {
         ZSet::Listpack(_) => (0, z.to_vec()),
         ZSet::Large(t) => t.scan(cursor, usize::try_from(count).unwrap_or(usize::MAX)),
@@ -514,7 +515,13 @@ fn zscan(server: &mut Server, ctx: &mut Ctx<'_>) {
     ctx.array(items.len() * 2);
     for (m, s) in items {
         ctx.bulk(&m);
-        ctx.bulk(score::format(s).as_bytes());
+        if small && s.fract() == 0.0 && s.abs() <= 4_611_686_018_427_387_904.0 {
+            // A listpack holds an integral score up to 2^62 as an integer
+            // (Redis's double2ll), and ZSCAN returns the stored text.
+            ctx.bulk((s as i64).to_string().as_bytes());
+        } else {
+            ctx.bulk(score::format(s).as_bytes());
+        }
     }
 }
 
