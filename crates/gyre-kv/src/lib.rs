@@ -69,6 +69,7 @@ pub mod hash;
 pub mod info;
 pub mod intset;
 pub mod keyspace;
+pub mod lcs;
 pub mod listpack;
 pub mod object;
 pub mod quicklist;
