@@ -3,7 +3,7 @@
 //! member lookup, and an arena that holds every member once.
 //!
 //! * `pages` — the arena: `(member, score)` slots in fixed pages of
-//!   [`PAGE`] (so growth never copies or doubles the whole arena), members
+//!   `PAGE` (so growth never copies or doubles the whole arena), members
 //!   up to 22 bytes inline in the slot. A slot's index is the member's `id`.
 //! * `index` — open addressing with linear probing over `(id, hash)`
 //!   pairs (8 bytes per slot, load 3/8..3/4); the stored 32 hash bits place
