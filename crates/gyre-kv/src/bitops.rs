@@ -1,5 +1,5 @@
-//! Bit operations on string values and LCS, as Redis's `bitops.c` and
-//! `t_string.c` (LCS) compute them, without the keyspace: the command
+//! Bit operations on string values, as Redis's `bitops.c` computes them
+//! (LCS is [`crate::lcs`]), without the keyspace: the command
 //! layer (`t_bitops`) looks keys up and stores results; everything here is
 //! a function of byte strings and arguments, so it is tested alone.
 //!
@@ -423,34 +423,58 @@ fn set_field(s: &mut [u8], offset: u64, bits: u32, v: u64) {
     }
 }
 
-/// `value + incr` in a `bits`-wide field: `(stored value, overflowed)`,
-/// as Redis's `checkUnsignedBitfieldOverflow` / `checkSignedBitfieldOverflow`
-/// with WRAP and SAT (FAIL stores nothing, so its value is unused).
-fn add_checked(signed: bool, bits: u32, value: i128, incr: i128, ow: Overflow) -> (u64, bool) {
-    let (min, max) = if signed {
-        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+/// Redis's `checkSignedBitfieldOverflow`, with its arithmetic kept as C
+/// does it (wrapping): `(stored bits, overflowed)` for WRAP and SAT (FAIL
+/// stores nothing). The wrapping matters: a SET of a value far below the
+/// type's minimum saturates to the *maximum* in Redis, because its
+/// `max - value` wraps negative; that is reproduced, not fixed.
+fn signed_add(bits: u32, value: i64, incr: i64, ow: Overflow) -> (u64, bool) {
+    let max: i64 = if bits == 64 {
+        i64::MAX
     } else {
-        (0, (1i128 << bits) - 1)
+        (1i64 << (bits - 1)) - 1
     };
-    let sum = value + incr;
-    // An out-of-range starting value (a SET of a value the type cannot
-    // hold) overflows on its own side first, as in Redis.
-    let high = value > max || value >= min && sum > max;
-    let low = !high && (value < min || sum < min);
+    let min = -max - 1;
+    let maxincr = (max as u64).wrapping_sub(value as u64) as i64;
+    let minincr = min.wrapping_sub(value);
     let mask = if bits == 64 {
         u64::MAX
     } else {
         (1u64 << bits) - 1
     };
-    if !(high || low) {
-        return (sum as u64 & mask, false);
+    let wrapped = (value as u64).wrapping_add(incr as u64) & mask;
+    let high =
+        value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr);
+    let low = !high
+        && (value < min
+            || (bits != 64 && incr < minincr)
+            || (value < 0 && incr < 0 && incr < minincr));
+    match (high, low, ow) {
+        (false, false, _) => (wrapped, false),
+        (true, _, Overflow::Sat) => (max as u64 & mask, true),
+        (_, true, Overflow::Sat) => (min as u64 & mask, true),
+        _ => (wrapped, true),
     }
-    let v = match ow {
-        Overflow::Sat if high => max as u64 & mask,
-        Overflow::Sat => min as u64 & mask,
-        _ => sum as u64 & mask, // wrap: the low bits of the true sum
+}
+
+/// Redis's `checkUnsignedBitfieldOverflow` (`value` already the field's
+/// unsigned reading, or a SET's value converted to `uint64_t`).
+fn unsigned_add(bits: u32, value: u64, incr: i64, ow: Overflow) -> (u64, bool) {
+    let max: u64 = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
     };
-    (v, true)
+    let maxincr = max.wrapping_sub(value) as i64;
+    let minincr = value.wrapping_neg() as i64;
+    let wrapped = value.wrapping_add(incr as u64) & max;
+    if value > max || (incr > 0 && incr > maxincr) {
+        return (if ow == Overflow::Sat { max } else { wrapped }, true);
+    }
+    if incr < 0 && incr < minincr {
+        return (if ow == Overflow::Sat { 0 } else { wrapped }, true);
+    }
+    (wrapped, false)
 }
 
 /// Run the operations on `s` (grown by the caller to cover
@@ -459,36 +483,34 @@ fn add_checked(signed: bool, bits: u32, value: i128, incr: i128, ow: Overflow) -
 pub fn run_bitfield(s: &mut [u8], ops: &[FieldOp]) -> Vec<Option<i64>> {
     let mut out = Vec::with_capacity(ops.len());
     for op in ops {
-        let old: i128 = if op.signed {
-            i128::from(get_signed(s, op.offset, op.bits))
+        let (old_s, old_u) = if op.signed {
+            let v = get_signed(s, op.offset, op.bits);
+            (v, v as u64)
         } else {
-            i128::from(get_unsigned(s, op.offset, op.bits))
+            let v = get_unsigned(s, op.offset, op.bits);
+            (v as i64, v)
         };
-        let as_field = |v: i64| -> i128 {
-            if op.signed {
-                i128::from(v)
-            } else {
-                // C converts the long long to uint64_t.
-                i128::from(v as u64)
-            }
-        };
-        let (new, overflow, reply) = match op.kind {
-            FieldKind::Get => {
-                out.push(Some(old as i64));
+        let (new, overflow, reply) = match (op.kind, op.signed) {
+            (FieldKind::Get, _) => {
+                out.push(Some(old_s));
                 continue;
             }
-            FieldKind::Set(v) => {
-                let (n, o) = add_checked(op.signed, op.bits, as_field(v), 0, op.overflow);
-                (n, o, old)
+            (FieldKind::Set(v), true) => {
+                let (n, o) = signed_add(op.bits, v, 0, op.overflow);
+                (n, o, old_s)
             }
-            FieldKind::IncrBy(v) => {
-                let (n, o) = add_checked(op.signed, op.bits, old, i128::from(v), op.overflow);
-                let shown = if op.signed {
-                    i128::from(sign_extend(n, op.bits))
-                } else {
-                    i128::from(n)
-                };
-                (n, o, shown)
+            // C converts the long long to uint64_t.
+            (FieldKind::Set(v), false) => {
+                let (n, o) = unsigned_add(op.bits, v as u64, 0, op.overflow);
+                (n, o, old_s)
+            }
+            (FieldKind::IncrBy(v), true) => {
+                let (n, o) = signed_add(op.bits, old_s, v, op.overflow);
+                (n, o, sign_extend(n, op.bits))
+            }
+            (FieldKind::IncrBy(v), false) => {
+                let (n, o) = unsigned_add(op.bits, old_u, v, op.overflow);
+                (n, o, n as i64)
             }
         };
         if overflow && op.overflow == Overflow::Fail {
@@ -496,7 +518,7 @@ pub fn run_bitfield(s: &mut [u8], ops: &[FieldOp]) -> Vec<Option<i64>> {
             continue;
         }
         set_field(s, op.offset, op.bits, new);
-        out.push(Some(reply as i64));
+        out.push(Some(reply));
     }
     out
 }
@@ -507,131 +529,6 @@ fn sign_extend(v: u64, bits: u32) -> i64 {
     }
     let shift = 64 - bits;
     ((v << shift) as i64) >> shift
-}
-
-pub const ERR_LCS_TOO_LONG: &str = "ERR String too long for LCS";
-pub const ERR_LCS_MEMORY: &str =
-    "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
-pub const ERR_LCS_LEN_IDX: &str =
-    "ERR If you want both the length and indexes, please just use IDX.";
-
-/// LCS's options.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LcsOpts {
-    pub len: bool,
-    pub idx: bool,
-    pub withmatchlen: bool,
-    pub minmatchlen: i64,
-}
-
-/// Parse LCS's options (after the two keys).
-pub fn parse_lcs(args: &[&[u8]]) -> Result<LcsOpts, &'static str> {
-    let mut o = LcsOpts::default();
-    let mut j = 0;
-    while j < args.len() {
-        let a = args[j];
-        let more = args.len() - 1 - j;
-        if eq(a, "idx") {
-            o.idx = true;
-        } else if eq(a, "len") {
-            o.len = true;
-        } else if eq(a, "withmatchlen") {
-            o.withmatchlen = true;
-        } else if eq(a, "minmatchlen") && more > 0 {
-            o.minmatchlen = parse_ll(args[j + 1])?.max(0);
-            j += 1;
-        } else {
-            return Err(ERR_SYNTAX);
-        }
-        j += 1;
-    }
-    if o.idx && o.len {
-        return Err(ERR_LCS_LEN_IDX);
-    }
-    Ok(o)
-}
-
-/// One IDX match: inclusive ranges in `a` and in `b`, and its length.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LcsMatch {
-    pub a: (u32, u32),
-    pub b: (u32, u32),
-    pub len: u32,
-}
-
-/// The LCS of `a` and `b`: the string, its length, and the matches (from
-/// the end of the strings backwards, as Redis emits them) of at least
-/// `minmatchlen` bytes. The DP table is refused, as in Redis, when it
-/// would take more than `max_bulk` bytes.
-pub fn lcs(
-    a: &[u8],
-    b: &[u8],
-    minmatchlen: i64,
-    max_bulk: u64,
-) -> Result<(Vec<u8>, Vec<LcsMatch>), &'static str> {
-    if a.len() as u64 >= u64::from(u32::MAX - 1) || b.len() as u64 >= u64::from(u32::MAX - 1) {
-        return Err(ERR_LCS_TOO_LONG);
-    }
-    let (alen, blen) = (a.len(), b.len());
-    let cells = (alen as u64 + 1) * (blen as u64 + 1);
-    if cells.saturating_mul(4) > max_bulk {
-        return Err(ERR_LCS_MEMORY);
-    }
-    let w = blen + 1;
-    let mut t = vec![0u32; (alen + 1) * w];
-    for i in 1..=alen {
-        for j in 1..=blen {
-            t[i * w + j] = if a[i - 1] == b[j - 1] {
-                t[(i - 1) * w + j - 1] + 1
-            } else {
-                t[(i - 1) * w + j].max(t[i * w + j - 1])
-            };
-        }
-    }
-    let total = t[alen * w + blen] as usize;
-    let mut out = vec![0u8; total];
-    let mut idx = total;
-    let mut matches = Vec::new();
-    // Walk back from the end, tracking the current contiguous match.
-    let (mut i, mut j) = (alen, blen);
-    let mut cur: Option<((u32, u32), (u32, u32))> = None;
-    while i > 0 && j > 0 {
-        let mut emit = false;
-        if a[i - 1] == b[j - 1] {
-            out[idx - 1] = a[i - 1];
-            let (ai, bj) = ((i - 1) as u32, (j - 1) as u32);
-            cur = Some(match cur {
-                None => ((ai, ai), (bj, bj)),
-                Some(((_, ae), (_, be))) => ((ai, ae), (bj, be)),
-            });
-            if ai == 0 || bj == 0 {
-                emit = true;
-            }
-            idx -= 1;
-            i -= 1;
-            j -= 1;
-        } else {
-            if t[(i - 1) * w + j] > t[i * w + j - 1] {
-                i -= 1;
-            } else {
-                j -= 1;
-            }
-            emit = cur.is_some();
-        }
-        if emit {
-            if let Some(((as_, ae), (bs, be))) = cur.take() {
-                let len = ae - as_ + 1;
-                if minmatchlen == 0 || i64::from(len) >= minmatchlen {
-                    matches.push(LcsMatch {
-                        a: (as_, ae),
-                        b: (bs, be),
-                        len,
-                    });
-                }
-            }
-        }
-    }
-    Ok((out, matches))
 }
 
 #[cfg(test)]
@@ -868,6 +765,34 @@ mod tests {
             bf(&mut w, &["SET", "u63", "0", "-1", "GET", "u63", "0"]),
             Ok(vec![Some(0x4000000000000000), Some(i64::MAX)])
         );
+        // Redis's wrapped `max - value`: a SET far below the minimum
+        // saturates to the maximum (and wraps as the low bits under WRAP).
+        let mut q = Vec::new();
+        assert_eq!(
+            bf(
+                &mut q,
+                &[
+                    "OVERFLOW",
+                    "SAT",
+                    "SET",
+                    "i63",
+                    "0",
+                    "-9223372036854775808",
+                    "GET",
+                    "i63",
+                    "0"
+                ]
+            ),
+            Ok(vec![Some(0), Some((1 << 62) - 1)])
+        );
+        let mut q = Vec::new();
+        assert_eq!(
+            bf(
+                &mut q,
+                &["OVERFLOW", "SAT", "SET", "i8", "0", "-200", "GET", "i8", "0"]
+            ),
+            Ok(vec![Some(0), Some(-128)])
+        );
         assert_eq!(bf(&mut w, &["GET", "u64", "0"]), Err(ERR_BITFIELD_TYPE));
         assert_eq!(bf(&mut w, &["GET", "I8", "0"]), Err(ERR_BITFIELD_TYPE));
         assert_eq!(bf(&mut w, &["GET", "i0", "0"]), Err(ERR_BITFIELD_TYPE));
@@ -884,42 +809,5 @@ mod tests {
         let mut r = vec![0xff];
         assert_eq!(bf(&mut r, &["GET", "u16", "4"]), Ok(vec![Some(0xf000)]));
         assert_eq!(r.len(), 1);
-    }
-
-    #[test]
-    fn lcs_matches_redis_example() {
-        // The example of Redis's LCS documentation.
-        let (s, m) = lcs(b"ohmytext", b"mynewtext", 0, MAX).unwrap();
-        assert_eq!(s, b"mytext");
-        assert_eq!(
-            m,
-            vec![
-                LcsMatch {
-                    a: (4, 7),
-                    b: (5, 8),
-                    len: 4
-                },
-                LcsMatch {
-                    a: (2, 3),
-                    b: (0, 1),
-                    len: 2
-                },
-            ]
-        );
-        let (_, m) = lcs(b"ohmytext", b"mynewtext", 4, MAX).unwrap();
-        assert_eq!(m.len(), 1);
-        let (s, m) = lcs(b"", b"abc", 0, MAX).unwrap();
-        assert!(s.is_empty() && m.is_empty());
-        assert_eq!(
-            lcs(&[b'x'; 1000], &[b'x'; 1000], 0, 1 << 20),
-            Err(ERR_LCS_MEMORY)
-        );
-        assert_eq!(parse_lcs(&args(&["LEN", "IDX"])), Err(ERR_LCS_LEN_IDX));
-        assert_eq!(parse_lcs(&args(&["MINMATCHLEN"])), Err(ERR_SYNTAX));
-        assert_eq!(
-            parse_lcs(&args(&["MINMATCHLEN", "-5"])).map(|o| o.minmatchlen),
-            Ok(0)
-        );
-        assert_eq!(parse_lcs(&args(&["minmatchlen", "x"])), Err(ERR_NOT_INT));
     }
 }

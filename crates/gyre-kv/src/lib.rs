@@ -24,6 +24,10 @@
 //!   [`db::Db`], touched by every write).
 //! * [`pubsub`] — channels, patterns, shard channels, message fan-out into
 //!   other clients' output buffers, `client-output-buffer-limit`.
+//! * [`t_zset`] — sorted-set commands; [`zset`] — the value (listpack,
+//!   then a B+tree with a hash index), score parsing and `%.17g` printing.
+//! * [`t_bitops`] — bitmap commands and LCS; [`bitops`], [`lcs`] — the
+//!   arithmetic on byte strings.
 //! * [`info`] — INFO text.
 //! * [`conf`] — the `kv {}` configuration block.
 //!
@@ -75,6 +79,7 @@ pub mod hash;
 pub mod info;
 pub mod intset;
 pub mod keyspace;
+pub mod lcs;
 pub mod listpack;
 pub mod multi;
 pub mod notify;
