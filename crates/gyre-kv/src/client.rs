@@ -1,6 +1,8 @@
 //! CLIENT ID / SETNAME / GETNAME / LIST / INFO / KILL / HELP.
 
-use crate::cmd::{c_str, eq, help_lines, no_handler, spec, CommandSpec, Ctx, ADMIN, FAST};
+use crate::cmd::{
+    c_str, eq, help_lines, no_handler, spec, CommandSpec, Ctx, ADMIN, ERR_NOT_INT, FAST,
+};
 use crate::resp;
 use crate::server::{ClientId, Server};
 use crate::util::string2ll;
@@ -95,6 +97,18 @@ static CLIENT_SUBS: &[CommandSpec] = &[
         client_kill
     ),
     spec!(
+        "unblock",
+        -3,
+        ADMIN,
+        0,
+        0,
+        0,
+        "connection",
+        "5.0.0",
+        "Unblock a client blocked in a blocking command from a different connection",
+        client_unblock
+    ),
+    spec!(
         "help",
         2,
         FAST,
@@ -170,11 +184,12 @@ fn client_line(server: &Server, id: ClientId, now: i64, cur: Option<(&Ctx<'_>, &
         .as_deref()
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
+    let flags = if server.is_blocked(id) { "b" } else { "N" };
     let age = (now - c.created_ms).max(0) / 1000;
     let idle = (now - c.last_interaction_ms).max(0) / 1000;
     let qbuf = c.parser.pending_bytes();
     format!(
-        "id={id} addr={} laddr={} fd={} name={name} age={age} idle={idle} flags=N db={db} sub=0 psub=0 ssub=0 multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={resp}",
+        "id={id} addr={} laddr={} fd={} name={name} age={age} idle={idle} flags={flags} db={db} sub=0 psub=0 ssub=0 multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={resp}",
         c.addr,
         c.laddr,
         c.fd,
@@ -331,6 +346,25 @@ fn client_kill(server: &mut Server, ctx: &mut Ctx<'_>) {
     ctx.int(victims.len() as i64);
 }
 
+fn client_unblock(server: &mut Server, ctx: &mut Ctx<'_>) {
+    if ctx.argc() > 4 {
+        return ctx.syntax();
+    }
+    let mut error = false;
+    if ctx.argc() == 4 {
+        if eq(ctx.arg(3), "error") {
+            error = true;
+        } else if !eq(ctx.arg(3), "timeout") {
+            return ctx.err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+        }
+    }
+    let Some(id) = string2ll(ctx.arg(2)) else {
+        return ctx.err(ERR_NOT_INT);
+    };
+    let done = u64::try_from(id).is_ok_and(|id| server.unblock_client(id, error));
+    ctx.int(i64::from(done));
+}
+
 fn client_help(_: &mut Server, ctx: &mut Ctx<'_>) {
     help_lines(
         ctx,
@@ -343,6 +377,7 @@ fn client_help(_: &mut Server, ctx: &mut Ctx<'_>) {
             "KILL <option> <value> [<option> <value> [...]]",
             "LIST [TYPE <type>] [ID <id> [<id> ...]]",
             "SETNAME <name>",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
         ],
     );
 }

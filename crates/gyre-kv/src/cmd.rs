@@ -258,6 +258,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::keyspace::COMMANDS,
     crate::t_hash::COMMANDS,
     crate::t_set::COMMANDS,
+    crate::t_list::COMMANDS,
     crate::rdb_cmds::COMMANDS,
 ];
 

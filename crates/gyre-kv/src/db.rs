@@ -923,6 +923,14 @@ impl Db {
         Some((Copied(n.value.clone()), (n.expire >= 0).then_some(n.expire)))
     }
 
+    /// Take a live key out (MOVE): its value and TTL.
+    pub fn take(&mut self, key: &[u8], now: i64) -> Option<(Copied, Option<i64>)> {
+        let i = self.find_live(key, now)?;
+        let n = self.remove_at(i);
+        let expire = (n.expire >= 0).then_some(n.expire);
+        Some((Copied(n.value), expire))
+    }
+
     /// Store a [`Copied`] value (COPY / MOVE), replacing what is there.
     pub fn store_copy(&mut self, key: &[u8], v: Copied, expire: Option<i64>) {
         let h = self.hash(key);

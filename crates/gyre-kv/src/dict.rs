@@ -15,28 +15,45 @@ use crate::hash::KeyHasher;
 
 const EMPTY: u32 = u32::MAX;
 
+/// Heap bytes a value owns (for an O(1) `used_memory`).
+pub trait HeapSize {
+    fn heap_size(&self) -> usize;
+}
+
+impl HeapSize for () {
+    fn heap_size(&self) -> usize {
+        0
+    }
+}
+
+impl HeapSize for Box<[u8]> {
+    fn heap_size(&self) -> usize {
+        self.len()
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Dict<V> {
     entries: Vec<(Box<[u8]>, V)>,
     slots: Vec<u32>,
     hasher: KeyHasher,
-    /// Sum of key bytes (for `used_memory`).
-    key_bytes: usize,
+    /// Sum of key and value heap bytes (for `used_memory`).
+    heap_bytes: usize,
 }
 
-impl<V> Default for Dict<V> {
+impl<V: HeapSize> Default for Dict<V> {
     fn default() -> Self {
         Dict::new()
     }
 }
 
-impl<V> Dict<V> {
+impl<V: HeapSize> Dict<V> {
     pub fn new() -> Dict<V> {
         Dict {
             entries: Vec::new(),
             slots: Vec::new(),
             hasher: KeyHasher::random(),
-            key_bytes: 0,
+            heap_bytes: 0,
         }
     }
 
@@ -55,12 +72,11 @@ impl<V> Dict<V> {
         self.entries.is_empty()
     }
 
-    /// Bytes allocated by the table itself plus key bytes (values are
-    /// the caller's to count).
+    /// Bytes allocated by the table plus its keys' and values' bytes.
     pub fn mem(&self) -> usize {
         self.entries.capacity() * std::mem::size_of::<(Box<[u8]>, V)>()
             + self.slots.capacity() * 4
-            + self.key_bytes
+            + self.heap_bytes
     }
 
     fn mask(&self) -> usize {
@@ -109,20 +125,16 @@ impl<V> Dict<V> {
             .map(|s| &self.entries[self.slots[s] as usize].1)
     }
 
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
-        let s = self.find_slot(key)?;
-        let i = self.slots[s] as usize;
-        Some(&mut self.entries[i].1)
-    }
-
     pub fn contains(&self, key: &[u8]) -> bool {
         self.find_slot(key).is_some()
     }
 
     /// Insert or replace; returns the old value.
     pub fn insert(&mut self, key: &[u8], v: V) -> Option<V> {
-        if let Some(old) = self.get_mut(key) {
-            return Some(std::mem::replace(old, v));
+        if let Some(s) = self.find_slot(key) {
+            let i = self.slots[s] as usize;
+            self.heap_bytes = self.heap_bytes + v.heap_size() - self.entries[i].1.heap_size();
+            return Some(std::mem::replace(&mut self.entries[i].1, v));
         }
         if (self.entries.len() + 1) * 4 > self.slots.len() * 3 {
             self.grow_to((self.entries.len() + 1) * 2);
@@ -132,7 +144,7 @@ impl<V> Dict<V> {
             s = (s + 1) & self.mask();
         }
         self.slots[s] = self.entries.len() as u32;
-        self.key_bytes += key.len();
+        self.heap_bytes += key.len() + v.heap_size();
         self.entries.push((key.into(), v));
         None
     }
@@ -161,7 +173,7 @@ impl<V> Dict<V> {
             }
         }
         let e = self.entries.swap_remove(i);
-        self.key_bytes -= e.0.len();
+        self.heap_bytes -= e.0.len() + e.1.heap_size();
         if self.entries.len() * 8 < self.slots.len() && self.slots.len() > 64 {
             self.shrink();
         }
@@ -208,10 +220,6 @@ impl<V> Dict<V> {
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
         self.entries.iter().map(|(k, v)| (&**k, v))
     }
-
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&[u8], &mut V)> {
-        self.entries.iter_mut().map(|(k, v)| (&**k, v))
-    }
 }
 
 #[cfg(test)]
@@ -220,6 +228,12 @@ mod tests {
     use super::*;
     use crate::util::Rng;
     use std::collections::HashMap;
+
+    impl HeapSize for u32 {
+        fn heap_size(&self) -> usize {
+            0
+        }
+    }
 
     #[test]
     fn matches_a_plain_map() {
@@ -243,10 +257,13 @@ mod tests {
                 assert_eq!(seen.len(), m.len());
             }
         }
+        let keys: usize = m.keys().map(Vec::len).sum();
+        assert_eq!(d.heap_bytes, keys);
         while !d.is_empty() {
             let (k, v) = d.remove_index(rng.below(d.len())).unwrap();
             assert_eq!(m.remove(&*k), Some(v));
         }
         assert!(m.is_empty());
+        assert_eq!(d.heap_bytes, 0);
     }
 }

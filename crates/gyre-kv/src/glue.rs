@@ -245,6 +245,19 @@ fn arm_bgsave(s: &Rc<Shared>, core: &mut Core) {
     });
 }
 
+/// Clients a command served, timed out or unblocked (BLPOP & co.): their
+/// block timer goes and their connection is posted, so its handler writes
+/// the reply and resumes the input it held back.
+fn wake(s: &Rc<Shared>, core: &mut Core) {
+    let ids = s.server.borrow_mut().take_woken();
+    for id in ids {
+        if let Some(&c) = s.conns.borrow().get(&id) {
+            core.del_timer(Ev::read(c));
+            core.post(Ev::read(c));
+        }
+    }
+}
+
 /// Closes clients CLIENT KILL picked from another connection.
 fn close_scheduled(s: &Rc<Shared>, core: &mut Core) {
     let ids = s.server.borrow_mut().take_clients_to_close();
@@ -305,6 +318,7 @@ impl Protocol for KvProtocol {
             out: Vec::new(),
             out_off: 0,
             close_after: false,
+            held: false,
         }))
     }
 }
@@ -320,6 +334,9 @@ struct KvConn {
     out: Vec<u8>,
     out_off: usize,
     close_after: bool,
+    /// The client blocked with input after the blocking command still in
+    /// `inbuf`: run it once the server unblocks the client.
+    held: bool,
 }
 
 impl KvConn {
@@ -350,11 +367,21 @@ impl KvConn {
     fn step(&mut self, core: &mut Core, c: ConnId) -> io::Result<bool> {
         let mut reads = 0;
         loop {
+            // Replies made while blocked (served, timed out) go first.
+            let pending = self.shared.server.borrow_mut().take_output(self.id);
+            self.out.extend_from_slice(&pending);
             if !self.flush(core, c)? {
                 return Ok(true);
             }
             if self.close_after {
                 return Ok(false);
+            }
+            if self.held && !self.shared.server.borrow().is_blocked(self.id) {
+                self.held = false;
+                if !self.inbuf.is_empty() {
+                    self.run_input(core, c, None)?;
+                    continue;
+                }
             }
             if !core.conn(c).is_some_and(|x| x.read.ready) {
                 return Ok(true);
@@ -372,45 +399,71 @@ impl KvConn {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
                 Err(e) => return Err(e),
             };
-            let now = now_ms(core);
-            let mut out = shared.out.borrow_mut();
-            out.clear();
-            let mut server = shared.server.borrow_mut();
-            let outcome = if self.inbuf.is_empty() {
-                let r = server.feed(self.id, &buf[..n], now, &mut out);
-                if r.consumed < n && !r.close {
-                    self.inbuf.extend_from_slice(&buf[r.consumed..n]);
+            self.run_input(core, c, Some(&buf[..n]))?;
+            drop(buf);
+            // A blocked client's input waits in `inbuf`, within the query
+            // buffer limit as Redis's does.
+            let limit = shared.server.borrow().config.client_query_buffer_limit;
+            if self.inbuf.len() as u64 > limit {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// Executes `new` input (after what `inbuf` holds; `None`: `inbuf`
+    /// alone) and sends the replies.
+    fn run_input(&mut self, core: &mut Core, c: ConnId, new: Option<&[u8]>) -> io::Result<()> {
+        let shared = self.shared.clone();
+        let now = now_ms(core);
+        let mut out = shared.out.borrow_mut();
+        out.clear();
+        let mut server = shared.server.borrow_mut();
+        let outcome = match new {
+            Some(data) if self.inbuf.is_empty() => {
+                let r = server.feed(self.id, data, now, &mut out);
+                if r.consumed < data.len() && !r.close {
+                    self.inbuf.extend_from_slice(&data[r.consumed..]);
                 }
                 r
-            } else {
-                self.inbuf.extend_from_slice(&buf[..n]);
+            }
+            _ => {
+                if let Some(data) = new {
+                    self.inbuf.extend_from_slice(data);
+                }
                 let r = server.feed(self.id, &self.inbuf, now, &mut out);
                 self.inbuf.drain(..r.consumed.min(self.inbuf.len()));
                 if self.inbuf.is_empty() {
                     self.inbuf = Vec::new();
                 }
                 r
-            };
-            let (bgsave, shutdown) = (server.bgsave_in_progress(), server.persist.shutdown_asked);
-            drop(server);
-            if bgsave {
-                arm_bgsave(&shared, core);
             }
-            if shutdown {
-                core.stop();
-            }
-            if outcome.close {
-                self.close_after = true;
-            }
-            let sent = send_all(core, c, &out)?;
-            if sent < out.len() {
-                self.out.extend_from_slice(&out[sent..]);
-                self.out_off = 0;
-            }
-            if out.capacity() > REPLY_BUF_KEEP {
-                *out = Vec::with_capacity(READ_BUF);
+        };
+        let (bgsave, shutdown) = (server.bgsave_in_progress(), server.persist.shutdown_asked);
+        drop(server);
+        if bgsave {
+            arm_bgsave(&shared, core);
+        }
+        if shutdown {
+            core.stop();
+        }
+        if outcome.close {
+            self.close_after = true;
+        }
+        if let Some(ms) = outcome.blocked {
+            self.held = true;
+            if ms > 0 {
+                core.add_timer(Ev::read(c), ms);
             }
         }
+        let sent = send_all(core, c, &out)?;
+        if sent < out.len() {
+            self.out.extend_from_slice(&out[sent..]);
+            self.out_off = 0;
+        }
+        if out.capacity() > REPLY_BUF_KEEP {
+            *out = Vec::with_capacity(READ_BUF);
+        }
+        Ok(())
     }
 }
 
@@ -434,15 +487,21 @@ impl Handler for KvConn {
             self.close(core, c);
             return;
         }
+        if ev.timedout {
+            // The block timeout (the only timer a kv connection arms).
+            self.shared.server.borrow_mut().block_timeout(self.id);
+        }
         match self.step(core, c) {
             Ok(true) => {}
             Ok(false) | Err(_) => {
                 self.close(core, c);
                 close_scheduled(&self.shared, core);
+                wake(&self.shared, core);
                 return;
             }
         }
         close_scheduled(&self.shared, core);
+        wake(&self.shared, core);
         if !core.is_live(c) {
             return;
         }

@@ -98,7 +98,7 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(out, "maxclients", c.maxclients);
             line(out, "client_recent_max_input_buffer", 0);
             line(out, "client_recent_max_output_buffer", 0);
-            line(out, "blocked_clients", 0);
+            line(out, "blocked_clients", server.blocked.len());
             line(out, "tracking_clients", 0);
             line(out, "clients_in_timeout_table", 0);
         }

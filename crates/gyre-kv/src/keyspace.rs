@@ -3,8 +3,8 @@
 //! family, TTL family, PERSIST. The store itself is [`crate::db`].
 
 use crate::cmd::{
-    c_str, eq, expire_error, help_lines, no_handler, parse_ll, spec, CommandSpec, Ctx,
-    ERR_NO_SUCH_KEY, RO, RO_SLOW, WR_NODENY,
+    c_str, eq, expire_error, help_lines, no_handler, parse_ll, spec, CommandSpec, Ctx, Replied,
+    ERR_NO_SUCH_KEY, RO, RO_SLOW, WR, WR_NODENY,
 };
 use crate::db::{Entry, Ref};
 use crate::object::Kind;
@@ -12,6 +12,42 @@ use crate::server::Server;
 use crate::util::{parse_cursor, string2ll};
 
 pub static COMMANDS: &[CommandSpec] = &[
+    spec!(
+        "copy",
+        -3,
+        WR,
+        1,
+        2,
+        1,
+        "generic",
+        "6.2.0",
+        "Copy a key",
+        copy
+    ),
+    spec!(
+        "move",
+        3,
+        WR_NODENY,
+        1,
+        1,
+        1,
+        "generic",
+        "1.0.0",
+        "Move a key to another database",
+        move_cmd
+    ),
+    spec!(
+        "touch",
+        -2,
+        RO,
+        1,
+        -1,
+        1,
+        "generic",
+        "3.2.1",
+        "Alters the last access time of a key(s). Returns the number of existing keys specified.",
+        touch
+    ),
     CommandSpec {
         subcommands: OBJECT_SUBS,
         ..spec!(
@@ -338,6 +374,7 @@ fn rename_generic(server: &mut Server, ctx: &mut Ctx<'_>, nx: bool) {
         return ctx.int(0);
     }
     server.dbs[db].rename(&src, &dst);
+    server.blocked.signal(db, &dst);
     server.dirty += 1;
     if nx {
         ctx.int(1)
@@ -602,4 +639,103 @@ fn object_help(_: &mut Server, ctx: &mut Ctx<'_>) {
         "OBJECT",
         &["ENCODING <key>", "FREQ <key>", "REFCOUNT <key>"],
     );
+}
+
+// ------------------------------------------------------------ COPY MOVE TOUCH
+
+const ERR_SAME_OBJECT: &str = "ERR source and destination objects are the same";
+
+/// A DB index argument (Redis's `selectDb` checks): `Err` once replied.
+fn db_index(server: &Server, ctx: &mut Ctx<'_>, i: usize) -> Result<usize, Replied> {
+    let Some(v) = parse_ll(ctx, i) else {
+        return Err(Replied);
+    };
+    if i32::try_from(v).is_err() {
+        ctx.err("ERR value is out of range");
+        return Err(Replied);
+    }
+    match usize::try_from(v) {
+        Ok(d) if d < server.dbs.len() => Ok(d),
+        _ => {
+            ctx.err("ERR DB index is out of range");
+            Err(Replied)
+        }
+    }
+}
+
+fn copy(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let (src_db, now) = (ctx.db, ctx.now);
+    let mut dst_db = src_db;
+    let mut replace = false;
+    let mut j = 3;
+    while j < ctx.argc() {
+        if eq(ctx.arg(j), "replace") {
+            replace = true;
+        } else if eq(ctx.arg(j), "db") && j + 1 < ctx.argc() {
+            // COPY reports a bad DB number with getLongFromObject's text.
+            let Some(v) = parse_ll(ctx, j + 1) else {
+                return;
+            };
+            match usize::try_from(v) {
+                Ok(d) if d < server.dbs.len() => dst_db = d,
+                _ => return ctx.err("ERR DB index is out of range"),
+            }
+            j += 1;
+        } else {
+            return ctx.syntax();
+        }
+        j += 1;
+    }
+    let (src, dst) = (ctx.arg(1), ctx.arg(2));
+    if src_db == dst_db && src == dst {
+        return ctx.err(ERR_SAME_OBJECT);
+    }
+    if server.dbs[src_db].lookup_read(src, now).is_none() {
+        return ctx.int(0);
+    }
+    let Some((v, expire)) = server.dbs[src_db].copy_out(src, now) else {
+        return ctx.int(0);
+    };
+    if server.dbs[dst_db].exists(dst, now) {
+        if !replace {
+            return ctx.int(0);
+        }
+        server.dbs[dst_db].delete(dst, now);
+    }
+    server.dbs[dst_db].store_copy(dst, v, expire);
+    server.blocked.signal(dst_db, dst);
+    server.dirty += 1;
+    ctx.int(1);
+}
+
+fn move_cmd(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let Ok(dst_db) = db_index(server, ctx, 2) else {
+        return;
+    };
+    let (src_db, now) = (ctx.db, ctx.now);
+    if src_db == dst_db {
+        return ctx.err(ERR_SAME_OBJECT);
+    }
+    let key = ctx.arg(1);
+    if !server.dbs[src_db].exists(key, now) || server.dbs[dst_db].exists(key, now) {
+        return ctx.int(0);
+    }
+    let Some((v, expire)) = server.dbs[src_db].take(key, now) else {
+        return ctx.int(0);
+    };
+    server.dbs[dst_db].store_copy(key, v, expire);
+    server.blocked.signal(dst_db, key);
+    server.dirty += 1;
+    ctx.int(1);
+}
+
+fn touch(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let (db, now) = (ctx.db, ctx.now);
+    let n = ctx
+        .argv
+        .iter()
+        .skip(1)
+        .filter(|k| server.dbs[db].lookup_read(k, now).is_some())
+        .count();
+    ctx.int(n as i64);
 }

@@ -54,6 +54,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bitops;
+pub mod blocked;
 pub mod client;
 pub mod cmd;
 pub mod command_docs;

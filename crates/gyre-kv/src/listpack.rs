@@ -163,6 +163,9 @@ impl Listpack {
     }
 
     pub fn push_back(&mut self, v: &[u8]) {
+        // Exact growth, as Redis's listpack reallocs per insert: a small
+        // aggregate carries no doubling slack.
+        self.buf.reserve_exact(entry_size(v.len()));
         write_entry(&mut self.buf, v);
         self.len += 1;
     }
@@ -176,6 +179,7 @@ impl Listpack {
         let mut e = Vec::with_capacity(entry_size(v.len()));
         write_entry(&mut e, v);
         let off = off.min(self.buf.len());
+        self.buf.reserve_exact(e.len());
         self.buf.splice(off..off, e);
         self.len += 1;
     }

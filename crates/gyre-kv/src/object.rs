@@ -180,3 +180,21 @@ pub fn read_kind<'d>(
 /// a reply of any size (and runs out of memory); gyre answers
 /// `ERR value is out of range` past this.
 pub const MAX_RANDOM_REPLY: u64 = 1 << 24;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The box every aggregate key holds stays small: the hashtable forms
+    /// are boxed behind it, the small forms are one Vec each.
+    #[test]
+    fn object_is_small() {
+        assert!(
+            std::mem::size_of::<Object>() <= 56,
+            "{}",
+            std::mem::size_of::<Object>()
+        );
+        assert_eq!(std::mem::size_of::<HashObj>(), 32);
+        assert_eq!(std::mem::size_of::<SetObj>(), 32);
+    }
+}

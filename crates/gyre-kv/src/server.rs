@@ -193,6 +193,9 @@ pub struct Client {
     pub(crate) parser: RequestParser,
     /// Scheduled for closing (killed or timed out).
     pub closing: bool,
+    /// Replies produced while the client was blocked (served, timed out,
+    /// unblocked), for its connection to write.
+    pub(crate) pending: Vec<u8>,
 }
 
 /// A client's state that commands read and change through [`Ctx`], kept
@@ -219,6 +222,10 @@ pub struct FeedOutcome {
     pub consumed: usize,
     /// Write out the replies, then close the connection.
     pub close: bool,
+    /// The client blocked (BLPOP & co.): its timeout in ms, 0 for none.
+    /// Input after the blocking command is left unconsumed until
+    /// [`Server::take_woken`] lists the client again.
+    pub blocked: Option<u64>,
 }
 
 /// Whether a command asks for the connection to be closed.
@@ -314,6 +321,8 @@ pub struct Server {
     pub persist: crate::persist::PersistState,
     /// Random picks of the commands (SPOP, SRANDMEMBER, HRANDFIELD ...).
     pub(crate) rng: crate::util::Rng,
+    /// Clients blocked in BLPOP & co. ([`crate::blocked`]).
+    pub(crate) blocked: crate::blocked::BlockState,
 }
 
 impl Server {
@@ -348,6 +357,7 @@ impl Server {
             last_save_ms: now_ms,
             persist: crate::persist::PersistState::default(),
             rng: crate::util::Rng::new(rng.next_u64()),
+            blocked: crate::blocked::BlockState::default(),
         }
     }
 
@@ -384,6 +394,7 @@ impl Server {
                 last_cmd: None,
                 parser: RequestParser::new(self.config.limits()),
                 closing: false,
+                pending: Vec::new(),
             },
         );
         Ok(id)
@@ -392,6 +403,7 @@ impl Server {
     /// Forget a closed connection.
     pub fn disconnect(&mut self, id: ClientId) {
         self.clients.remove(&id);
+        self.forget_blocked(id);
     }
 
     pub fn client(&self, id: ClientId) -> Option<&Client> {
@@ -444,12 +456,21 @@ impl Server {
             return FeedOutcome {
                 consumed: input.len(),
                 close: true,
+                blocked: None,
             };
         };
         if c.closing {
             return FeedOutcome {
                 consumed: input.len(),
                 close: true,
+                blocked: None,
+            };
+        }
+        if self.blocked.is_blocked(id) {
+            return FeedOutcome {
+                consumed: 0,
+                close: false,
+                blocked: None,
             };
         }
         c.last_interaction_ms = now_ms;
@@ -466,6 +487,7 @@ impl Server {
         self.stats.total_reads_processed += 1;
         let mut pos = 0;
         let mut close = false;
+        let mut blocked = None;
         loop {
             let rest = &input[pos..];
             let (n, step) = parser.next(rest, &mut spans);
@@ -495,6 +517,10 @@ impl Server {
                 close = true;
                 break;
             }
+            if let Some(t) = self.blocked.just_blocked.take() {
+                blocked = Some(t);
+                break;
+            }
             // Only CLIENT KILL marks a client closing during a command, and
             // it queues the client in `to_close`.
             if !self.to_close.is_empty() && self.clients.get(&id).is_none_or(|c| c.closing) {
@@ -512,6 +538,7 @@ impl Server {
         FeedOutcome {
             consumed: if close { input.len() } else { pos },
             close,
+            blocked,
         }
     }
 
@@ -545,6 +572,9 @@ impl Server {
             },
         );
         let flow = self.run(id, Argv::new(&buf, &spans), now_ms, out, &mut st);
+        // A blocking command leaves the client blocked (see `feed`); the
+        // caller learns it from `is_blocked`.
+        self.blocked.just_blocked = None;
         if let Some(c) = self.clients.get_mut(&id) {
             st.store(c);
         }
@@ -592,6 +622,9 @@ impl Server {
             errors: 0,
         };
         (cmd.spec.handler)(self, &mut ctx);
+        if !self.blocked.ready_is_empty() {
+            self.serve_ready(now_ms);
+        }
         self.stats.total_commands_processed += 1;
         self.stats.total_error_replies += ctx.errors;
         st.db = ctx.db;
@@ -780,7 +813,9 @@ impl Server {
                 .map(|(id, _)| *id);
             let Some(id) = next else { break };
             cursor = id;
-            if timeout == 0 {
+            // Blocked clients are not idle (Redis times them out by their
+            // own deadline only).
+            if timeout == 0 || self.blocked.is_blocked(id) {
                 continue;
             }
             if let Some(c) = self.clients.get_mut(&id) {

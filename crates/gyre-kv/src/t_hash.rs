@@ -23,7 +23,7 @@ use crate::util::{parse_cursor, string2ll, Rng};
 #[derive(Clone, Debug)]
 pub enum HashObj {
     Listpack(Listpack),
-    Table(Dict<Box<[u8]>>),
+    Table(Box<Dict<Box<[u8]>>>),
 }
 
 impl Default for HashObj {
@@ -71,7 +71,7 @@ impl HashObj {
     pub fn mem(&self) -> usize {
         match self {
             HashObj::Listpack(lp) => lp.capacity(),
-            HashObj::Table(d) => d.mem() + d.iter().map(|(_, v)| v.len()).sum::<usize>(),
+            HashObj::Table(d) => std::mem::size_of::<Dict<Box<[u8]>>>() + d.mem(),
         }
     }
 
@@ -92,7 +92,7 @@ impl HashObj {
             while let (Some(f), Some(v)) = (it.next(), it.next()) {
                 d.insert(f, v.into());
             }
-            *self = HashObj::Table(d);
+            *self = HashObj::Table(Box::new(d));
         }
     }
 

@@ -23,7 +23,7 @@ use crate::util::{parse_cursor, string2ll, Rng};
 #[derive(Clone, Debug)]
 pub enum SetObj {
     Intset(IntSet),
-    Table(Dict<()>),
+    Table(Box<Dict<()>>),
 }
 
 /// A member as an intset integer: Redis's `isSdsRepresentableAsLongLong`
@@ -38,7 +38,7 @@ impl SetObj {
         if as_int(m).is_some() {
             SetObj::Intset(IntSet::new())
         } else {
-            SetObj::Table(Dict::new())
+            SetObj::Table(Box::default())
         }
     }
 
@@ -63,7 +63,7 @@ impl SetObj {
     pub fn mem(&self) -> usize {
         match self {
             SetObj::Intset(s) => s.capacity_bytes(),
-            SetObj::Table(d) => d.mem(),
+            SetObj::Table(d) => std::mem::size_of::<Dict<()>>() + d.mem(),
         }
     }
 
@@ -73,7 +73,7 @@ impl SetObj {
             for x in s.iter() {
                 d.insert(x.to_string().as_bytes(), ());
             }
-            *self = SetObj::Table(d);
+            *self = SetObj::Table(Box::new(d));
         }
     }
 
