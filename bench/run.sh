@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gyre vs nginx (and gyre's kv process vs redis-server) benchmarks and fault tests; issue 6.
-#   bench/run.sh [http|core|memory|balance|ceiling|faults|faults-kv|kv|kv-fair|all|report]...
+#   bench/run.sh [http|core|memory|balance|ceiling|faults|faults-kv|kv|kv-fair|kv-persist|all|report]...
 #   bench/run.sh fuzz [seconds]   cargo-fuzz targets in fuzz/, each for seconds (300);
 #                                 not part of all (nightly Rust, 3 x 5 minutes)
 # Needs: Debian's nginx wrk strace valgrind redis-server redis-tools (installed with
@@ -9,7 +9,8 @@
 # Knobs: BENCH_SECS BENCH_ROUNDS BENCH_CONNS BENCH_STRACE_SECS BENCH_CHURN_SECS
 #        BENCH_FAULTS_QUICK=1 (skip the long connection-churn test);
 #        kv: BENCH_KV_N BENCH_KV_NP (redis-benchmark -n at -P 1 / -P 16),
-#        BENCH_KV_IDLE (idle clients), BENCH_KV_KEYS (keys for the expiry test);
+#        BENCH_KV_IDLE (idle clients), BENCH_KV_KEYS (keys for the expiry test),
+#        BENCH_PERSIST_KEYS (kv-persist dataset, 1e6);
 #        fuzz: BENCH_FUZZ_SECS (seconds per target when none is given).
 set -euo pipefail
 cd "$(dirname "$0")/.."
