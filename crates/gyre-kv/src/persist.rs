@@ -563,7 +563,8 @@ impl Server {
         };
         let total_bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
         let loader = Loader::start(io::BufReader::with_capacity(256 * 1024, f))
-            .inspect_err(|_| self.persist.load_failed = true)?;
+            .inspect_err(|_| self.persist.load_failed = true)?
+            .with_size(total_bytes);
         self.persist.loading = Some(Loading {
             loader,
             total_bytes,

@@ -124,10 +124,19 @@ pub fn decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
             if off > out.len() || out.len() + len > out_len {
                 return None;
             }
+            // Copy in whole periods of `off` (an overlapping reference
+            // repeats the last `off` bytes), doubling each time.
             let start = out.len() - off;
-            for k in 0..len {
-                let b = out[start + k];
-                out.push(b);
+            let mut left = len;
+            while left > 0 {
+                let avail = out.len() - start;
+                let n = if avail >= left {
+                    left
+                } else {
+                    avail - avail % off
+                };
+                out.extend_from_within(start..start + n);
+                left -= n;
             }
         }
     }
