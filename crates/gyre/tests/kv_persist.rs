@@ -825,3 +825,78 @@ fn quit_saves_when_save_rules_exist() {
     assert_eq!(dbs[0].len(), 1);
     let _ = TcpStream::connect(kv.addr);
 }
+
+/// kill -9 at a moment that depends on the run while a client writes
+/// `k:0, k:1, ...` one after the other and the save rule snapshots every
+/// second or so: the respawned kv process has exactly `k:0 .. k:m` for
+/// some m — one whole point-in-time snapshot, never a torn or mixed one.
+#[test]
+fn kill_9_under_writes_leaves_a_whole_snapshot() {
+    let kv = start("kv-persist-crash", "save 1 1;");
+    let mut c = connect(kv.addr);
+    let pid = kv_pid(&kv);
+    let mut n = 0u64;
+    let t0 = std::time::Instant::now();
+    // Write until two background saves have finished and a bit more.
+    while t0.elapsed() < Duration::from_secs(20) {
+        let _: () = redis::cmd("SET")
+            .arg(format!("k:{n}"))
+            .arg(n)
+            .query(&mut c)
+            .unwrap();
+        n += 1;
+        if n % 500 == 0
+            && kv
+                .s
+                .log()
+                .matches("Background saving terminated with success")
+                .count()
+                >= 2
+        {
+            break;
+        }
+    }
+    // A few more writes so the kill lands while the next save may run.
+    for _ in 0..(n % 700) {
+        let _: () = redis::cmd("SET")
+            .arg(format!("k:{n}"))
+            .arg(n)
+            .query(&mut c)
+            .unwrap();
+        n += 1;
+    }
+    Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kv.s.logged(
+        &format!("kv process {pid} exited on signal 9"),
+        Duration::from_secs(5)
+    ));
+    assert!(wait_for(Duration::from_secs(20), || ping(kv.addr)));
+    let mut c = connect(kv.addr);
+    assert!(wait_for(Duration::from_secs(20), || {
+        redis::cmd("GET")
+            .arg("k:0")
+            .query::<Option<String>>(&mut c)
+            .is_ok()
+    }));
+    let keys: Vec<String> = redis::cmd("KEYS").arg("k:*").query(&mut c).unwrap();
+    let mut idx: Vec<u64> = keys.iter().map(|k| k[2..].parse().unwrap()).collect();
+    idx.sort();
+    let m = idx.len() as u64;
+    assert!(m > 0, "no snapshot survived: {}", kv.s.log());
+    assert!(m <= n);
+    assert_eq!(
+        idx,
+        (0..m).collect::<Vec<_>>(),
+        "not a prefix of the writes"
+    );
+    for i in [0, m / 2, m - 1] {
+        let v: String = redis::cmd("GET")
+            .arg(format!("k:{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(v, i.to_string());
+    }
+}

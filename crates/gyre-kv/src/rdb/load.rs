@@ -317,9 +317,9 @@ pub fn value<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> Result<Option<
             list_from(elems, lim)
         }
         TYPE_HASH_ZIPMAP => {
-            return Err(Error::Unsupported(
-                "zipmap hashes (RDB before Redis 2.6) are not supported".into(),
-            ))
+            let b = rd.string()?;
+            let flat = super::blob::zipmap_parse(&b).map_err(|_| blob_err("Zipmap"))?;
+            hash_from(pairs(flat)?, lim)?
         }
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => {
             return Err(Error::Unsupported(
