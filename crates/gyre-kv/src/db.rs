@@ -38,6 +38,14 @@
 //!
 //! Expiry is lazy (every lookup checks) plus active ([`Db::expire_sample`],
 //! driven by `Server`'s expire cycle).
+//!
+//! Freeing a big aggregate (DEL, expiry, overwrite) is incremental, like
+//! Redis's lazyfree but on the loop instead of a thread: an aggregate of
+//! more than [`LAZYFREE_MIN`] elements leaves the keyspace at once (and
+//! `used_memory` with it) and is buried in a graveyard that
+//! [`Db::free_some`] empties a bounded number of elements at a time (from
+//! serverCron and before each wait), so no single step frees millions of
+//! allocations.
 
 use std::collections::hash_map::{Entry as MapEntry, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -48,6 +56,9 @@ use crate::object::{Kind, Object};
 use crate::util::Rng;
 
 mod snapshot;
+
+/// Aggregates with more elements than this are freed incrementally.
+pub const LAZYFREE_MIN: usize = 1024;
 
 /// Estimated per-key overhead in bytes (node, map slot, TTL slot), for the
 /// `used_memory` estimate.
@@ -272,6 +283,9 @@ pub struct Db {
     rng: Rng,
     /// A background save's sweep (see [`snapshot`]).
     snap: Option<Box<snapshot::Sweep>>,
+    /// Big aggregates removed from the keyspace, freed by `free_some`.
+    /// (Moved out of their boxes: the keys' 56-byte boxes go at once.)
+    graveyard: Vec<Object>,
 }
 
 /// A key is expired when `now > expire` (Redis's `keyIsExpired`).
@@ -299,6 +313,7 @@ impl Db {
             mem: 0,
             rng: Rng::new(seed),
             snap: None,
+            graveyard: Vec::new(),
         }
     }
 
@@ -432,9 +447,44 @@ impl Db {
         }
     }
 
+    /// Drop a removed value, burying a big aggregate for `free_some`.
+    fn bury(&mut self, v: Value) {
+        if let Value::Obj(o) = v {
+            if o.len() > LAZYFREE_MIN {
+                self.graveyard.push(*o);
+            }
+        }
+    }
+
+    /// Remove node `i` and drop its value (see [`Db::bury`]).
+    fn delete_at(&mut self, i: usize) {
+        let n = self.remove_at(i);
+        self.bury(n.value);
+    }
+
+    /// Free up to `budget` elements of buried aggregates; true while some
+    /// remain.
+    pub fn free_some(&mut self, mut budget: usize) -> bool {
+        while budget > 0 {
+            let Some(o) = self.graveyard.last_mut() else {
+                return false;
+            };
+            budget = budget.saturating_sub(o.free_some(budget));
+            if o.is_empty() {
+                self.graveyard.pop();
+            }
+        }
+        !self.graveyard.is_empty()
+    }
+
+    /// Buried aggregates not yet freed (INFO lazyfree_pending_objects).
+    pub fn lazyfree_pending(&self) -> usize {
+        self.graveyard.len()
+    }
+
     fn expire_at_if_needed(&mut self, i: usize, now: i64) -> bool {
         if is_expired(self.nodes[i].expire, now) {
-            self.remove_at(i);
+            self.delete_at(i);
             self.stats.expired_keys += 1;
             true
         } else {
@@ -554,7 +604,7 @@ impl Db {
         let (after, empty) = (o.mem(), o.is_empty());
         self.mem = self.mem.saturating_sub(before) + after;
         if empty {
-            self.remove_at(i);
+            self.delete_at(i);
         }
         Some(r)
     }
@@ -590,7 +640,10 @@ impl Db {
             self.cow(i);
             let n = &mut self.nodes[i];
             self.mem = self.mem.saturating_sub(n.value.mem()) + vlen;
-            n.value = value;
+            let old = std::mem::replace(&mut n.value, value);
+            if matches!(old, Value::Obj(_)) {
+                self.bury(old);
+            }
             if !keep_ttl {
                 self.remove_expire_at(i);
             }
@@ -625,7 +678,7 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> bool {
         match self.find(key) {
             Some(i) => {
-                self.remove_at(i);
+                self.delete_at(i);
                 true
             }
             None => false,
@@ -637,7 +690,7 @@ impl Db {
         match self.find(key) {
             Some(i) if self.expire_at_if_needed(i, now) => false,
             Some(i) => {
-                self.remove_at(i);
+                self.delete_at(i);
                 true
             }
             None => false,
@@ -834,7 +887,7 @@ impl Db {
                 let t = self.ttl[s];
                 o.sampled += 1;
                 if is_expired(t.expire, now) {
-                    self.remove_at(t.node as usize);
+                    self.delete_at(t.node as usize);
                     self.stats.expired_keys += 1;
                     o.expired += 1;
                 } else {

@@ -12,7 +12,14 @@
 //! * [`crate::t_list::ListObj`] — quicklist (a deque of listpacks).
 //!
 //! Adding a type (sorted sets: `t_zset.rs`) is: a variant here, its arms
-//! in the four `match`es below, and its module.
+//! in `Object`'s methods below (`kind`, `encoding`, `len`, `mem`,
+//! `free_some`), and its module with a `COMMANDS` slice listed in
+//! [`crate::cmd::TABLES`]. A type module reads with [`read_kind`], writes
+//! through a [`Probe`]: [`check_kind`] (WRONGTYPE), `Db::insert_obj` to
+//! create, `Db::update_obj` to change (memory accounting, empty-aggregate
+//! deletion). Blocking pops of a new type add a [`crate::blocked::BlockOp`]
+//! and call `server.blocked.signal(db, key)` where a key of that type is
+//! created, as `t_list::write` does.
 
 use crate::cmd::{Ctx, Replied, ERR_WRONGTYPE};
 use crate::db::{Db, Probe, Ref};
@@ -83,6 +90,22 @@ impl Object {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Free up to `budget` elements of an aggregate already out of the
+    /// keyspace (see [`crate::db::LAZYFREE_MIN`]); returns how many went.
+    pub fn free_some(&mut self, budget: usize) -> usize {
+        match self {
+            Object::Hash(h) => h.free_some(budget),
+            Object::List(l) => l.free_some(budget),
+            Object::Set(s) => s.free_some(budget),
+            // A sorted set goes at once (no incremental free in t_zset yet).
+            Object::Zset(z) => {
+                let n = z.len();
+                *z = crate::zset::ZSet::Listpack(crate::zset::listpack::Listpack::new());
+                n
+            }
+        }
     }
 
     /// Estimated heap bytes (INFO used_memory).
