@@ -423,34 +423,58 @@ fn set_field(s: &mut [u8], offset: u64, bits: u32, v: u64) {
     }
 }
 
-/// `value + incr` in a `bits`-wide field: `(stored value, overflowed)`,
-/// as Redis's `checkUnsignedBitfieldOverflow` / `checkSignedBitfieldOverflow`
-/// with WRAP and SAT (FAIL stores nothing, so its value is unused).
-fn add_checked(signed: bool, bits: u32, value: i128, incr: i128, ow: Overflow) -> (u64, bool) {
-    let (min, max) = if signed {
-        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+/// Redis's `checkSignedBitfieldOverflow`, with its arithmetic kept as C
+/// does it (wrapping): `(stored bits, overflowed)` for WRAP and SAT (FAIL
+/// stores nothing). The wrapping matters: a SET of a value far below the
+/// type's minimum saturates to the *maximum* in Redis, because its
+/// `max - value` wraps negative; that is reproduced, not fixed.
+fn signed_add(bits: u32, value: i64, incr: i64, ow: Overflow) -> (u64, bool) {
+    let max: i64 = if bits == 64 {
+        i64::MAX
     } else {
-        (0, (1i128 << bits) - 1)
+        (1i64 << (bits - 1)) - 1
     };
-    let sum = value + incr;
-    // An out-of-range starting value (a SET of a value the type cannot
-    // hold) overflows on its own side first, as in Redis.
-    let high = value > max || value >= min && sum > max;
-    let low = !high && (value < min || sum < min);
+    let min = -max - 1;
+    let maxincr = (max as u64).wrapping_sub(value as u64) as i64;
+    let minincr = min.wrapping_sub(value);
     let mask = if bits == 64 {
         u64::MAX
     } else {
         (1u64 << bits) - 1
     };
-    if !(high || low) {
-        return (sum as u64 & mask, false);
+    let wrapped = (value as u64).wrapping_add(incr as u64) & mask;
+    let high =
+        value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr);
+    let low = !high
+        && (value < min
+            || (bits != 64 && incr < minincr)
+            || (value < 0 && incr < 0 && incr < minincr));
+    match (high, low, ow) {
+        (false, false, _) => (wrapped, false),
+        (true, _, Overflow::Sat) => (max as u64 & mask, true),
+        (_, true, Overflow::Sat) => (min as u64 & mask, true),
+        _ => (wrapped, true),
     }
-    let v = match ow {
-        Overflow::Sat if high => max as u64 & mask,
-        Overflow::Sat => min as u64 & mask,
-        _ => sum as u64 & mask, // wrap: the low bits of the true sum
+}
+
+/// Redis's `checkUnsignedBitfieldOverflow` (`value` already the field's
+/// unsigned reading, or a SET's value converted to `uint64_t`).
+fn unsigned_add(bits: u32, value: u64, incr: i64, ow: Overflow) -> (u64, bool) {
+    let max: u64 = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
     };
-    (v, true)
+    let maxincr = max.wrapping_sub(value) as i64;
+    let minincr = value.wrapping_neg() as i64;
+    let wrapped = value.wrapping_add(incr as u64) & max;
+    if value > max || (incr > 0 && incr > maxincr) {
+        return (if ow == Overflow::Sat { max } else { wrapped }, true);
+    }
+    if incr < 0 && incr < minincr {
+        return (if ow == Overflow::Sat { 0 } else { wrapped }, true);
+    }
+    (wrapped, false)
 }
 
 /// Run the operations on `s` (grown by the caller to cover
@@ -459,36 +483,34 @@ fn add_checked(signed: bool, bits: u32, value: i128, incr: i128, ow: Overflow) -
 pub fn run_bitfield(s: &mut [u8], ops: &[FieldOp]) -> Vec<Option<i64>> {
     let mut out = Vec::with_capacity(ops.len());
     for op in ops {
-        let old: i128 = if op.signed {
-            i128::from(get_signed(s, op.offset, op.bits))
+        let (old_s, old_u) = if op.signed {
+            let v = get_signed(s, op.offset, op.bits);
+            (v, v as u64)
         } else {
-            i128::from(get_unsigned(s, op.offset, op.bits))
+            let v = get_unsigned(s, op.offset, op.bits);
+            (v as i64, v)
         };
-        let as_field = |v: i64| -> i128 {
-            if op.signed {
-                i128::from(v)
-            } else {
-                // C converts the long long to uint64_t.
-                i128::from(v as u64)
-            }
-        };
-        let (new, overflow, reply) = match op.kind {
-            FieldKind::Get => {
-                out.push(Some(old as i64));
+        let (new, overflow, reply) = match (op.kind, op.signed) {
+            (FieldKind::Get, _) => {
+                out.push(Some(old_s));
                 continue;
             }
-            FieldKind::Set(v) => {
-                let (n, o) = add_checked(op.signed, op.bits, as_field(v), 0, op.overflow);
-                (n, o, old)
+            (FieldKind::Set(v), true) => {
+                let (n, o) = signed_add(op.bits, v, 0, op.overflow);
+                (n, o, old_s)
             }
-            FieldKind::IncrBy(v) => {
-                let (n, o) = add_checked(op.signed, op.bits, old, i128::from(v), op.overflow);
-                let shown = if op.signed {
-                    i128::from(sign_extend(n, op.bits))
-                } else {
-                    i128::from(n)
-                };
-                (n, o, shown)
+            // C converts the long long to uint64_t.
+            (FieldKind::Set(v), false) => {
+                let (n, o) = unsigned_add(op.bits, v as u64, 0, op.overflow);
+                (n, o, old_s)
+            }
+            (FieldKind::IncrBy(v), true) => {
+                let (n, o) = signed_add(op.bits, old_s, v, op.overflow);
+                (n, o, sign_extend(n, op.bits))
+            }
+            (FieldKind::IncrBy(v), false) => {
+                let (n, o) = unsigned_add(op.bits, old_u, v, op.overflow);
+                (n, o, n as i64)
             }
         };
         if overflow && op.overflow == Overflow::Fail {
@@ -496,7 +518,7 @@ pub fn run_bitfield(s: &mut [u8], ops: &[FieldOp]) -> Vec<Option<i64>> {
             continue;
         }
         set_field(s, op.offset, op.bits, new);
-        out.push(Some(reply as i64));
+        out.push(Some(reply));
     }
     out
 }
@@ -867,6 +889,34 @@ mod tests {
         assert_eq!(
             bf(&mut w, &["SET", "u63", "0", "-1", "GET", "u63", "0"]),
             Ok(vec![Some(0x4000000000000000), Some(i64::MAX)])
+        );
+        // Redis's wrapped `max - value`: a SET far below the minimum
+        // saturates to the maximum (and wraps as the low bits under WRAP).
+        let mut q = Vec::new();
+        assert_eq!(
+            bf(
+                &mut q,
+                &[
+                    "OVERFLOW",
+                    "SAT",
+                    "SET",
+                    "i63",
+                    "0",
+                    "-9223372036854775808",
+                    "GET",
+                    "i63",
+                    "0"
+                ]
+            ),
+            Ok(vec![Some(0), Some((1 << 62) - 1)])
+        );
+        let mut q = Vec::new();
+        assert_eq!(
+            bf(
+                &mut q,
+                &["OVERFLOW", "SAT", "SET", "i8", "0", "-200", "GET", "i8", "0"]
+            ),
+            Ok(vec![Some(0), Some(-128)])
         );
         assert_eq!(bf(&mut w, &["GET", "u64", "0"]), Err(ERR_BITFIELD_TYPE));
         assert_eq!(bf(&mut w, &["GET", "I8", "0"]), Err(ERR_BITFIELD_TYPE));

@@ -35,6 +35,21 @@ pub enum BlockOp {
     },
     /// BLMPOP: `[key, [elements]]`.
     Mpop { left: bool, count: usize },
+    /// BZPOPMIN / BZPOPMAX (`count` None) and BZMPOP (`count` Some):
+    /// served by [`crate::t_zset`] from a sorted set.
+    Zpop { max: bool, count: Option<u64> },
+}
+
+impl BlockOp {
+    /// The type of value this operation is served from (Redis's
+    /// `BLOCKED_LIST` / `BLOCKED_ZSET`): a ready key serves only the
+    /// waiters of its type, the others stay blocked.
+    fn serves(&self) -> Kind {
+        match self {
+            BlockOp::Zpop { .. } => Kind::Zset,
+            _ => Kind::List,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -173,17 +188,20 @@ impl Server {
                     return;
                 }
                 budget -= 1;
-                let Some(&id) = self
-                    .blocked
-                    .queues
-                    .get(&(db, key.clone()))
-                    .and_then(|q| q.front())
-                else {
+                let Some(kind) = self.holds_elements(db, &key, now) else {
                     break;
                 };
-                if !self.holds_list(db, &key, now) {
+                // The first waiter (FIFO) of the type the key now holds.
+                let Some(id) = self.blocked.queues.get(&(db, key.clone())).and_then(|q| {
+                    q.iter().copied().find(|c| {
+                        self.blocked
+                            .clients
+                            .get(c)
+                            .is_some_and(|w| w.op.serves() == kind)
+                    })
+                }) else {
                     break;
-                }
+                };
                 let Some(w) = self.blocked.unblock(id) else {
                     break;
                 };
@@ -197,10 +215,13 @@ impl Server {
         }
     }
 
-    fn holds_list(&mut self, db: usize, key: &[u8], now: i64) -> bool {
-        self.dbs[db]
-            .lookup_write(key, now)
-            .is_some_and(|e| matches!(e.value, Ref::Obj(Object::List(l)) if !l.is_empty()))
+    /// The kind of a non-empty list or sorted set at `key`, if any.
+    fn holds_elements(&mut self, db: usize, key: &[u8], now: i64) -> Option<Kind> {
+        match self.dbs[db].lookup_write(key, now)?.value {
+            Ref::Obj(Object::List(l)) if !l.is_empty() => Some(Kind::List),
+            Ref::Obj(Object::Zset(z)) if !z.is_empty() => Some(Kind::Zset),
+            _ => None,
+        }
     }
 
     /// Run a served client's operation on `key`, its reply into `out`.
@@ -247,6 +268,9 @@ impl Server {
                 if let Ok(Some(v)) = r {
                     ctx.bulk(&v);
                 }
+            }
+            BlockOp::Zpop { max, count } => {
+                crate::t_zset::serve_blocked(self, &mut ctx, key, *max, *count);
             }
         }
         self.stats.total_error_replies += ctx.errors;

@@ -99,7 +99,8 @@ fn command_info_one(ctx: &mut Ctx<'_>, c: &CommandSpec, parent: Option<&str>) {
     ctx.int(i64::from(c.last_key));
     ctx.int(i64::from(c.step));
     ctx.set_len(1);
-    ctx.simple(&format!("@{}", c.group));
+    // The ACL category of a group ("sorted-set" is "@sortedset").
+    ctx.simple(&format!("@{}", c.group.replace('-', "")));
     ctx.set_len(0); // tips
     ctx.set_len(0); // key specs
     ctx.set_len(c.subcommands.len());

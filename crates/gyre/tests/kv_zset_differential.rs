@@ -63,6 +63,11 @@ impl Conn {
     }
 
     fn call(&mut self, args: &[Vec<u8>]) -> Vec<u8> {
+        self.send(args);
+        self.read_reply(args)
+    }
+
+    fn send(&mut self, args: &[Vec<u8>]) {
         let mut req = format!("*{}\r\n", args.len()).into_bytes();
         for a in args {
             req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
@@ -70,6 +75,10 @@ impl Conn {
             req.extend_from_slice(b"\r\n");
         }
         self.s.write_all(&req).unwrap();
+    }
+
+    /// One complete reply (to `args`, named in a failure).
+    fn read_reply(&mut self, args: &[Vec<u8>]) -> Vec<u8> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(n) = reply_len(&self.buf, 0) {
@@ -466,7 +475,35 @@ fn score_arg(r: &mut Rng) -> String {
         11 => "".into(),
         12 => " 1".into(),
         13 => "1e300".into(),
-        14..=18 => format!("{}.5", r.int(-3, 3)),
+        14 | 15 => {
+            // Any finite double, in Rust's shortest form or as `{:e}`:
+            // exercises `%.17g` on every magnitude, subnormals included.
+            let v = loop {
+                let v = f64::from_bits(r.next());
+                if v.is_finite() {
+                    break v;
+                }
+            };
+            if r.chance(50) {
+                format!("{v:e}")
+            } else {
+                format!("{v}")
+            }
+        }
+        16 => match r.below(4) {
+            0 => r
+                .pick(&[
+                    "1e17",
+                    "4e18",
+                    "5e18",
+                    "4611686018427387904",
+                    "-4611686018427387904",
+                    "9.5e18",
+                ])
+                .to_string(),
+            _ => format!("{}", (r.next() % 2_000_000) as f64 / 1000.0 - 1000.0),
+        },
+        17 | 18 => format!("{}.5", r.int(-3, 3)),
         _ => format!("{}", r.int(-5, 5)),
     }
 }
@@ -797,7 +834,29 @@ fn gen_zset(r: &mut Rng) -> (Vec<Vec<u8>>, Cmp) {
                 vec!["OBJECT".into(), "ENCODING".into(), k]
             }
         }
-        34 => vec![r.pick(&["DEL", "TYPE", "EXISTS"]).to_string(), k],
+        34 => {
+            if r.chance(40) {
+                // Blocking pops: served at once, or a null array after
+                // 10 ms on both servers.
+                if r.chance(50) {
+                    vec![
+                        r.pick(&["BZPOPMIN", "BZPOPMAX"]).to_string(),
+                        k,
+                        zkey(r),
+                        "0.01".into(),
+                    ]
+                } else {
+                    let mut c = vec!["BZMPOP".to_string(), "0.01".into(), "2".into(), k, zkey(r)];
+                    c.push(r.pick(&["MIN", "MAX"]).to_string());
+                    if r.chance(50) {
+                        c.extend(["COUNT".to_string(), r.int(1, 4).to_string()]);
+                    }
+                    c
+                }
+            } else {
+                vec![r.pick(&["DEL", "TYPE", "EXISTS"]).to_string(), k]
+            }
+        }
         _ => {
             // Wrong types: string and bit commands on sorted sets (only
             // `str` is ever a string: OBJECT ENCODING of strings that bit
@@ -1069,7 +1128,10 @@ fn run(
     for c in setup {
         let c = cmd(c);
         let (a, e) = (g.call(&c), rd.call(&c));
-        assert_eq!(a, e, "setup {}", show(&c));
+        // HELLO's reply carries the connection id: not compared.
+        if c[0] != b"HELLO" {
+            assert_eq!(a, e, "setup {}", show(&c));
+        }
     }
     let mut r = Rng(seed);
     let mut failures = Vec::new();
@@ -1123,6 +1185,23 @@ fn large_zsets_match_redis() {
     run("kv-zset-diff-large", gen_zset_large, &[], 4000);
 }
 
+/// Tiny thresholds (3 entries, 2-byte members): conversions all the time,
+/// and RESP3 from the start.
+#[test]
+fn zset_commands_match_redis_tiny_limits_resp3() {
+    run(
+        "kv-zset-diff-tiny",
+        gen_zset,
+        &[
+            &["CONFIG", "SET", "zset-max-listpack-entries", "3"],
+            &["CONFIG", "SET", "zset-max-listpack-value", "2"],
+            &["SET", "str", "abc"],
+            &["HELLO", "3"],
+        ],
+        3000,
+    );
+}
+
 /// Redis's default thresholds.
 #[test]
 fn zset_commands_match_redis_default_limits() {
@@ -1132,4 +1211,125 @@ fn zset_commands_match_redis_default_limits() {
         &[&["SET", "str", "abc"]],
         3000,
     );
+}
+
+/// One step of a multi-client scenario.
+enum Step {
+    /// Send and read the reply.
+    Call(usize, &'static [&'static str]),
+    /// Send a command that blocks; wait until the server counts `n`
+    /// blocked clients.
+    Block(usize, &'static [&'static str], usize),
+    /// Read the reply a blocked client got.
+    Read(usize),
+}
+
+/// `INFO clients`'s `blocked_clients` reaches `n` (bounded wait).
+fn wait_blocked(ctl: &mut Conn, n: usize) {
+    let want = format!("blocked_clients:{n}\r\n");
+    let ok = wait_for(Duration::from_secs(5), || {
+        let r = ctl.call(&cmd(&["INFO", "clients"]));
+        String::from_utf8_lossy(&r).contains(&want)
+    });
+    assert!(ok, "never {want}");
+}
+
+/// The replies of a scenario on one server.
+fn play(addr: SocketAddr, steps: &[Step]) -> Vec<(String, Vec<u8>)> {
+    let mut ctl = Conn::open(addr);
+    let mut cs: Vec<Conn> = (0..4).map(|_| Conn::open(addr)).collect();
+    let mut last: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 4];
+    let mut out = Vec::new();
+    for s in steps {
+        match s {
+            Step::Call(i, c) => {
+                let c = cmd(c);
+                out.push((format!("{i}: {}", show(&c)), cs[*i].call(&c)));
+            }
+            Step::Block(i, c, n) => {
+                let c = cmd(c);
+                cs[*i].send(&c);
+                wait_blocked(&mut ctl, *n);
+                last[*i] = c;
+            }
+            Step::Read(i) => {
+                let r = cs[*i].read_reply(&last[*i]);
+                out.push((format!("{i} woken: {}", show(&last[*i])), r));
+            }
+        }
+    }
+    out
+}
+
+/// BZPOPMIN / BZPOPMAX / BZMPOP against redis-server: served at once when
+/// a key holds a sorted set; blocked clients woken by ZADD (and by a STORE
+/// creating the key) in the order they blocked; a list waiter on the same
+/// key is not served by a sorted set; timeouts answer a null array.
+#[test]
+fn blocking_pops_match_redis() {
+    use Step::*;
+    if !Path::new(REDIS).exists() {
+        eprintln!("skipping blocking_pops_match_redis: {REDIS} not installed");
+        return;
+    }
+    let steps = [
+        Call(0, &["ZADD", "k", "1", "a", "2", "b", "3", "c"]),
+        Call(0, &["BZPOPMIN", "nokey", "k", "0"]),
+        Call(0, &["BZPOPMAX", "k", "0"]),
+        Call(0, &["BZMPOP", "0", "2", "nokey", "k", "MIN", "COUNT", "5"]),
+        Call(0, &["BZPOPMIN", "k", "-1"]),
+        Call(0, &["BZPOPMIN", "k", "x"]),
+        Call(0, &["BZMPOP", "0", "0", "k", "MIN"]),
+        Call(0, &["BZMPOP", "x", "1", "k", "MIN"]),
+        Call(0, &["SET", "str", "v"]),
+        Call(0, &["BZPOPMIN", "str", "0"]),
+        Call(0, &["BZPOPMIN", "nokey", "0.01"]),
+        Call(0, &["BZMPOP", "0.01", "1", "nokey", "MAX"]),
+        // FIFO: three clients on one key, one ZADD of two members.
+        Block(0, &["BZPOPMIN", "k", "0"], 1),
+        Block(1, &["BZPOPMAX", "other", "k", "0"], 2),
+        Block(2, &["BZMPOP", "0", "1", "k", "MAX", "COUNT", "2"], 3),
+        Call(3, &["ZADD", "k", "1", "a", "2", "b"]),
+        Read(0),
+        Read(1),
+        Call(3, &["EXISTS", "k"]),
+        Call(3, &["ZADD", "k", "5", "x", "6", "y", "7", "z"]),
+        Read(2),
+        Call(3, &["ZRANGE", "k", "0", "-1", "WITHSCORES"]),
+        // A list waiter and a sorted-set waiter on one key.
+        Call(3, &["DEL", "k"]),
+        Block(0, &["BLPOP", "k", "0"], 1),
+        Block(1, &["BZPOPMIN", "k", "0"], 2),
+        Call(3, &["ZADD", "k", "1", "m"]),
+        Read(1),
+        Call(3, &["LPUSH", "k", "e"]),
+        Read(0),
+        // A STORE that creates the key wakes the waiter.
+        Call(3, &["ZADD", "src", "4", "p", "5", "q"]),
+        Block(2, &["BZPOPMAX", "dst", "0"], 1),
+        Call(3, &["ZUNIONSTORE", "dst", "1", "src"]),
+        Read(2),
+        Call(3, &["ZRANGE", "dst", "0", "-1", "WITHSCORES"]),
+        // RESP3 shapes.
+        Call(3, &["HELLO", "3"]),
+        Call(3, &["BZPOPMIN", "src", "0"]),
+        Call(3, &["BZMPOP", "0", "1", "src", "MIN"]),
+        Call(3, &["BZPOPMIN", "nokey", "0.01"]),
+    ];
+    let p = Prefix::new("kv-zset-block");
+    let redis = Redis::start(&p.path("redis"));
+    let (_gyre, gaddr) = start_gyre(&p);
+    let want = play(redis.addr, &steps);
+    let got = play(gaddr, &steps);
+    for ((what, e), (_, a)) in want.iter().zip(&got) {
+        if what.contains("HELLO") {
+            continue;
+        }
+        assert_eq!(
+            String::from_utf8_lossy(a),
+            String::from_utf8_lossy(e),
+            "{what}"
+        );
+    }
+    assert_eq!(want.len(), got.len());
 }

@@ -16,6 +16,8 @@ mod pop;
 mod range;
 mod setops;
 
+pub(crate) use pop::serve_blocked;
+
 use crate::cmd::{
     eq, parse_count, parse_ll, spec, CommandSpec, Ctx, Replied, ERR_NOT_FLOAT, ERR_WRONGTYPE, RO,
     RO_SLOW, WR, WR_FAST, WR_NODENY,
@@ -29,6 +31,13 @@ use crate::util::parse_cursor;
 use crate::zset::{score, Limits, ZSet};
 
 const ZSET: &str = "sorted-set";
+/// Command flags used here beyond the shared ones (Redis's tables).
+const W: &[&str] = &["write"];
+const W_MOVABLE: &[&str] = &["write", "movablekeys"];
+const RO_MOVABLE: &[&str] = &["readonly", "movablekeys"];
+const WR_MOVABLE: &[&str] = &["write", "denyoom", "movablekeys"];
+const W_BLOCKING_FAST: &[&str] = &["write", "noscript", "blocking", "fast"];
+const W_BLOCKING_MOVABLE: &[&str] = &["write", "blocking", "movablekeys"];
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec!("zadd", -4, WR_FAST, 1, 1, 1, ZSET, "1.2.0", "Add one or more members to a sorted set, or update its score if it already exists", zadd),
@@ -50,19 +59,22 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("zrevrangebyscore", -4, RO_SLOW, 1, 1, 1, ZSET, "2.2.0", "Return a range of members in a sorted set, by score, with scores ordered from high to low", range::zrevrangebyscore),
     spec!("zrangebylex", -4, RO_SLOW, 1, 1, 1, ZSET, "2.8.9", "Return a range of members in a sorted set, by lexicographical range", range::zrangebylex),
     spec!("zrevrangebylex", -4, RO_SLOW, 1, 1, 1, ZSET, "2.8.9", "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.", range::zrevrangebylex),
-    spec!("zremrangebyrank", 4, WR_NODENY, 1, 1, 1, ZSET, "2.0.0", "Remove all members in a sorted set within the given indexes", range::zremrangebyrank),
-    spec!("zremrangebyscore", 4, WR_NODENY, 1, 1, 1, ZSET, "1.2.0", "Remove all members in a sorted set within the given scores", range::zremrangebyscore),
-    spec!("zremrangebylex", 4, WR_NODENY, 1, 1, 1, ZSET, "2.8.9", "Remove all members in a sorted set between the given lexicographical range", range::zremrangebylex),
-    spec!("zpopmin", -2, WR_FAST, 1, 1, 1, ZSET, "5.0.0", "Remove and return members with the lowest scores in a sorted set", pop::zpopmin),
-    spec!("zpopmax", -2, WR_FAST, 1, 1, 1, ZSET, "5.0.0", "Remove and return members with the highest scores in a sorted set", pop::zpopmax),
-    spec!("zmpop", -4, WR_NODENY, 0, 0, 0, ZSET, "7.0.0", "Remove and return members with scores in a sorted set", pop::zmpop),
-    spec!("zunion", -3, RO_SLOW, 0, 0, 0, ZSET, "6.2.0", "Add multiple sorted sets", setops::zunion),
-    spec!("zinter", -3, RO_SLOW, 0, 0, 0, ZSET, "6.2.0", "Intersect multiple sorted sets", setops::zinter),
-    spec!("zdiff", -3, RO_SLOW, 0, 0, 0, ZSET, "6.2.0", "Subtract multiple sorted sets", setops::zdiff),
-    spec!("zunionstore", -4, WR, 1, 1, 1, ZSET, "2.0.0", "Add multiple sorted sets and store the resulting sorted set in a new key", setops::zunionstore),
-    spec!("zinterstore", -4, WR, 1, 1, 1, ZSET, "2.0.0", "Intersect multiple sorted sets and store the resulting sorted set in a new key", setops::zinterstore),
-    spec!("zdiffstore", -4, WR, 1, 1, 1, ZSET, "6.2.0", "Subtract multiple sorted sets and store the resulting sorted set in a new key", setops::zdiffstore),
-    spec!("zintercard", -3, RO_SLOW, 0, 0, 0, ZSET, "7.0.0", "Intersect multiple sorted sets and return the cardinality of the result", setops::zintercard),
+    spec!("zremrangebyrank", 4, W, 1, 1, 1, ZSET, "2.0.0", "Remove all members in a sorted set within the given indexes", range::zremrangebyrank),
+    spec!("zremrangebyscore", 4, W, 1, 1, 1, ZSET, "1.2.0", "Remove all members in a sorted set within the given scores", range::zremrangebyscore),
+    spec!("zremrangebylex", 4, W, 1, 1, 1, ZSET, "2.8.9", "Remove all members in a sorted set between the given lexicographical range", range::zremrangebylex),
+    spec!("zpopmin", -2, WR_NODENY, 1, 1, 1, ZSET, "5.0.0", "Remove and return members with the lowest scores in a sorted set", pop::zpopmin),
+    spec!("zpopmax", -2, WR_NODENY, 1, 1, 1, ZSET, "5.0.0", "Remove and return members with the highest scores in a sorted set", pop::zpopmax),
+    spec!("zmpop", -4, W_MOVABLE, 0, 0, 0, ZSET, "7.0.0", "Remove and return members with scores in a sorted set", pop::zmpop),
+    spec!("bzpopmin", -3, W_BLOCKING_FAST, 1, -2, 1, ZSET, "5.0.0", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", pop::bzpopmin),
+    spec!("bzpopmax", -3, W_BLOCKING_FAST, 1, -2, 1, ZSET, "5.0.0", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", pop::bzpopmax),
+    spec!("bzmpop", -5, W_BLOCKING_MOVABLE, 0, 0, 0, ZSET, "7.0.0", "Remove and return members with scores in a sorted set or block until one is available", pop::bzmpop),
+    spec!("zunion", -3, RO_MOVABLE, 0, 0, 0, ZSET, "6.2.0", "Add multiple sorted sets", setops::zunion),
+    spec!("zinter", -3, RO_MOVABLE, 0, 0, 0, ZSET, "6.2.0", "Intersect multiple sorted sets", setops::zinter),
+    spec!("zdiff", -3, RO_MOVABLE, 0, 0, 0, ZSET, "6.2.0", "Subtract multiple sorted sets", setops::zdiff),
+    spec!("zunionstore", -4, WR_MOVABLE, 1, 1, 1, ZSET, "2.0.0", "Add multiple sorted sets and store the resulting sorted set in a new key", setops::zunionstore),
+    spec!("zinterstore", -4, WR_MOVABLE, 1, 1, 1, ZSET, "2.0.0", "Intersect multiple sorted sets and store the resulting sorted set in a new key", setops::zinterstore),
+    spec!("zdiffstore", -4, WR_MOVABLE, 1, 1, 1, ZSET, "6.2.0", "Subtract multiple sorted sets and store the resulting sorted set in a new key", setops::zdiffstore),
+    spec!("zintercard", -3, RO_MOVABLE, 0, 0, 0, ZSET, "7.0.0", "Intersect multiple sorted sets and return the cardinality of the result", setops::zintercard),
 ];
 
 /// The encoding thresholds in force (`zset-max-listpack-*`).
@@ -132,12 +144,29 @@ pub(crate) fn store(server: &mut Server, ctx: &Ctx<'_>, key: &[u8], z: ZSet) -> 
         return db.delete(key, ctx.now);
     }
     let p = db.probe(key, ctx.now);
+    let created = !p.found();
     db.insert_obj(p, key, Object::Zset(z));
+    if created {
+        // Redis's setKey -> dbAdd -> signalKeyAsReady (an overwrite does
+        // not signal).
+        server.blocked.signal(ctx.db, key);
+    }
     true
 }
 
 /// A score: a bulk string in RESP2, a double in RESP3 (`addReplyDouble`).
 pub(crate) fn reply_score(ctx: &mut Ctx<'_>, v: f64) {
+    let mut buf = [0u8; 20];
+    if let Some(d) = score::integral(v, &mut buf) {
+        if ctx.proto >= 3 {
+            ctx.out.push(b',');
+            ctx.out.extend_from_slice(d);
+            ctx.out.extend_from_slice(b"\r\n");
+        } else {
+            ctx.bulk(d);
+        }
+        return;
+    }
     let s = score::format(v);
     if ctx.proto >= 3 {
         ctx.out.push(b',');
@@ -339,6 +368,8 @@ fn zadd_generic(server: &mut Server, ctx: &mut Ctx<'_>, mut f: AddFlags) {
         let t = add_all(&mut z, &elems, f, &lim);
         if !z.is_empty() {
             server.dbs[ctx.db].insert_obj(p, key, Object::Zset(z));
+            // Redis's dbAdd -> signalKeyAsReady: BZPOP* waiters.
+            server.blocked.signal(ctx.db, key);
         }
         t
     };
@@ -470,6 +501,7 @@ fn zscan(server: &mut Server, ctx: &mut Ctx<'_>) {
         }
         j += 2;
     }
+    let small = matches!(z, ZSet::Listpack(_));
     let (next, items) = match z {
         ZSet::Listpack(_) => (0, z.to_vec()),
         ZSet::Large(t) => t.scan(cursor, usize::try_from(count).unwrap_or(usize::MAX)),
@@ -483,7 +515,13 @@ fn zscan(server: &mut Server, ctx: &mut Ctx<'_>) {
     ctx.array(items.len() * 2);
     for (m, s) in items {
         ctx.bulk(&m);
-        ctx.bulk(score::format(s).as_bytes());
+        if small && s.fract() == 0.0 && s.abs() <= 4_611_686_018_427_387_904.0 {
+            // A listpack holds an integral score up to 2^62 as an integer
+            // (Redis's double2ll), and ZSCAN returns the stored text.
+            ctx.bulk((s as i64).to_string().as_bytes());
+        } else {
+            ctx.bulk(score::format(s).as_bytes());
+        }
     }
 }
 

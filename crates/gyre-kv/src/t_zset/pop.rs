@@ -1,6 +1,11 @@
-//! ZPOPMIN ZPOPMAX ZMPOP (Redis's `genericZpopCommand`).
+//! ZPOPMIN ZPOPMAX ZMPOP (Redis's `genericZpopCommand`) and the blocking
+//! BZPOPMIN BZPOPMAX BZMPOP (`blockingGenericZpopCommand`): served at once
+//! when a key holds a sorted set, else parked in [`crate::blocked`], which
+//! hands the client back here ([`serve_blocked`]) when a sorted set is
+//! created under one of its keys.
 
 use super::{modify, probe, reply_score};
+use crate::blocked::{parse_timeout, BlockOp};
 use crate::cmd::{eq, Ctx, Replied};
 use crate::server::Server;
 use crate::util::string2ll;
@@ -165,4 +170,75 @@ pub(super) fn zmpop(server: &mut Server, ctx: &mut Ctx<'_>) {
         nil_when_empty: true,
     };
     pop_generic(server, ctx, &keys, max, Some(count), shape);
+}
+
+/// BZPOPMIN / BZPOPMAX key [key ...] timeout.
+fn bzpop(server: &mut Server, ctx: &mut Ctx<'_>, max: bool) {
+    let last = ctx.argc() - 1;
+    let Ok(timeout) = parse_timeout(ctx, last) else {
+        return;
+    };
+    let keys: Vec<&[u8]> = (1..last).map(|i| ctx.arg(i)).collect();
+    block_or_pop(server, ctx, &keys, 1..last, max, None, timeout);
+}
+
+/// Pop from the first key holding a sorted set, or block on all of them.
+fn block_or_pop(
+    server: &mut Server,
+    ctx: &mut Ctx<'_>,
+    keys: &[&[u8]],
+    key_args: impl Iterator<Item = usize>,
+    max: bool,
+    count: Option<u64>,
+    timeout: u64,
+) {
+    for &k in keys {
+        match probe(server, ctx, k) {
+            Err(Replied) => return,
+            Ok((_, false)) => {}
+            Ok((_, true)) => {
+                return serve_blocked(server, ctx, k, max, count);
+            }
+        }
+    }
+    server.block_client(ctx, key_args, BlockOp::Zpop { max, count }, timeout);
+}
+
+/// Serve one blocking pop from `key` (a non-empty sorted set): BZPOPMIN's
+/// `[key, member, score]` (`count` None) or BZMPOP's `[key, [[member,
+/// score], ...]]`.
+pub(crate) fn serve_blocked(
+    server: &mut Server,
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    max: bool,
+    count: Option<u64>,
+) {
+    let shape = Shape {
+        emit_key: true,
+        nested: count.is_some(),
+        nil_when_empty: true,
+    };
+    pop_generic(server, ctx, &[key], max, count, shape);
+}
+
+pub(super) fn bzpopmin(server: &mut Server, ctx: &mut Ctx<'_>) {
+    bzpop(server, ctx, false);
+}
+
+pub(super) fn bzpopmax(server: &mut Server, ctx: &mut Ctx<'_>) {
+    bzpop(server, ctx, true);
+}
+
+/// BZMPOP timeout numkeys key ... MIN|MAX [COUNT n]: Redis 7.0 reads the
+/// keys, side and count before the timeout.
+pub(super) fn bzmpop(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let Ok((keys, max, count)) = parse_mpop(ctx, 2) else {
+        return;
+    };
+    let Ok(timeout) = parse_timeout(ctx, 1) else {
+        return;
+    };
+    let n = keys.len();
+    block_or_pop(server, ctx, &keys, 3..3 + n, max, Some(count), timeout);
 }

@@ -162,7 +162,18 @@ fn zrange_generic(
     }
     let n = pairs.len();
     let lim = limits(server);
-    if store(server, ctx, dst, ZSet::from_pairs(pairs, &lim)) {
+    // As Redis's zrangeResultBeginStore: a listpack unless a rank range
+    // is already known to be longer, then member by member through
+    // zsetAdd (so a listpack's -0 is 0, also after it converted).
+    let mut z = if matches!(range, Range::Rank(..)) && n > lim.max_listpack_entries {
+        ZSet::Large(Box::default())
+    } else {
+        ZSet::Listpack(crate::zset::listpack::Listpack::new())
+    };
+    for (m, sc) in &pairs {
+        z.set(m, *sc, &lim);
+    }
+    if store(server, ctx, dst, z) {
         server.dirty += 1;
     }
     ctx.int(n as i64);

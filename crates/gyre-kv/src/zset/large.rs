@@ -16,8 +16,8 @@
 //! Redis's skiplist+dict costs a skiplist node (32 bytes + 16 per level,
 //! 1.33 levels on average, so a 48- or 64-byte allocation), a dict entry
 //! (24), a bucket pointer (8 at load ≤ 1) and the member's sds. Here a
-//! member costs 32 bytes of slot, 16/fill of tree (fill ≈ 0.7) and 8/load
-//! of index, ≈ 69 bytes with a short member and no allocation of its own.
+//! member costs 32 bytes of slot, 12/fill of tree (fill ≈ 0.7) and 8/load
+//! of index, ≈ 65-70 bytes with a short member and no allocation of its own.
 //! The measured figures are in `zset/mod.rs`'s comment.
 
 use super::btree::{BTree, Ent};
@@ -285,13 +285,13 @@ impl Large {
 
     /// Estimated bytes held, in O(1) (INFO's `used_memory` is updated on
     /// every write): arena pages, heap members, index, and the tree at the
-    /// ~70% leaf fill random inserts give (23 bytes per entry).
+    /// ~70% leaf fill random inserts give (18 bytes per entry).
     pub fn mem(&self) -> usize {
         self.pages.len() * PAGE * std::mem::size_of::<Slot>()
             + self.heap
             + self.index.len() * 8
             + self.free.capacity() * 4
-            + self.tree.len() * 23
+            + self.tree.len() * 18
     }
 
     /// Bytes allocated, counted exactly by walking everything (for the

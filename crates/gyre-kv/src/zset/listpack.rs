@@ -4,10 +4,11 @@
 //! bytes of framing per entry), not its byte format.
 //!
 //! Entry layout: `varint member length | member bytes | score`, where the
-//! score is a tag byte then its payload: tags `0..=8` are an integral
-//! score stored as a zigzag integer in that many little-endian bytes
-//! (`3` is one tag byte and one payload byte), tag `9` an IEEE double in
-//! 8 bytes. Integral means exactly representable (|v| < 2^53), so the
+//! score is a tag byte then its payload: tags `16..=255` are the integers
+//! -100..=139 themselves (no payload: a typical entry costs its member
+//! plus 2 bytes), tags `0..=8` an integral score stored as a zigzag
+//! integer in that many little-endian bytes, tag `9` an IEEE double in 8
+//! bytes. Integral means exactly representable (|v| < 2^53), so the
 //! integer form is lossless; `-0` is stored as `0`, as Redis's listpack
 //! does (ZSCORE answers `0` for a small set, `-0` for a skiplist one).
 //!
@@ -16,6 +17,10 @@
 //! `zset-max-listpack-entries` (128 by default), so that is cheap.
 
 const TAG_DOUBLE: u8 = 9;
+/// Tags from here on are a small integer score in the tag itself:
+/// `tag - TAG_SMALL + SMALL_MIN`, -100..=139.
+const TAG_SMALL: u8 = 16;
+const SMALL_MIN: i64 = -100;
 const INT_LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53
 
 /// See the module comment.
@@ -143,7 +148,9 @@ impl<'a> Iterator for Iter<'a> {
         let member = &self.buf[mstart..mstart + mlen];
         let tag = self.buf[mstart + mlen];
         let p = mstart + mlen + 1;
-        let (score, plen) = if tag == TAG_DOUBLE {
+        let (score, plen) = if tag >= TAG_SMALL {
+            ((i64::from(tag - TAG_SMALL) + SMALL_MIN) as f64, 0)
+        } else if tag == TAG_DOUBLE {
             let mut b = [0u8; 8];
             b.copy_from_slice(&self.buf[p..p + 8]);
             (f64::from_le_bytes(b), 8)
@@ -168,7 +175,10 @@ impl<'a> Iterator for Iter<'a> {
 fn encode(out: &mut Vec<u8>, member: &[u8], score: f64) {
     write_varint(out, member.len());
     out.extend_from_slice(member);
-    if score.fract() == 0.0 && score.abs() < INT_LIMIT {
+    let small = (score as i64).saturating_sub(SMALL_MIN);
+    if score.fract() == 0.0 && (0..=i64::from(u8::MAX - TAG_SMALL)).contains(&small) {
+        out.push(TAG_SMALL + small as u8);
+    } else if score.fract() == 0.0 && score.abs() < INT_LIMIT {
         let v = score as i64;
         let z = ((v << 1) ^ (v >> 63)) as u64;
         let n = (8 - z.leading_zeros() / 8) as usize;
@@ -217,6 +227,10 @@ mod tests {
             -1.0,
             127.0,
             -128.0,
+            -100.0,
+            139.0,
+            -101.0,
+            140.0,
             1e15,
             -9_007_199_254_740_991.0,
             9_007_199_254_740_992.0,
@@ -240,10 +254,16 @@ mod tests {
         assert!(p
             .windows(2)
             .all(|w| super::super::order(w[0].1, &w[0].0, w[1].1, &w[1].0).is_lt()));
-        // Small integers cost a tag byte and one payload byte.
+        // Small integers are their tag byte; larger ones take payload.
         let mut one = Listpack::new();
         one.insert(b"a", 3.0);
-        assert_eq!(one.buf.len(), 1 + 1 + 1 + 1);
+        assert_eq!(one.buf.len(), 1 + 1 + 1);
+        one.insert(b"b", 140.0);
+        one.insert(b"c", -101.0);
+        // 140 as zigzag takes 2 payload bytes, -101 one.
+        assert_eq!(one.buf.len(), 3 + 5 + 4);
+        let got: Vec<f64> = one.iter().map(|a| a.score).collect();
+        assert_eq!(got, [-101.0, 3.0, 140.0]);
     }
 
     #[test]

@@ -23,14 +23,16 @@
 //! * redis-server 7.0.15, ZADD through `redis-cli --pipe`: `used_memory`
 //!   grew by **109 bytes per member** (encoding `skiplist`).
 //! * [`large::Large`], `cargo test --release -p gyre-kv --lib
-//!   zset::tests::measure -- --ignored --nocapture`: **74.1 bytes per
-//!   member** (0.68x), in-process ZADD of a new member 593 ns, ZSCORE
-//!   93 ns, ZRANK 683 ns (cache-cold: random members of a set far larger
-//!   than the caches).
+//!   zset::tests::measure -- --ignored --nocapture`: **68.8 bytes per
+//!   member** (0.63x), in-process ZADD of a new member 600-900 ns, ZSCORE
+//!   70-100 ns, ZRANK 680-830 ns (cache-cold: random members of a set far
+//!   larger than the caches; ranges over runs with a load average of 4 on
+//!   2 cores). With 16-byte `(score, id)` leaf entries it was 74.1 bytes;
+//!   leaves now keep scores and ids in two arrays (12 bytes an entry).
 //!
 //! The skiplist pays an allocation per node (32 bytes + 16 per level,
 //! 1.33 levels on average), a dict entry (24) and bucket (8), and an sds
-//! per member; the B+tree packs 16-byte `(score, id)` entries 64 to a
+//! per member; the B+tree packs 12-byte `(score, id)` entries 64 to a
 //! leaf, keeps members up to 22 bytes inside their 32-byte arena slot and
 //! indexes them with 8-byte hash slots. Rank is O(log n) in both (the
 //! skiplist's spans, the tree's subtree counts). Hence the B+tree.
@@ -599,9 +601,12 @@ mod tests {
             rs += t.rank(m).unwrap_or(0);
         }
         let rank = t0.elapsed().as_nanos() as f64 / (n / 10) as f64;
+        let bytes = t.allocated() as f64 / n as f64;
+        let t0 = Instant::now();
+        drop(t);
+        let free = t0.elapsed().as_secs_f64() * 1000.0;
         println!(
-            "btree: {:.1} bytes/member, ZADD {add:.0} ns, ZSCORE {score:.0} ns, ZRANK {rank:.0} ns ({sum} {rs})",
-            t.allocated() as f64 / n as f64
+            "btree: {bytes:.1} bytes/member, ZADD {add:.0} ns, ZSCORE {score:.0} ns, ZRANK {rank:.0} ns, drop {free:.1} ms ({sum} {rs})"
         );
     }
 }

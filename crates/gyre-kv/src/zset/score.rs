@@ -260,6 +260,11 @@ pub fn format_into(out: &mut String, v: f64) {
         out.push_str(if v.is_sign_negative() { "-0" } else { "0" });
         return;
     }
+    let mut digits = [0u8; 20];
+    if let Some(d) = integral(v, &mut digits) {
+        out.push_str(std::str::from_utf8(d).unwrap_or("0"));
+        return;
+    }
     // Rust's `{:e}` with 16 fractional digits rounds exactly to 17
     // significant digits, which is the rounding `%.17g` starts from.
     let sci = format!("{:.16e}", v);
@@ -305,6 +310,27 @@ pub fn format_into(out: &mut String, v: f64) {
         }
         out.push_str(&a.to_string());
     }
+}
+
+/// Integers below 10^17 print as their digits under `%.17g` (the common
+/// case, no float formatting): `v`'s digits in `buf`, if it is one.
+pub fn integral(v: f64, buf: &mut [u8; 20]) -> Option<&[u8]> {
+    if v.fract() != 0.0 || v.abs() >= 1e17 || v == 0.0 {
+        return None;
+    }
+    let neg = v < 0.0;
+    let mut n = v.abs() as u64;
+    let mut i = buf.len();
+    while n > 0 {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    if neg {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    Some(&buf[i..])
 }
 
 fn trim_zeros(d: &[u8]) -> &[u8] {
@@ -448,6 +474,10 @@ mod tests {
             (-0.0, "-0"),
             (0.0, "0"),
             (f64::MAX, "1.7976931348623157e+308"),
+            (99999999999999984.0, "99999999999999984"),
+            (1e17, "1e+17"),
+            (-12345.0, "-12345"),
+            (9007199254740993.0, "9007199254740992"),
             (5e-324, "4.9406564584124654e-324"),
         ] {
             assert_eq!(format(v), s, "{v:e}");
