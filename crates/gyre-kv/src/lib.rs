@@ -21,6 +21,10 @@
 //!   storage and commands; [`listpack`], [`intset`], [`quicklist`],
 //!   [`dict`] — the encodings they are built from.
 //! * [`info`] — INFO text.
+//! * [`rdb`] — the RDB v10 format (Redis 7.0's encodings, LZF, CRC64,
+//!   crash-safe dump files); [`persist`] — SAVE, the forkless BGSAVE, save
+//!   rules, loading at start, INFO persistence; [`rdb_cmds`] — SAVE BGSAVE
+//!   LASTSAVE SHUTDOWN DUMP RESTORE.
 //! * [`conf`] — the `kv {}` configuration block.
 //!
 //! # Driving it (the socket glue on gyre-core)
