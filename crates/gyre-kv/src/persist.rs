@@ -11,7 +11,7 @@
 //! see [`Server::bgsave_slice`]) and keeps the snapshot point-in-time by
 //! saving a key's old value just before a write changes it (per key, not
 //! per page: [`crate::db`]'s `snapshot` module). The serialized records go
-//! to a writer thread ([`BgWriter`]) through a bounded channel, which owns
+//! to a writer thread (`BgWriter`) through a bounded channel, which owns
 //! the file: writes, CRC64, fsync, rename and the directory fsync never
 //! block the loop. Extra memory is the channel (at most
 //! `WRITER_QUEUE` × `CHUNK` bytes), the records not yet handed over, and one
