@@ -900,3 +900,103 @@ fn kill_9_under_writes_leaves_a_whole_snapshot() {
         assert_eq!(v, i.to_string());
     }
 }
+
+/// A mounted tmpfs, unmounted (lazily: gyre may still hold it) on drop.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).ok()?;
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(dir.to_path_buf()))
+    }
+
+    fn resize(&self, size: &str) {
+        let ok = Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A full disk: the background save fails with a log line and writes get
+/// MISCONF; no temp file is left behind; once there is room again the
+/// save rule's retry succeeds and writes are accepted, without any help.
+#[test]
+fn a_full_disk_fails_the_save_and_gyre_recovers_when_space_returns() {
+    let p = Prefix::new("kv-persist-full");
+    let Some(fs) = Tmpfs::mount(&p.dir.join("data"), "1m") else {
+        eprintln!("skipping: cannot mount a tmpfs (needs root)");
+        return;
+    };
+    let kv = start_in(p, "dir data;\nsave 1 1;");
+    let mut c = connect(kv.addr);
+    // 3 MB of values LZF cannot shrink (xorshift bytes).
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut pipe = redis::pipe();
+    for i in 0..30_000 {
+        let v: Vec<u8> = (0..100)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        pipe.cmd("SET").arg(format!("key:{i}")).arg(v).ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    assert!(
+        wait_for(Duration::from_secs(15), || info_field(
+            &mut c,
+            "rdb_last_bgsave_status"
+        ) == "err"),
+        "{}",
+        kv.s.log()
+    );
+    assert!(kv
+        .s
+        .logged("Background saving error", Duration::from_secs(2)));
+    assert!(
+        kv.s.log().contains("No space left on device"),
+        "{}",
+        kv.s.log()
+    );
+    let e = redis::cmd("SET")
+        .arg("x")
+        .arg("1")
+        .query::<()>(&mut c)
+        .unwrap_err();
+    assert_eq!(e.code(), Some("MISCONF"));
+    let v: Option<Vec<u8>> = redis::cmd("GET").arg("key:7").query(&mut c).unwrap();
+    assert_eq!(v.map(|v| v.len()), Some(100));
+    let left: Vec<String> = std::fs::read_dir(&fs.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.iter().all(|n| !n.starts_with("temp-")), "{left:?}");
+    fs.resize("64m");
+    assert!(wait_for(Duration::from_secs(20), || {
+        redis::cmd("SET")
+            .arg("x")
+            .arg("1")
+            .query::<()>(&mut c)
+            .is_ok()
+    }));
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    let dbs = read_dump(&fs.0.join("dump.rdb"));
+    assert!(dbs[0].len() >= 30_000);
+}
