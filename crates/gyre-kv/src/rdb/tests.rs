@@ -380,3 +380,36 @@ fn older_encodings_load() {
         vec![b"a=2.5".to_vec(), b"b=inf".to_vec()]
     );
 }
+
+/// Load speed of small hashes and strings (release build):
+/// `cargo test --release -p gyre-kv --lib rdb::tests::measure_load -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn measure_load() {
+    let lim = Limits::default();
+    for hashes in [false, true] {
+        let mut db = Db::new(1);
+        for i in 0..300_000 {
+            let k = format!("key:{i:012}");
+            if hashes {
+                let mut h = HashObj::new();
+                h.set(b"name", b"alice", &lim);
+                h.set(b"age", b"42", &lim);
+                h.set(b"city", b"paris", &lim);
+                let p = db.probe(k.as_bytes(), 0);
+                db.insert_obj(p, k.as_bytes(), Object::Hash(h));
+            } else {
+                db.set(k.as_bytes(), vec![b'x'; 100], false);
+            }
+        }
+        let bytes = save_bytes(&[db], true);
+        let t = std::time::Instant::now();
+        let mut back = [Db::new(2)];
+        load(&bytes[..], &mut back, &lim, 0, true).unwrap();
+        eprintln!(
+            "{}: {:.0} ns per key",
+            if hashes { "hashes" } else { "strings" },
+            t.elapsed().as_nanos() as f64 / 300_000.0
+        );
+    }
+}
