@@ -20,6 +20,10 @@
 //!   [`t_hash`], [`t_list`], [`t_set`] — one module per type, owning its
 //!   storage and commands; [`listpack`], [`intset`], [`quicklist`],
 //!   [`dict`] — the encodings they are built from.
+//! * [`t_zset`] — sorted-set commands; [`zset`] — the value (listpack,
+//!   then a B+tree with a hash index), score parsing and `%.17g` printing.
+//! * [`t_bitops`] — bitmap commands and LCS; [`bitops`], [`lcs`] — the
+//!   arithmetic on byte strings.
 //! * [`info`] — INFO text.
 //! * [`rdb`] — the RDB v10 format (Redis 7.0's encodings, LZF, CRC64,
 //!   crash-safe dump files); [`persist`] — SAVE, the forkless BGSAVE, save
@@ -73,6 +77,7 @@ pub mod hash;
 pub mod info;
 pub mod intset;
 pub mod keyspace;
+pub mod lcs;
 pub mod listpack;
 pub mod object;
 pub mod persist;

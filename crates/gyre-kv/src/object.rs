@@ -99,12 +99,7 @@ impl Object {
             Object::Hash(h) => h.free_some(budget),
             Object::List(l) => l.free_some(budget),
             Object::Set(s) => s.free_some(budget),
-            // A sorted set goes at once (no incremental free in t_zset yet).
-            Object::Zset(z) => {
-                let n = z.len();
-                *z = crate::zset::ZSet::Listpack(crate::zset::listpack::Listpack::new());
-                n
-            }
+            Object::Zset(z) => z.free_some(budget),
         }
     }
 

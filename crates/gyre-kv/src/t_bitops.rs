@@ -338,14 +338,15 @@ fn lcs(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (Ok(a), Ok(b)) = (get(ka), get(kb)) else {
         return ctx.err("ERR The specified keys must contain string values");
     };
-    let o = match bitops::parse_lcs(&rest(ctx, 3)) {
+    let o = match crate::lcs::parse_lcs(&rest(ctx, 3)) {
         Ok(o) => o,
         Err(e) => return ctx.err(e),
     };
-    let (s, matches) = match bitops::lcs(&a, &b, o.minmatchlen, server.config.proto_max_bulk_len) {
-        Ok(r) => r,
-        Err(e) => return ctx.err(e),
-    };
+    let (s, matches) =
+        match crate::lcs::lcs(&a, &b, o.minmatchlen, server.config.proto_max_bulk_len) {
+            Ok(r) => r,
+            Err(e) => return ctx.err(e),
+        };
     if o.idx {
         ctx.map(2);
         ctx.bulk(b"matches");

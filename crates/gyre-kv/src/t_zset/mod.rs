@@ -3,10 +3,10 @@
 //!
 //! * this file — the table, the shared lookups and replies, ZADD ZINCRBY
 //!   ZREM ZCARD ZSCORE ZMSCORE ZRANK ZREVRANK ZSCAN ZRANDMEMBER;
-//! * [`range`] — ZRANGE and its older forms, ZRANGESTORE, ZCOUNT,
+//! * `range` — ZRANGE and its older forms, ZRANGESTORE, ZCOUNT,
 //!   ZLEXCOUNT, ZREMRANGEBY*;
-//! * [`pop`] — ZPOPMIN ZPOPMAX ZMPOP;
-//! * [`setops`] — ZUNION ZINTER ZDIFF (and STORE), ZINTERCARD.
+//! * `pop` — ZPOPMIN ZPOPMAX ZMPOP;
+//! * `setops` — ZUNION ZINTER ZDIFF (and STORE), ZINTERCARD.
 //!
 //! Replies follow Redis 7.0.15: scores printed with `%.17g` (bulk strings
 //! in RESP2, doubles in RESP3), WITHSCORES pairs flat in RESP2 and nested

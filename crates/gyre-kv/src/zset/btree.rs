@@ -117,6 +117,8 @@ struct Kid {
 pub struct BTree {
     root: Node,
     len: usize,
+    /// Nodes still to free once [`BTree::free_some`] has started.
+    dying: Vec<Node>,
 }
 
 impl Default for BTree {
@@ -336,6 +338,7 @@ impl BTree {
         BTree {
             root: Node::Leaf(Leaf::default()),
             len: 0,
+            dying: Vec::new(),
         }
     }
 
@@ -393,6 +396,31 @@ impl BTree {
         if start < end {
             self.root.visit(start, end, rev, &mut f);
         }
+    }
+
+    /// Tear the tree down a slice at a time (lazy free of a set already out
+    /// of the keyspace): frees nodes until at least `budget` entries went,
+    /// returns how many did (at least one while entries remain). The tree
+    /// is not usable for anything else once this started.
+    pub fn free_some(&mut self, budget: usize) -> usize {
+        if self.dying.is_empty() && self.len > 0 {
+            let root = std::mem::replace(&mut self.root, Node::Leaf(Leaf::default()));
+            self.dying.push(root);
+        }
+        let mut freed = 0;
+        while freed < budget {
+            match self.dying.pop() {
+                None => break,
+                Some(Node::Leaf(l)) => freed += l.len(),
+                Some(Node::Inner(kids)) => self.dying.extend(kids.into_iter().map(|k| k.node)),
+            }
+        }
+        self.len = if self.dying.is_empty() {
+            0
+        } else {
+            self.len.saturating_sub(freed)
+        };
+        freed
     }
 
     /// Bytes allocated by the nodes (the `used_memory` estimate).
@@ -495,6 +523,26 @@ mod tests {
         }
         assert!(t.is_empty() && t.check());
         assert!(t.get(0).is_none());
+    }
+
+    #[test]
+    fn free_some_tears_down_in_bounded_slices() {
+        let mut t = BTree::new();
+        for i in 0..50_000u32 {
+            t.insert_at(t.len(), ent(f64::from(i), i));
+        }
+        let mut total = 0;
+        let mut steps = 0;
+        while !t.is_empty() {
+            let n = t.free_some(1000);
+            // A slice ends within one leaf of its budget.
+            assert!((1..1000 + LEAF_MAX).contains(&n), "{n}");
+            total += n;
+            steps += 1;
+            assert!(steps < 1000);
+        }
+        assert_eq!(total, 50_000);
+        assert_eq!(t.free_some(10), 0);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! member lookup, and an arena that holds every member once.
 //!
 //! * `pages` — the arena: `(member, score)` slots in fixed pages of
-//!   [`PAGE`] (so growth never copies or doubles the whole arena), members
+//!   `PAGE` (so growth never copies or doubles the whole arena), members
 //!   up to 22 bytes inline in the slot. A slot's index is the member's `id`.
 //! * `index` — open addressing with linear probing over `(id, hash)`
 //!   pairs (8 bytes per slot, load 3/8..3/4); the stored 32 hash bits place
@@ -262,6 +262,21 @@ impl Large {
         });
     }
 
+    /// Lazy free (the set is out of the keyspace): up to about `budget`
+    /// members go, the arena pages in step with the tree, the index at
+    /// once (one allocation). Returns how many went (at least one while
+    /// any remain).
+    pub fn free_some(&mut self, budget: usize) -> usize {
+        self.index = Vec::new();
+        self.free = Vec::new();
+        let n = self.tree.free_some(budget);
+        let keep = self.tree.len().div_ceil(PAGE);
+        while self.pages.len() > keep {
+            self.pages.pop();
+        }
+        n
+    }
+
     /// ZSCAN over the arena: ids from `cursor` up, until `count` live
     /// entries are taken; the next cursor (0 at the end) and the entries.
     /// An id never changes while its member is in the set, so every member
@@ -386,6 +401,26 @@ mod tests {
     use super::*;
     use crate::util::Rng;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn free_some_empties_pages_with_the_tree() {
+        let mut z = Large::new();
+        for i in 0..10_000 {
+            z.insert(
+                format!("a-member-longer-than-inline-{i}").as_bytes(),
+                f64::from(i % 97),
+            );
+        }
+        let mut left = z.len();
+        while !z.is_empty() {
+            let n = z.free_some(500);
+            assert!(n >= 1);
+            left -= n.min(left);
+            assert!(z.pages.len() <= z.len().div_ceil(PAGE));
+        }
+        assert_eq!(left, 0);
+        assert!(z.pages.is_empty() && z.index.is_empty());
+    }
 
     #[test]
     fn random_ops_match_a_model() {

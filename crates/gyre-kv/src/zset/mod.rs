@@ -386,6 +386,20 @@ impl ZSet {
         z
     }
 
+    /// Lazy free of a set already out of the keyspace (see
+    /// [`crate::object::Object::free_some`]): about `budget` members go;
+    /// returns how many (a listpack goes whole: one allocation).
+    pub fn free_some(&mut self, budget: usize) -> usize {
+        match self {
+            ZSet::Listpack(l) => {
+                let n = l.len();
+                *l = Listpack::new();
+                n
+            }
+            ZSet::Large(t) => t.free_some(budget),
+        }
+    }
+
     /// Consistency checks for tests.
     pub fn check(&self) -> bool {
         match self {

@@ -7,8 +7,12 @@
 //! `f64::from_str` accepts the same decimal syntax (optional sign, digits,
 //! `.`, exponent, `inf`/`infinity`/`nan` in any case), rounds correctly,
 //! and reports neither overflow nor underflow, so those two are detected
-//! here from the text. Hexadecimal floats (`0x1p3`), which `strtod` also
-//! takes, are parsed by [`parse_hex`].
+//! here from the text ([`strtod`] finds the longest valid prefix as C's
+//! does, and hands its decimal part to Rust). Hexadecimal floats
+//! (`0x1p3`), which `strtod` also takes, are parsed by `parse_hex`. Range
+//! bounds ([`ScoreBound`], Redis's `zslParseRange`) only ask that strtod
+//! used the whole text and gave no NaN: `""` and `(` are 0, `" 1"` is 1,
+//! `1e400` is inf.
 
 /// Redis's `string2d`: the whole text is one `strtod` number, no leading
 /// space, not NaN, no overflow to ±HUGE_VAL, no underflow to zero.
@@ -246,7 +250,7 @@ pub fn format(v: f64) -> String {
     s
 }
 
-/// [`format`] appending to `out`.
+/// [`format()`] appending to `out`.
 pub fn format_into(out: &mut String, v: f64) {
     if v.is_infinite() {
         out.push_str(if v > 0.0 { "inf" } else { "-inf" });
