@@ -1528,6 +1528,30 @@ def kv_fair_once(srv):
     return pick(0.5), pick(0.99), (lat[-1] if lat else float("nan")), len(lat), bulk
 
 
+def sec_kv_persist():
+    """RDB persistence side by side (bench/kv_persist.py does the work)."""
+    m = machine()
+    keys = int(os.environ.get("BENCH_PERSIST_KEYS", "1000000"))
+    log(f"== kv-persist: SAVE/load of {keys:,} strings and hashes, BGSAVE under a SET load")
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "kv_persist.py"), GYRE, str(keys), "100"],
+                         capture_output=True, text=True, timeout=1800)
+    lines = [l for l in out.stdout.splitlines() if l.strip()]
+    for l in lines:
+        log("  " + l)
+    md = f"""## KV persistence (`bench/run.sh kv-persist`)
+
+{mline(m)}. gyre's kv process and redis-server {redis_version()} in turn, one run
+(`bench/kv_persist.py`): SAVE time, dump size and load time of {keys:,} strings of
+100 B and of {keys:,} hashes of 3 fields; then BGSAVE while `redis-benchmark -t set
+-P 16` overwrites random keys of the 1e6-string dataset: extra memory over the RSS
+before the save (redis: the server's RSS plus the fork child's private dirty pages,
+i.e. copy-on-write), and the round trips of a GET sent every millisecond on another
+connection, during the save and before it under the same load.
+
+""" + "\n".join(f"- {l}" for l in lines) + "\n"
+    save("kv_persist", md, {"machine": m, "lines": lines, "stderr": out.stderr[-2000:]})
+
+
 def sec_kv_fair():
     m = machine()
     log(f"== kv-fair: GET latency while another client pipelines 3 × {FAIR_KEYS:,} SETs")
@@ -2042,7 +2066,7 @@ take `fuzz/dict/kv.dict`). Replay a crash: `cargo +nightly fuzz run TARGET ARTIF
 # --------------------------------------------------------------------- report
 
 ORDER = ["http", "ceiling", "memory", "balance", "tls", "faults", "fuzz", "kv", "kv_fair",
-         "kv_types", "core"]
+         "kv_types", "kv_persist", "core"]
 
 
 
@@ -2152,6 +2176,7 @@ SECTIONS = {"http": sec_http, "core": sec_core, "memory": sec_memory, "balance":
             "ceiling": sec_ceiling, "faults": sec_faults, "faults-kv": sec_faults_kv, "kv": sec_kv,
             "kv-fair": sec_kv_fair, "tls": sec_tls,
             "kv-types": lambda: kv_types.sec_kv_types(sys.modules[__name__]),
+            "kv-persist": sec_kv_persist,
             "fuzz": sec_fuzz, "report": report}
 
 

@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
-"""BGSAVE under a full-speed SET load: extra memory of gyre's forkless
-snapshot vs redis-server's fork (copy-on-write), and the save time.
+"""RDB persistence, gyre's kv process vs redis-server 7.0 side by side:
+
+* SAVE time, dump size and load time (start to serving) for `keys` strings
+  of `value_bytes` and for `keys` small hashes (3 fields);
+* BGSAVE under a full-speed SET load: extra memory of gyre's forkless
+  snapshot vs redis-server's fork (copy-on-write), the save time, and the
+  GET round trips of another client (one GET every ms) while it runs.
 
     bench/kv_persist.py GYRE_BIN [keys] [value_bytes]
 
@@ -51,13 +56,43 @@ def children(pid):
     except OSError:
         return []
 
-def load(port, keys, size):
+def load(port, keys, size, hashes=False):
     val = b"x" * size
     buf = bytearray()
     for i in range(keys):
         k = b"key:%012d" % i
-        buf += b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(val), val)
+        if hashes:
+            buf += (b"*8\r\n$4\r\nHSET\r\n$%d\r\n%s\r\n$4\r\nname\r\n$5\r\nalice\r\n"
+                    b"$3\r\nage\r\n$2\r\n42\r\n$4\r\ncity\r\n$5\r\nparis\r\n") % (len(k), k)
+        else:
+            buf += b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(val), val)
     subprocess.run(["redis-cli", "-p", str(port), "--pipe"], input=bytes(buf), capture_output=True, check=True)
+
+class GetProbe:
+    """Another connection sending one GET per millisecond; round trips."""
+    def __init__(self, port):
+        import threading
+        self.rtts, self.stop = [], False
+        self.s = socket.create_connection(("127.0.0.1", port))
+        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+    def run(self):
+        q = b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000007\r\n"
+        while not self.stop:
+            t = time.perf_counter()
+            self.s.sendall(q)
+            got = b""
+            while not got.endswith(b"\r\n") or got.count(b"\r\n") < (2 if got.startswith(b"$") and not got.startswith(b"$-1") else 1):
+                got += self.s.recv(65536)
+            self.rtts.append(time.perf_counter() - t)
+            time.sleep(0.001)
+    def finish(self):
+        self.stop = True
+        self.t.join(5)
+        self.s.close()
+        r = sorted(self.rtts) or [0.0]
+        return r[len(r) // 2] * 1000, r[min(len(r) - 1, int(len(r) * 0.99))] * 1000, r[-1] * 1000, len(r)
 
 def measure(name, port, pid, keys, size, log=None):
     load(port, keys, size)
@@ -66,71 +101,137 @@ def measure(name, port, pid, keys, size, log=None):
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)
     base = rss_kb(pid)
+    probe = GetProbe(port)
+    time.sleep(2.0)
+    b50, b99, bmax, bn = probe.finish()
+    probe = GetProbe(port)
     t0 = time.time()
     cli(port, "BGSAVE")
     peak_total, peak_child = base, 0
+    # One connection for INFO (no redis-cli process per poll: spawning
+    # them would compete for the CPU with what is measured).
+    info_s = socket.create_connection(("127.0.0.1", port))
     while True:
         kids = [c for c in children(pid) if c != bench.pid]
         cow = sum(private_dirty_kb(c) for c in kids)
         total = rss_kb(pid) + cow
         peak_total, peak_child = max(peak_total, total), max(peak_child, cow)
-        info = cli(port, "INFO", "persistence")
-        if "rdb_bgsave_in_progress:0" in info:
+        info_s.sendall(b"*2\r\n$4\r\nINFO\r\n$11\r\npersistence\r\n")
+        got = b""
+        while b"aof_enabled" not in got:
+            got += info_s.recv(65536)
+        if b"rdb_bgsave_in_progress:0" in got:
             break
-        time.sleep(0.01)
+        time.sleep(0.02)
+    info_s.close()
     secs = time.time() - t0
+    p50, p99, pmax, n = probe.finish()
     bench.terminate(); bench.wait()
     extra = peak_total - base
-    line = (f"{name}: {keys} keys x {size} B, RSS before {base/1024:.0f} MiB, "
-            f"peak extra during BGSAVE {extra/1024:.1f} MiB ({100*extra/max(base,1):.1f}%), "
-            f"save took {secs:.2f} s under the SET load")
+    line = (f"{name}: BGSAVE under SET load, {keys} keys x {size} B: RSS before {base/1024:.0f} MiB, "
+            f"peak extra {extra/1024:.1f} MiB ({100*extra/max(base,1):.1f}%), "
+            f"save {secs:.2f} s; GET during it p50 {p50:.2f} p99 {p99:.2f} max {pmax:.2f} ms ({n} GETs), "
+            f"before it (same load, no save) p50 {b50:.2f} p99 {b99:.2f} max {bmax:.2f} ms")
     if log:
         m = re.findall(r"RDB: (\d+) MB of memory used by copy-on-write", open(log).read())
         if m:
             line += f"; redis's own log: {m[-1]} MB copy-on-write"
     print(line, flush=True)
 
+def start_gyre(tmp, name, extra=""):
+    port = free_port()
+    pre = f"{tmp}/{name}"
+    for d in ("conf", "logs"):
+        os.makedirs(f"{pre}/{d}", exist_ok=True)
+    open(f"{pre}/conf/gyre.conf", "w").write(
+        "daemon off;\nerror_log logs/error.log info;\nworker_processes 1;\nevents {}\n"
+        f"kv {{\n    listen 127.0.0.1:{port};\n    save \"\";\n{extra}\n}}\n")
+    t0 = time.time()
+    g = subprocess.Popen([GYRE, "-p", pre], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_ping(port)
+    ready = time.time() - t0
+    kvpid = None
+    for _ in range(200):
+        m = re.search(r"start kv process (\d+)", open(f"{pre}/logs/error.log").read())
+        if m:
+            kvpid = int(m.group(1)); break
+        time.sleep(0.05)
+    return g, port, kvpid, pre, ready
+
+def start_redis(tmp, name):
+    port = free_port()
+    d = f"{tmp}/{name}"
+    os.makedirs(d, exist_ok=True)
+    t0 = time.time()
+    r = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                          "--dir", d, "--logfile", f"{d}/log", "--appendonly", "no",
+                          "--hash-max-listpack-entries", "128"])
+    wait_ping(port)
+    return r, port, d, time.time() - t0
+
+def stop(p):
+    p.terminate()
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+
+def loaded_secs(logtext):
+    m = re.findall(r"DB loaded from disk: ([0-9.]+) seconds", logtext)
+    return float(m[-1]) if m else float("nan")
+
+def save_load(tmp, keys, size, hashes):
+    what = f"{keys} small hashes (3 fields)" if hashes else f"{keys} strings x {size} B"
+    # gyre
+    g, port, _, pre, _ = start_gyre(tmp, f"g-sl-{hashes}")
+    load(port, keys, size, hashes)
+    t0 = time.time(); cli(port, "SAVE"); gsave = time.time() - t0
+    gsize = os.path.getsize(f"{pre}/dump.rdb")
+    stop(g)
+    g, port, _, pre, _ = start_gyre(tmp, f"g-sl-{hashes}")
+    for _ in range(3000):
+        if "DB loaded from disk" in open(f"{pre}/logs/error.log").read():
+            break
+        time.sleep(0.01)
+    gload = loaded_secs(open(f"{pre}/logs/error.log").read())
+    n = cli(port, "DBSIZE").strip()
+    stop(g)
+    # redis
+    r, port, d, _ = start_redis(tmp, f"r-sl-{hashes}")
+    load(port, keys, size, hashes)
+    t0 = time.time(); cli(port, "SAVE"); rsave = time.time() - t0
+    rsize = os.path.getsize(f"{d}/dump.rdb")
+    stop(r)
+    r, port, d, _ = start_redis(tmp, f"r-sl-{hashes}")
+    rload = loaded_secs(open(f"{d}/log").read())
+    stop(r)
+    print(f"{what}: SAVE gyre {gsave:.2f} s / redis {rsave:.2f} s ({rsave/gsave:.2f}x); "
+          f"file gyre {gsize/2**20:.1f} MiB / redis {rsize/2**20:.1f} MiB; "
+          f"load gyre {gload:.2f} s / redis {rload:.2f} s ({rload/max(gload,1e-9):.2f}x); "
+          f"gyre DBSIZE after load {n}", flush=True)
+
+GYRE = None
+
 def main():
-    gyre = sys.argv[1]
+    global GYRE
+    GYRE = sys.argv[1]
     keys = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
     size = int(sys.argv[3]) if len(sys.argv) > 3 else 100
     tmp = tempfile.mkdtemp(prefix="gyre-kv-persist-")
-    procs = []
     try:
-        # gyre
-        port = free_port()
-        for d in ("conf", "logs"):
-            os.makedirs(f"{tmp}/g/{d}")
-        open(f"{tmp}/g/conf/gyre.conf", "w").write(
-            "daemon off;\nerror_log logs/error.log info;\nworker_processes 1;\nevents {}\n"
-            f"kv {{\n    listen 127.0.0.1:{port};\n    save \"\";\n}}\n")
-        g = subprocess.Popen([gyre, "-p", f"{tmp}/g"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(g)
-        wait_ping(port)
-        kvpid = None
-        for _ in range(100):
-            m = re.search(r"start kv process (\d+)", open(f"{tmp}/g/logs/error.log").read())
-            if m:
-                kvpid = int(m.group(1)); break
-            time.sleep(0.05)
-        measure("gyre (forkless)", port, kvpid, keys, size)
-        g.terminate(); g.wait()
-        # redis
-        port = free_port()
-        os.makedirs(f"{tmp}/r")
-        r = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                              "--dir", f"{tmp}/r", "--logfile", f"{tmp}/r/log", "--appendonly", "no"])
-        procs.append(r)
-        wait_ping(port)
-        measure("redis-server 7.0 (fork)", port, r.pid, keys, size, log=f"{tmp}/r/log")
+        save_load(tmp, keys, size, False)
+        save_load(tmp, keys, size, True)
+        g, port, kvpid, _, _ = start_gyre(tmp, "g-bg")
+        try:
+            measure("gyre (forkless)", port, kvpid, keys, size)
+        finally:
+            stop(g)
+        r, port, d, _ = start_redis(tmp, "r-bg")
+        try:
+            measure("redis-server 7.0 (fork)", port, r.pid, keys, size, log=f"{d}/log")
+        finally:
+            stop(r)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
         shutil.rmtree(tmp, ignore_errors=True)
 
 if __name__ == "__main__":

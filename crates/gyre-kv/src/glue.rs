@@ -136,7 +136,6 @@ impl Drop for Shared {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64);
-            log::info!("Received SIGTERM scheduling shutdown...");
             server.save_on_exit(now);
         }
     }

@@ -29,6 +29,10 @@
 //! * [`t_bitops`] — bitmap commands and LCS; [`bitops`], [`lcs`] — the
 //!   arithmetic on byte strings.
 //! * [`info`] — INFO text.
+//! * [`rdb`] — the RDB v10 format (Redis 7.0's encodings, LZF, CRC64,
+//!   crash-safe dump files); [`persist`] — SAVE, the forkless BGSAVE, save
+//!   rules, loading at start, INFO persistence; [`rdb_cmds`] — SAVE BGSAVE
+//!   LASTSAVE SHUTDOWN DUMP RESTORE.
 //! * [`conf`] — the `kv {}` configuration block.
 //!
 //! # Driving it (the socket glue on gyre-core)

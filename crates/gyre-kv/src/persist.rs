@@ -11,7 +11,7 @@
 //! see [`Server::bgsave_slice`]) and keeps the snapshot point-in-time by
 //! saving a key's old value just before a write changes it (per key, not
 //! per page: [`crate::db`]'s `snapshot` module). The serialized records go
-//! to a writer thread ([`BgWriter`]) through a bounded channel, which owns
+//! to a writer thread (`BgWriter`) through a bounded channel, which owns
 //! the file: writes, CRC64, fsync, rename and the directory fsync never
 //! block the loop. Extra memory is the channel (at most
 //! `WRITER_QUEUE` × `CHUNK` bytes), the records not yet handed over, and one
@@ -563,7 +563,8 @@ impl Server {
         };
         let total_bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
         let loader = Loader::start(io::BufReader::with_capacity(256 * 1024, f))
-            .inspect_err(|_| self.persist.load_failed = true)?;
+            .inspect_err(|_| self.persist.load_failed = true)?
+            .with_size(total_bytes);
         self.persist.loading = Some(Loading {
             loader,
             total_bytes,
@@ -620,16 +621,42 @@ impl Server {
         }
     }
 
-    /// SIGTERM / QUIT with save rules, or SHUTDOWN: a last synchronous save
-    /// (an unfinished background save is abandoned first, as Redis kills
-    /// its child). True if saved.
-    pub fn save_on_exit(&mut self, now_ms: i64) -> bool {
+    /// Cancel a running background save (Redis kills its child): the
+    /// sweeps end, the writer thread drops its temp file. Not a failure:
+    /// `rdb_last_bgsave_status` is unchanged.
+    pub fn abort_bgsave(&mut self, why: &str) {
         if let Some(mut bg) = self.persist.bgsave.take() {
             for db in &mut self.dbs {
                 db.snapshot_end();
             }
-            bg.writer.take();
+            // Closing the queue makes the writer drop its temp file; one
+            // already told to commit finishes its rename first. Waiting for
+            // it keeps a late rename from landing after what follows (the
+            // save of FLUSHALL or of the shutdown).
+            if let Some(w) = bg.writer.take() {
+                drop(w.tx);
+                let _ = w.handle.join();
+            }
+            log::info!("Background saving cancelled by {why}");
+        }
+    }
+
+    /// FLUSHALL with save rules writes the (now empty) dataset at once.
+    pub fn save_after_flushall(&mut self, now_ms: i64) {
+        if !self.config.persist.save.is_empty() {
+            if let Err(e) = self.rdb_save(now_ms) {
+                log::warn!("Failed saving the DB after FLUSHALL: {e}");
+            }
+        }
+    }
+
+    /// SIGTERM / QUIT with save rules, or SHUTDOWN: a last synchronous save
+    /// (an unfinished background save is abandoned first, as Redis kills
+    /// its child). True if saved.
+    pub fn save_on_exit(&mut self, now_ms: i64) -> bool {
+        if self.bgsave_in_progress() {
             log::info!("There is a child saving an .rdb. Killing it!");
+            self.abort_bgsave("shutdown");
         }
         log::info!("Saving the final RDB snapshot before exiting.");
         match self.rdb_save(now_ms) {
@@ -804,6 +831,28 @@ mod tests {
         assert!(!s.config.persist.rdbcompression);
         assert_eq!(run(&mut s, &["CONFIG", "SET", "save", ""], 0), "+OK\r\n");
         assert!(s.config.persist.save.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn flushall_cancels_a_save_and_writes_an_empty_dump_with_save_rules() {
+        let dir = tmpdir("flushall");
+        let mut s = server_in(&dir);
+        s.config.persist.save = vec![(3600, 1)];
+        for i in 0..5000 {
+            s.dbs[0].set(format!("k{i}").as_bytes(), b"v".to_vec(), false);
+        }
+        assert!(run(&mut s, &["BGSAVE"], 2_000).contains("Background saving started"));
+        assert!(s.bgsave_slice(2_000));
+        assert_eq!(run(&mut s, &["FLUSHALL"], 2_000), "+OK\r\n");
+        assert!(!s.bgsave_in_progress());
+        assert!(!s.dbs[0].snapshot_active());
+        assert_eq!(s.dirty, 1);
+        let mut back: Vec<crate::db::Db> = (0..16).map(crate::db::Db::new).collect();
+        let f = std::fs::File::open(dir.join("dump.rdb")).unwrap();
+        let st = crate::rdb::load::load(f, &mut back, &Default::default(), 0, true).unwrap();
+        assert_eq!(st.keys, 0);
+        assert!(s.persist.last_bgsave_ok);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -320,9 +320,13 @@ fn flushall(server: &mut Server, ctx: &mut Ctx<'_>) {
     if !flush_flags_ok(ctx) {
         return;
     }
+    // Redis's flushAllDataAndResetRDB: a running save is cancelled and,
+    // with save rules, an (empty) dump written at once.
+    server.abort_bgsave("FLUSHALL");
     for db in &mut server.dbs {
         server.dirty += db.flush() as u64;
     }
+    server.save_after_flushall(ctx.now);
     server.dirty += 1;
     ctx.ok();
 }

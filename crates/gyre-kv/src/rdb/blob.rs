@@ -224,6 +224,43 @@ pub fn ziplist_parse(b: &[u8]) -> Result<Vec<Vec<u8>>, BadBlob> {
     Ok(out)
 }
 
+// ------------------------------------------------------------------ zipmap
+
+/// The field/value entries of a zipmap (hashes in RDB files of Redis 2.2
+/// to 2.4, type 9): `zmlen`, then `len field len free value [free bytes]`
+/// pairs, `0xff` at the end; a length is one byte below 254, else 254 and
+/// a 4-byte little-endian length.
+pub fn zipmap_parse(b: &[u8]) -> Result<Vec<Vec<u8>>, BadBlob> {
+    fn len(b: &[u8], p: &mut usize) -> Result<Option<usize>, BadBlob> {
+        let c = *b.get(*p).ok_or(BadBlob)?;
+        *p += 1;
+        match c {
+            255 => Ok(None),
+            254 => {
+                let l = get(b, *p, 4)?;
+                *p += 4;
+                Ok(Some(u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize))
+            }
+            n => Ok(Some(usize::from(n))),
+        }
+    }
+    let mut out = Vec::new();
+    let mut p = 1;
+    while let Some(kl) = len(b, &mut p)? {
+        out.push(get(b, p, kl)?.to_vec());
+        p += kl;
+        let vl = len(b, &mut p)?.ok_or(BadBlob)?;
+        let free = usize::from(*b.get(p).ok_or(BadBlob)?);
+        p += 1;
+        out.push(get(b, p, vl)?.to_vec());
+        p += vl + free;
+    }
+    if p != b.len() {
+        return Err(BadBlob);
+    }
+    Ok(out)
+}
+
 // ------------------------------------------------------------------ intset
 
 /// A Redis intset blob: encoding (2, 4, 8) and length as u32 LE, then the
@@ -323,6 +360,25 @@ mod tests {
             assert_eq!(intset_parse(&intset_build(&set)).unwrap(), set);
         }
         assert_eq!(intset_build(&[1])[0], 2);
+    }
+
+    #[test]
+    fn zipmap_entries() {
+        // {"a": "xy", "long": <300 bytes>} with 2 free bytes after "xy".
+        let mut z = vec![2, 1, b'a', 2, 2, b'x', b'y', 0, 0, 4];
+        z.extend_from_slice(b"long");
+        z.push(254);
+        z.extend_from_slice(&300u32.to_le_bytes());
+        z.push(0);
+        z.extend_from_slice(&[b'v'; 300]);
+        z.push(255);
+        let e = zipmap_parse(&z).unwrap();
+        assert_eq!(e.len(), 4);
+        assert_eq!(
+            (&e[0][..], &e[1][..], e[3].len()),
+            (&b"a"[..], &b"xy"[..], 300)
+        );
+        assert!(zipmap_parse(&z[..z.len() - 1]).is_err());
     }
 
     #[test]

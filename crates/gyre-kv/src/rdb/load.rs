@@ -317,9 +317,9 @@ pub fn value<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> Result<Option<
             list_from(elems, lim)
         }
         TYPE_HASH_ZIPMAP => {
-            return Err(Error::Unsupported(
-                "zipmap hashes (RDB before Redis 2.6) are not supported".into(),
-            ))
+            let b = rd.string()?;
+            let flat = super::blob::zipmap_parse(&b).map_err(|_| blob_err("Zipmap"))?;
+            hash_from(pairs(flat)?, lim)?
         }
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => {
             return Err(Error::Unsupported(
@@ -395,6 +395,8 @@ pub struct Loader<R> {
     db: usize,
     pub stats: LoadStats,
     done: bool,
+    /// Bytes the stream holds (0: unknown), bounding RESIZEDB's hint.
+    size_hint: u64,
 }
 
 impl<R: Read> Loader<R> {
@@ -420,7 +422,14 @@ impl<R: Read> Loader<R> {
                 ..LoadStats::default()
             },
             done: false,
+            size_hint: 0,
         })
+    }
+
+    /// The stream's size, so RESIZEDB may pre-size the databases.
+    pub fn with_size(mut self, bytes: u64) -> Self {
+        self.size_hint = bytes;
+        self
     }
 
     /// Bytes read so far (INFO `loading_loaded_bytes`).
@@ -481,8 +490,14 @@ impl<R: Read> Loader<R> {
                     continue;
                 }
                 OP_RESIZEDB => {
-                    rd.length()?;
-                    rd.length()?;
+                    let keys = rd.length()?;
+                    let expires = rd.length()?;
+                    // A hint from the file: believed only as far as the
+                    // file could hold that many keys (3+ bytes each).
+                    let cap = self.size_hint / 3;
+                    if let Some(d) = dbs.get_mut(self.db) {
+                        d.reserve(keys.min(cap) as usize, expires.min(keys).min(cap) as usize);
+                    }
                     continue;
                 }
                 OP_AUX => {

@@ -22,8 +22,25 @@ fn hash3(b: &[u8]) -> usize {
 /// Compress `input`; `None` unless the output is at most `max_out` bytes
 /// (Redis saves a string compressed only when that saves 4+ bytes).
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
+    TABLE.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.is_empty() {
+            t.resize(1 << HLOG, u32::MAX);
+        }
+        compress_with(input, max_out, &mut t)
+    })
+}
+
+thread_local! {
+    /// The match table, kept between calls and never cleared (liblzf's
+    /// uninitialised table, safely): a stale entry is only a candidate,
+    /// checked to lie before the current position and to match. Clearing
+    /// 64 KiB per string cost more than compressing a 100-byte value.
+    static TABLE: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn compress_with(input: &[u8], max_out: usize, table: &mut [u32]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(max_out.min(input.len() + input.len() / 16 + 8));
-    let mut table = vec![u32::MAX; 1 << HLOG];
     let mut lit_start = 0;
     let mut i = 0;
     let flush_lits = |out: &mut Vec<u8>, from: usize, to: usize| {
@@ -39,7 +56,7 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
         let h = hash3(&input[i..]);
         let r = table[h];
         table[h] = i as u32;
-        if r != u32::MAX {
+        if (r as usize) < i {
             let r = r as usize;
             let off = i - r - 1;
             if off < MAX_OFF && input[r..r + 3] == input[i..i + 3] {
@@ -107,10 +124,19 @@ pub fn decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
             if off > out.len() || out.len() + len > out_len {
                 return None;
             }
+            // Copy in whole periods of `off` (an overlapping reference
+            // repeats the last `off` bytes), doubling each time.
             let start = out.len() - off;
-            for k in 0..len {
-                let b = out[start + k];
-                out.push(b);
+            let mut left = len;
+            while left > 0 {
+                let avail = out.len() - start;
+                let n = if avail >= left {
+                    left
+                } else {
+                    avail - avail % off
+                };
+                out.extend_from_within(start..start + n);
+                left -= n;
             }
         }
     }

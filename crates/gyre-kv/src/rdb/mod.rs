@@ -10,7 +10,7 @@
 //!   string scores); bounded by the file (a corrupt file is an error).
 //! * [`blob`] — Redis's listpack / intset / ziplist byte layouts.
 //! * [`lzf`], [`crc64`] — string compression and the checksum.
-//! * [`file`] — crash-safe writing (temp file, fsync, rename, fsync dir).
+//! * [`file`](mod@file) — crash-safe writing (temp file, fsync, rename, fsync dir).
 //!
 //! Value encodings written (Redis 7.0's): string 0 (int-encoded when the
 //! text is a canonical integer of at most 11 bytes, LZF when longer than 20

@@ -306,3 +306,110 @@ fn corrupt_dumps_never_panic() {
         let _ = restore_payload(b.get(9..b.len().min(400)).unwrap_or_default(), &lim);
     }
 }
+
+/// Values in the encodings of older Redis versions, as a 7.0 server still
+/// loads them: hash as ziplist (13) and zipmap (9), list as ziplist (10)
+/// and quicklist of ziplists (14), zset as ziplist (12) and with text
+/// scores (3).
+#[test]
+fn older_encodings_load() {
+    use super::load::{value, Reader};
+    use super::save::{put_len, put_string};
+    let lim = Limits::default();
+    // A ziplist of the given small strings (each < 64 bytes, prevlen < 254).
+    fn ziplist(items: &[&[u8]]) -> Vec<u8> {
+        let mut z = vec![0u8; 10];
+        let mut prev = 0u8;
+        for it in items {
+            let start = z.len();
+            z.push(prev);
+            z.push(it.len() as u8);
+            z.extend_from_slice(it);
+            prev = (z.len() - start) as u8;
+        }
+        z.push(0xff);
+        let n = z.len() as u32;
+        z[..4].copy_from_slice(&n.to_le_bytes());
+        z[8..10].copy_from_slice(&(items.len() as u16).to_le_bytes());
+        z
+    }
+    let decode = |t: u8, payload: Vec<u8>| {
+        let mut d = Db::new(1);
+        let v = value(&mut Reader::new(&payload[..]), t, &lim)
+            .unwrap()
+            .unwrap();
+        super::load::store(&mut d, b"k", v, None, 0, &lim).unwrap();
+        let got = view(d.entries().next().unwrap().1);
+        got
+    };
+    let blob = |b: Vec<u8>| {
+        let mut o = Vec::new();
+        put_string(&mut o, &b, false);
+        o
+    };
+    let h = decode(TYPE_HASH_ZIPLIST, blob(ziplist(&[b"f", b"v", b"g", b"w"])));
+    assert_eq!(
+        h,
+        ("listpack".into(), vec![b"f=v".to_vec(), b"g=w".to_vec()])
+    );
+    let zm = vec![1, 1, b'f', 1, 0, b'v', 255];
+    assert_eq!(decode(TYPE_HASH_ZIPMAP, blob(zm)).1, vec![b"f=v".to_vec()]);
+    let l = decode(TYPE_LIST_ZIPLIST, blob(ziplist(&[b"a", b"b"])));
+    assert_eq!(l.1, vec![b"a".to_vec(), b"b".to_vec()]);
+    let mut ql = Vec::new();
+    put_len(&mut ql, 2);
+    ql.extend(blob(ziplist(&[b"a", b"b"])));
+    ql.extend(blob(ziplist(&[b"c"])));
+    assert_eq!(decode(TYPE_LIST_QUICKLIST, ql).1.len(), 3);
+    let z = decode(
+        TYPE_ZSET_ZIPLIST,
+        blob(ziplist(&[b"m", b"1.5", b"n", b"2"])),
+    );
+    assert_eq!(
+        z,
+        ("listpack".into(), vec![b"m=1.5".to_vec(), b"n=2".to_vec()])
+    );
+    let mut z3 = Vec::new();
+    put_len(&mut z3, 2);
+    put_string(&mut z3, b"a", false);
+    z3.extend_from_slice(&[3, b'2', b'.', b'5']);
+    put_string(&mut z3, b"b", false);
+    z3.push(254); // +inf
+    assert_eq!(
+        decode(TYPE_ZSET, z3).1,
+        vec![b"a=2.5".to_vec(), b"b=inf".to_vec()]
+    );
+}
+
+/// Load speed of small hashes and strings (release build):
+/// `cargo test --release -p gyre-kv --lib rdb::tests::measure_load -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn measure_load() {
+    let lim = Limits::default();
+    for hashes in [false, true] {
+        let mut db = Db::new(1);
+        for i in 0..300_000 {
+            let k = format!("key:{i:012}");
+            if hashes {
+                let mut h = HashObj::new();
+                h.set(b"name", b"alice", &lim);
+                h.set(b"age", b"42", &lim);
+                h.set(b"city", b"paris", &lim);
+                let p = db.probe(k.as_bytes(), 0);
+                db.insert_obj(p, k.as_bytes(), Object::Hash(h));
+            } else {
+                db.set(k.as_bytes(), vec![b'x'; 100], false);
+            }
+        }
+        let bytes = save_bytes(&[db], true);
+        let t = std::time::Instant::now();
+        let mut back = [Db::new(2)];
+        load(&bytes[..], &mut back, &lim, 0, true).unwrap();
+        eprintln!(
+            "{}: {:.0} ns per key",
+            if hashes { "hashes" } else { "strings" },
+            t.elapsed().as_nanos() as f64 / 300_000.0
+        );
+    }
+}
