@@ -1000,3 +1000,44 @@ fn a_full_disk_fails_the_save_and_gyre_recovers_when_space_returns() {
     let dbs = read_dump(&fs.0.join("dump.rdb"));
     assert!(dbs[0].len() >= 30_000);
 }
+
+/// A reload that changes `kv {}` replaces the kv process: the old one saves
+/// on its way out (save rules are set) and the new one starts only after
+/// that, so it loads every write acknowledged before the reload. Started
+/// together, the new one loaded the older dump, which the old one's exit
+/// save then overwrote: the last writes were gone from memory.
+#[test]
+fn a_reload_that_replaces_the_kv_process_keeps_the_last_writes() {
+    let kv = start("kv-persist-reload", "save 3600 1;");
+    let mut c = connect(kv.addr);
+    let _: () = redis::cmd("SET").arg("a").arg("1").query(&mut c).unwrap();
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET").arg("b").arg("2").query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg("v")
+        .query(&mut c)
+        .unwrap();
+    let old = kv_pid(&kv);
+    let port = kv.addr.port();
+    kv.p.conf(&format!(
+        "daemon off;\nerror_log logs/error.log info;\nworker_processes 1;\nevents {{}}\n\
+         kv {{\n    listen 127.0.0.1:{port};\nsave 3600 1;\nhz 20;\n}}\n"
+    ));
+    kv.s.signal("reload");
+    assert!(
+        kv.s.logged(&format!("kv process {old} exited"), Duration::from_secs(10)),
+        "{}",
+        kv.s.log()
+    );
+    assert!(wait_for(Duration::from_secs(10), || ping(kv.addr)));
+    assert_ne!(kv_pid(&kv), old, "the kv process was replaced");
+    let mut c = connect(kv.addr);
+    for (k, want) in [("a", "1"), ("b", "2")] {
+        let v: Option<String> = redis::cmd("GET").arg(k).query(&mut c).unwrap();
+        assert_eq!(v.as_deref(), Some(want), "{k}\n{}", kv.s.log());
+    }
+    let v: Option<String> = redis::cmd("HGET").arg("h").arg("f").query(&mut c).unwrap();
+    assert_eq!(v.as_deref(), Some("v"));
+}

@@ -68,6 +68,12 @@ struct Master<'a> {
     new_binary: Option<u32>,
     /// WINCH stopped the workers; they are not respawned until HUP.
     no_workers: bool,
+    /// A reload replaced the singleton's configuration: the new singleton
+    /// starts once the old one has exited. The two never run at once, so
+    /// the new kv process loads what the old one saved on its way out
+    /// (started together, the new one read the old dump, which the old
+    /// one's exit save then overwrote).
+    single_pending: bool,
 }
 
 /// `logs/gyre.pid` -> `logs/gyre.pid.oldbin`.
@@ -190,6 +196,7 @@ pub fn run(conf: Conf, app: &dyn App, load: Loader<'_>) -> io::Result<()> {
         terminate_ticks: 0,
         pid_file,
         new_binary: None,
+        single_pending: false,
         no_workers: false,
     };
     log::info!("start worker processes");
@@ -392,6 +399,10 @@ impl Master<'_> {
                 continue;
             };
             let p = self.procs.swap_remove(i);
+            if p.role == Role::Singleton && self.single_pending {
+                self.start_pending_singleton();
+                continue;
+            }
             let current = match p.role {
                 // The singleton outlives reloads that do not replace it.
                 Role::Singleton => !self.procs.iter().any(|q| q.role == Role::Singleton),
@@ -526,10 +537,11 @@ impl Master<'_> {
         let mut stop_single = false;
         if replace_single {
             stop_single = true;
-            if !self.single_listening.is_empty() {
-                if let Err(e) = self.spawn(Role::Singleton) {
-                    log::error!("could not start {} ({e})", self.app.singleton_name());
-                }
+            // After the old one has exited, if there is one (see
+            // `single_pending`).
+            self.single_pending = true;
+            if !self.procs.iter().any(|p| p.role == Role::Singleton) {
+                self.start_pending_singleton();
             }
         }
         for p in &mut self.procs {
@@ -543,6 +555,20 @@ impl Master<'_> {
                     log::error!("kill({}, QUIT) failed ({e})", p.pid.as_raw_nonzero());
                 }
             }
+        }
+    }
+}
+
+impl Master<'_> {
+    /// Starts the singleton of the current configuration that a reload
+    /// left waiting for the old one to exit.
+    fn start_pending_singleton(&mut self) {
+        self.single_pending = false;
+        if self.single_listening.is_empty() || self.terminating || self.quitting {
+            return;
+        }
+        if let Err(e) = self.spawn(Role::Singleton) {
+            log::error!("could not start {} ({e})", self.app.singleton_name());
         }
     }
 }
