@@ -265,6 +265,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::t_list::COMMANDS,
     crate::multi::COMMANDS,
     crate::auth::COMMANDS,
+    crate::acl::COMMANDS,
     crate::pubsub::COMMANDS,
 ];
 

@@ -57,6 +57,8 @@
 //! `now_ms` is Unix time in milliseconds (TTLs are absolute Unix times).
 #![forbid(unsafe_code)]
 
+pub mod acl;
+pub mod acl_cats;
 pub mod auth;
 pub mod blocked;
 pub mod client;
@@ -85,6 +87,7 @@ pub mod reply_mode;
 pub mod resp;
 pub mod server;
 pub mod server_cmds;
+pub mod sha256;
 pub mod t_hash;
 pub mod t_list;
 pub mod t_set;

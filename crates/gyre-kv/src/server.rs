@@ -229,6 +229,8 @@ pub struct Client {
     pub(crate) authenticated: bool,
     /// CLIENT REPLY ON|OFF|SKIP.
     pub(crate) reply_mode: crate::reply_mode::ReplyMode,
+    /// The ACL user the client is authenticated as.
+    pub(crate) user: String,
     /// Replies produced while the client was blocked (served, timed out,
     /// unblocked), for its connection to write.
     pub(crate) pending: Vec<u8>,
@@ -387,6 +389,11 @@ pub struct Server {
     pub(crate) pubsub: crate::pubsub::PubSub,
     /// Clients given output by others, for the glue to flush.
     pub(crate) writers: Vec<ClientId>,
+    /// ACL users.
+    pub(crate) users: crate::acl::Users,
+    /// Some user has restrictions: every command is checked against its
+    /// client's user (off: no per-command cost).
+    pub(crate) acl_restricted: bool,
     /// The eviction pool and the state of a time-limited run.
     pub(crate) evict_state: crate::evict::EvictState,
     /// The clients' share of memory as of the last cron (eviction reads
@@ -434,7 +441,11 @@ impl Server {
             writers: Vec::new(),
             evict_state: Default::default(),
             clients_mem_cached: 0,
+            users: Default::default(),
+            acl_restricted: false,
         };
+        let pass = server.config.requirepass.clone();
+        server.users.set_default_password(pass.as_deref());
         crate::evict::sync_policy(&mut server);
         crate::notify::sync_expired_log(&mut server);
         crate::notify::sync_change_log(&mut server);
@@ -459,7 +470,7 @@ impl Server {
         if crate::auth::protected_refuses(self, addr) {
             return Err(crate::auth::DENIED.as_bytes().to_vec());
         }
-        let authenticated = self.config.requirepass.is_none();
+        let authenticated = self.users.default_is_open();
         let id = self.next_client_id;
         self.next_client_id += 1;
         self.stats.total_connections_received += 1;
@@ -487,6 +498,7 @@ impl Server {
                 obuf_soft_since: None,
                 authenticated,
                 reply_mode: Default::default(),
+                user: "default".to_string(),
                 pending: Vec::new(),
             },
         );
@@ -748,6 +760,12 @@ impl Server {
             self.reject(id, st, exec, out, crate::auth::ERR_NOAUTH.as_bytes());
             return Flow::Continue;
         }
+        if self.acl_restricted {
+            if let Err(d) = self.acl_check(id, &cmd, argv) {
+                self.reject(id, st, exec, out, d.message(&cmd).as_bytes());
+                return Flow::Continue;
+            }
+        }
         if self.config.maxmemory > 0 && self.oom_refuses(id, cmd, st.gate & GATE_MULTI != 0, now_ms)
         {
             self.reject(id, st, exec, out, crate::evict::ERR_OOM.as_bytes());
@@ -812,6 +830,23 @@ impl Server {
             Flow::CloseAfterReply
         } else {
             Flow::Continue
+        }
+    }
+
+    /// The ACL check of the client's user.
+    fn acl_check(
+        &self,
+        id: ClientId,
+        cmd: &Resolved,
+        argv: Argv<'_>,
+    ) -> Result<(), crate::acl::Denied> {
+        let Some(c) = self.clients.get(&id) else {
+            return Ok(());
+        };
+        match self.users.get(&c.user) {
+            Some(u) => crate::acl::check(u, cmd, argv),
+            // A deleted user's clients are closing; refuse meanwhile.
+            None => Err(crate::acl::Denied::Command),
         }
     }
 

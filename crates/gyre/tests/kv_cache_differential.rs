@@ -112,7 +112,8 @@ impl Conn {
         for a in args {
             b.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
         }
-        self.s.write_all(&b).unwrap();
+        // A connection the server closed shows as `<closed>` on reading.
+        let _ = self.s.write_all(&b);
     }
 
     /// One whole frame, raw.
@@ -127,6 +128,9 @@ impl Conn {
             match self.s.read(&mut tmp) {
                 Ok(0) => return b"<closed>".to_vec(),
                 Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return b"<closed>".to_vec()
+                }
                 Err(e) => panic!("read: {e}; have {:?}", String::from_utf8_lossy(&self.buf)),
             }
         }
@@ -194,7 +198,11 @@ fn show(b: &[u8]) -> String {
 fn run_script(port: u16, script: &str) -> Vec<String> {
     let mut conns: Vec<Conn> = Vec::new();
     let mut out = Vec::new();
+    let trace = std::env::var_os("KVDIFF_TRACE").is_some();
     for line in script.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if trace {
+            eprintln!("{port}: {line}");
+        }
         let words: Vec<&str> = line.split_whitespace().collect();
         if words[0] == "sleep" {
             std::thread::sleep(Duration::from_millis(words[1].parse().unwrap()));
@@ -713,6 +721,85 @@ fn client_reply_matches_redis() {
         2>0 CLIENT REPLY SKIP
         2>0 PING one
         2> PING two
+        ",
+    );
+}
+
+#[test]
+fn acl_matches_redis() {
+    differential(
+        "kvdiff-acl",
+        &[],
+        "",
+        "
+        0> ACL LIST
+        0> ACL WHOAMI
+        0> ACL USERS
+        0> ACL GETUSER default
+        0> ACL GETUSER nobody
+        0> ACL SETUSER alice on >p1 ~cached:* +get
+        0> ACL LIST
+        0> ACL SETUSER bob
+        0> ACL SETUSER carol on nopass allkeys allchannels +@all -@dangerous
+        0> ACL SETUSER dave on >pw resetkeys %R~r* %W~w* &news* +@string +@pubsub -set
+        0> ACL LIST
+        0> ACL GETUSER alice
+        0> ACL GETUSER dave
+        0> ACL USERS
+        0> ACL SETUSER x badrule
+        0> ACL SETUSER x +nosuchcmd
+        0> ACL SETUSER x +@nosuch
+        0> ACL SETUSER x <nope
+        0> ACL SETUSER x #abc
+        0> ACL SETUSER x allkeys ~k
+        0> ACL SETUSER x allchannels &c
+        0> ACL SETUSER x +client|nosuch
+        0> ACL USERS
+        0> ACL SETUSER e reset
+        0> ACL LIST
+        0> ACL SETUSER f on nopass +@all -get
+        0> ACL SETUSER g on nopass +client -client|kill
+        0> ACL SETUSER h on nopass -@all +@hash +get
+        0> ACL GETUSER f
+        0> ACL GETUSER g
+        0> ACL GETUSER h
+        0> ACL SETUSER p1 #f64551fcd6f07823cb87971cfb91446425da18286b3ab1ef935e0cbd7a69f68a
+        0> ACL GETUSER p1
+        0> ACL SETUSER p1 !f64551fcd6f07823cb87971cfb91446425da18286b3ab1ef935e0cbd7a69f68a
+        0> ACL DELUSER default
+        0> ACL DELUSER bob nobody
+        0> ACL CAT foo
+        0> ACL GENPASS 0
+        0> ACL GENPASS 5000
+        0> ACL SAVE
+        0> ACL LOAD
+        0> ACL SETUSER \"a b\"
+        1> AUTH alice p1
+        1> ACL WHOAMI
+        1> GET cached:1
+        1> GET other
+        1> SET cached:1 v
+        1> MULTI
+        1> AUTH alice wrong
+        2> AUTH dave pw
+        2> GET r1
+        2> GET w1
+        2> SET w1 v
+        2> SET r1 v
+        2> PUBLISH news1 m
+        2> PUBLISH other m
+        2> SUBSCRIBE other
+        2> SUBSCRIBE news-x
+        3> AUTH carol anything
+        3> FLUSHALL
+        3> CONFIG GET maxmemory
+        3> GET k
+        3> KEYS *
+        4> HELLO 2 AUTH bob x
+        4> AUTH nobody x
+        0> ACL DELUSER alice
+        1> PING
+        0> CLIENT LIST ID 1
         ",
     );
 }
