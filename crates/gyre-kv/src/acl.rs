@@ -599,6 +599,15 @@ pub enum Denied {
 }
 
 impl Denied {
+    /// Redis's `getAclErrorMessage` (the reason EXEC gives).
+    pub fn reason(self) -> &'static str {
+        match self {
+            Denied::Command => "no permission to execute the command or subcommand",
+            Denied::Key => "no permission to touch the specified keys",
+            Denied::Channel => "no permission to access one of the channels used as arguments",
+        }
+    }
+
     pub fn message(self, cmd: &Resolved) -> String {
         match self {
             Denied::Command => format!(

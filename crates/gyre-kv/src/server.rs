@@ -948,6 +948,18 @@ impl Server {
                 return;
             }
         };
+        // The user's rules may have changed since the command was queued.
+        if self.acl_restricted {
+            if let Err(d) = self.acl_check(ctx.client_id, &cmd, argv) {
+                ctx.errors += 1;
+                let m = format!(
+                    "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {}",
+                    d.reason()
+                );
+                resp::write_error(ctx.out, m.as_bytes());
+                return;
+            }
+        }
         let mut sub = Ctx {
             argv,
             now: ctx.now,

@@ -797,6 +797,14 @@ fn acl_matches_redis() {
         3> KEYS *
         4> HELLO 2 AUTH bob x
         4> AUTH nobody x
+        0> ACL SETUSER ex on nopass ~* +multi +exec +get +set +publish
+        5> AUTH ex x
+        5> MULTI
+        5> GET a
+        5> SET b 1
+        5> SET c 1
+        0> ACL SETUSER ex -get resetkeys ~b
+        5> EXEC
         0> ACL DELUSER alice
         1> PING
         0> CLIENT LIST ID 1
