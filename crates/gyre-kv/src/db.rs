@@ -38,6 +38,14 @@
 //!
 //! Expiry is lazy (every lookup checks) plus active ([`Db::expire_sample`],
 //! driven by `Server`'s expire cycle).
+//!
+//! Freeing a big aggregate (DEL, expiry, overwrite) is incremental, like
+//! Redis's lazyfree but on the loop instead of a thread: an aggregate of
+//! more than [`LAZYFREE_MIN`] elements leaves the keyspace at once (and
+//! `used_memory` with it) and is buried in a graveyard that
+//! [`Db::free_some`] empties a bounded number of elements at a time (from
+//! serverCron and before each wait), so no single step frees millions of
+//! allocations.
 
 use std::collections::hash_map::{Entry as MapEntry, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -47,6 +55,9 @@ use crate::hash::KeyHasher;
 use crate::notify::Change;
 use crate::object::{Kind, Object};
 use crate::util::Rng;
+
+/// Aggregates with more elements than this are freed incrementally.
+pub const LAZYFREE_MIN: usize = 1024;
 
 /// Estimated per-key overhead in bytes (node, map slot, TTL slot), for the
 /// `used_memory` estimate.
@@ -288,6 +299,9 @@ pub struct Db {
     access: Vec<u32>,
     /// How lookups update `access` (set from `maxmemory-policy`).
     pub(crate) access_mode: crate::evict::AccessMode,
+    /// Big aggregates removed from the keyspace, freed by `free_some`.
+    /// (Moved out of their boxes: the keys' 56-byte boxes go at once.)
+    graveyard: Vec<Object>,
 }
 
 /// A key is expired when `now > expire` (Redis's `keyIsExpired`).
@@ -320,6 +334,7 @@ impl Db {
             expiring: false,
             access: Vec::new(),
             access_mode: crate::evict::AccessMode::default(),
+            graveyard: Vec::new(),
         }
     }
 
@@ -461,11 +476,46 @@ impl Db {
         }
     }
 
+    /// Drop a removed value, burying a big aggregate for `free_some`.
+    fn bury(&mut self, v: Value) {
+        if let Value::Obj(o) = v {
+            if o.len() > LAZYFREE_MIN {
+                self.graveyard.push(*o);
+            }
+        }
+    }
+
+    /// Remove node `i` and drop its value (see [`Db::bury`]).
+    fn delete_at(&mut self, i: usize) {
+        let n = self.remove_at(i);
+        self.bury(n.value);
+    }
+
+    /// Free up to `budget` elements of buried aggregates; true while some
+    /// remain.
+    pub fn free_some(&mut self, mut budget: usize) -> bool {
+        while budget > 0 {
+            let Some(o) = self.graveyard.last_mut() else {
+                return false;
+            };
+            budget = budget.saturating_sub(o.free_some(budget));
+            if o.is_empty() {
+                self.graveyard.pop();
+            }
+        }
+        !self.graveyard.is_empty()
+    }
+
+    /// Buried aggregates not yet freed (INFO lazyfree_pending_objects).
+    pub fn lazyfree_pending(&self) -> usize {
+        self.graveyard.len()
+    }
+
     fn expire_at_if_needed(&mut self, i: usize, now: i64) -> bool {
         if is_expired(self.nodes[i].expire, now) {
             self.log_expired(i);
             self.expiring = true;
-            self.remove_at(i);
+            self.delete_at(i);
             self.expiring = false;
             self.stats.expired_keys += 1;
             true
@@ -597,7 +647,7 @@ impl Db {
         let i = self.find(key)?;
         let before = self.mem;
         self.expiring = true;
-        self.remove_at(i);
+        self.delete_at(i);
         self.expiring = false;
         Some(before.saturating_sub(self.mem))
     }
@@ -710,7 +760,7 @@ impl Db {
             self.note(&key, true, Some(Change::Write));
         }
         if empty {
-            self.remove_at(i);
+            self.delete_at(i);
         }
         Some(r)
     }
@@ -751,7 +801,10 @@ impl Db {
         if let Some(i) = p.index {
             let n = &mut self.nodes[i];
             self.mem = self.mem.saturating_sub(n.value.mem()) + vlen;
-            n.value = value;
+            let old = std::mem::replace(&mut n.value, value);
+            if matches!(old, Value::Obj(_)) {
+                self.bury(old);
+            }
             if !keep_ttl {
                 self.remove_expire_at(i);
             }
@@ -787,7 +840,7 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> bool {
         match self.find(key) {
             Some(i) => {
-                self.remove_at(i);
+                self.delete_at(i);
                 true
             }
             None => false,
@@ -799,7 +852,7 @@ impl Db {
         match self.find(key) {
             Some(i) if self.expire_at_if_needed(i, now) => false,
             Some(i) => {
-                self.remove_at(i);
+                self.delete_at(i);
                 true
             }
             None => false,
@@ -1015,7 +1068,7 @@ impl Db {
                 if is_expired(t.expire, now) {
                     self.log_expired(t.node as usize);
                     self.expiring = true;
-                    self.remove_at(t.node as usize);
+                    self.delete_at(t.node as usize);
                     self.expiring = false;
                     self.stats.expired_keys += 1;
                     o.expired += 1;

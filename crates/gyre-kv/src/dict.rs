@@ -212,6 +212,18 @@ impl<V: HeapSize> Dict<V> {
         self.grow_to(self.entries.len());
     }
 
+    /// Drop up to `n` entries from the end, for a table being freed
+    /// piecemeal (the index goes first: lookups are over). Returns how many.
+    pub fn free_some(&mut self, n: usize) -> usize {
+        self.slots = Vec::new();
+        let k = n.min(self.entries.len());
+        self.entries.truncate(self.entries.len() - k);
+        if self.entries.is_empty() {
+            self.entries = Vec::new();
+        }
+        k
+    }
+
     /// Entry `i` of the dense order (random picks, SCAN).
     pub fn entry(&self, i: usize) -> Option<(&[u8], &V)> {
         self.entries.get(i).map(|(k, v)| (&**k, v))

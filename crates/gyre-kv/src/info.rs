@@ -123,7 +123,7 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(out, "maxmemory_policy", c.evict.policy.name());
             line(out, "mem_fragmentation_ratio", "1.00");
             line(out, "mem_allocator", "libc");
-            line(out, "lazyfree_pending_objects", 0);
+            line(out, "lazyfree_pending_objects", server.lazyfree_pending());
         }
         "persistence" => {
             out.push_str("# Persistence\r\n");

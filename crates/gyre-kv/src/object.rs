@@ -81,6 +81,16 @@ impl Object {
         self.len() == 0
     }
 
+    /// Free up to `budget` elements of an aggregate already out of the
+    /// keyspace (see [`crate::db::LAZYFREE_MIN`]); returns how many went.
+    pub fn free_some(&mut self, budget: usize) -> usize {
+        match self {
+            Object::Hash(h) => h.free_some(budget),
+            Object::List(l) => l.free_some(budget),
+            Object::Set(s) => s.free_some(budget),
+        }
+    }
+
     /// Estimated heap bytes (INFO used_memory).
     pub fn mem(&self) -> u64 {
         (std::mem::size_of::<Object>()

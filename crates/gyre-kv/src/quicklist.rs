@@ -281,6 +281,24 @@ impl Quicklist {
         })
     }
 
+    /// Free up to about `budget` elements, whole nodes from the tail (a
+    /// list being freed piecemeal); returns how many went.
+    pub fn free_some(&mut self, budget: usize) -> usize {
+        let mut freed = 0;
+        while freed < budget {
+            let Some(n) = self.nodes.pop_back() else {
+                break;
+            };
+            freed += n.len();
+            self.len -= n.len();
+            self.cap_bytes -= n.capacity();
+        }
+        if self.nodes.is_empty() {
+            self.nodes = VecDeque::new();
+        }
+        freed
+    }
+
     /// Drop `n` elements from the head (whole nodes at once when possible).
     pub fn drop_front(&mut self, mut n: usize) {
         while n > 0 && !self.nodes.is_empty() {

@@ -13,6 +13,9 @@ use crate::resp::{self, Argv, Limits, RequestParser, Source, Step};
 pub type ClientId = u64;
 
 /// Redis's `CONFIG_MIN_HZ` / `CONFIG_MAX_HZ`.
+/// Elements freed per lazyfree step (one step is well under a millisecond).
+pub const LAZYFREE_CHUNK: usize = 4096;
+
 pub const MIN_HZ: u32 = 1;
 pub const MAX_HZ: u32 = 500;
 /// Redis's `MAX_CLIENTS_PER_CLOCK_TICK` (dynamic hz).
@@ -1061,7 +1064,26 @@ impl Server {
     /// metrics (every 100 ms), memory peak, clients cron (idle timeouts,
     /// `numclients / hz` clients per call, at least 5), databases cron (slow
     /// active expire cycle), persistence hook.
+    /// Free buried aggregates ([`crate::db::Db::free_some`]): chunks of
+    /// `chunk` elements until done or, with a limit, until it is spent.
+    pub fn lazyfree_step(&mut self, chunk: usize, limit: Option<Duration>) {
+        let start = std::time::Instant::now();
+        for db in &mut self.dbs {
+            while db.free_some(chunk) {
+                if limit.is_none_or(|l| start.elapsed() >= l) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Aggregates waiting to be freed (INFO lazyfree_pending_objects).
+    pub fn lazyfree_pending(&self) -> usize {
+        self.dbs.iter().map(Db::lazyfree_pending).sum()
+    }
+
     pub fn cron(&mut self, now_ms: i64) -> CronOutcome {
+        self.lazyfree_step(LAZYFREE_CHUNK, Some(Duration::from_millis(1)));
         // Dynamic hz: double while there are many clients per tick.
         let mut hz = self.config.hz.clamp(MIN_HZ, MAX_HZ);
         if self.config.dynamic_hz {
@@ -1207,6 +1229,7 @@ impl Server {
     /// are stale, at most once per 2 ms. Nothing in sliced mode (the
     /// driver's slices do that work on a timer).
     pub fn before_sleep(&mut self, now_ms: i64) -> ExpireCycleStats {
+        self.lazyfree_step(LAZYFREE_CHUNK, None);
         if self.config.expire_slices || !self.expire_backlog() {
             return ExpireCycleStats::default();
         }

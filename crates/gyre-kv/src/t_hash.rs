@@ -174,6 +174,18 @@ impl HashObj {
         }
     }
 
+    /// See [`crate::object::Object::free_some`].
+    pub fn free_some(&mut self, budget: usize) -> usize {
+        match self {
+            HashObj::Table(d) => d.free_some(budget),
+            HashObj::Listpack(_) => {
+                let n = self.len();
+                *self = HashObj::new();
+                n
+            }
+        }
+    }
+
     pub fn is_table(&self) -> bool {
         matches!(self, HashObj::Table(_))
     }

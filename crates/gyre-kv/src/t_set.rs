@@ -114,6 +114,18 @@ impl SetObj {
         }
     }
 
+    /// See [`crate::object::Object::free_some`].
+    pub fn free_some(&mut self, budget: usize) -> usize {
+        match self {
+            SetObj::Table(d) => d.free_some(budget),
+            SetObj::Intset(s) => {
+                let n = s.len();
+                *s = IntSet::new();
+                n
+            }
+        }
+    }
+
     /// Member `i` of the encoding's order (O(1)).
     pub fn member(&self, i: usize) -> Option<Vec<u8>> {
         match self {

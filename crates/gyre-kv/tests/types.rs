@@ -125,3 +125,59 @@ fn blocked_clients_sans_io() {
     assert_eq!(t.s.take_output(ids[0]), b"*-1\r\n");
     assert_eq!(t.s.blocked_counts(), (0, 0));
 }
+
+fn lazyfree_pending(t: &mut T) -> usize {
+    let Reply::Bulk(info) = t.cmd(&["INFO", "memory"]) else {
+        panic!("INFO");
+    };
+    String::from_utf8(info)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("lazyfree_pending_objects:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn big_aggregates_are_freed_incrementally() {
+    let mut t = T::new();
+    let fields: Vec<String> = (0..3000).map(|i| format!("f{i}")).collect();
+    for chunk in fields.chunks(500) {
+        let mut a = vec!["HSET", "big"];
+        for f in chunk {
+            a.push(f);
+            a.push("v");
+        }
+        t.cmd(&a);
+        let mut b = vec!["RPUSH", "biglist"];
+        b.extend(chunk.iter().map(String::as_str));
+        t.cmd(&b);
+    }
+    t.cmd(&["PEXPIRE", "biglist", "10"]);
+    assert!(data_bytes(&t) > 3000 * 2 * 8);
+    // DEL: gone from the keyspace and used_memory at once, freed later.
+    assert_eq!(t.cmd(&["DEL", "big"]), int(1));
+    t.advance(20);
+    assert_eq!(t.cmd(&["EXISTS", "biglist"]), int(0));
+    assert_eq!(data_bytes(&t), 0);
+    assert_eq!(lazyfree_pending(&mut t), 2);
+    // Each step frees a bounded number of elements.
+    t.s.lazyfree_step(1000, None);
+    assert_eq!(lazyfree_pending(&mut t), 2);
+    for _ in 0..10 {
+        t.s.lazyfree_step(1000, None);
+    }
+    assert_eq!(lazyfree_pending(&mut t), 0);
+    // An overwrite by SET buries the old aggregate too; serverCron frees it.
+    for chunk in fields.chunks(500) {
+        let mut a = vec!["SADD", "bigset"];
+        a.extend(chunk.iter().map(String::as_str));
+        t.cmd(&a);
+    }
+    t.cmd(&["SET", "bigset", "now a string"]);
+    assert_eq!(lazyfree_pending(&mut t), 1);
+    t.s.cron(t.now);
+    assert_eq!(lazyfree_pending(&mut t), 0);
+}
