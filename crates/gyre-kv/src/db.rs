@@ -292,6 +292,9 @@ pub struct Db {
     pub(crate) changes: Option<Vec<(Vec<u8>, Change)>>,
     /// A removal in progress is an expiry (not a command's change).
     expiring: bool,
+    /// Watched keys updated in place by the running command, touched by
+    /// [`Db::settle`] if the command changed anything.
+    soft_touched: Vec<Vec<u8>>,
     /// Per-key access clock, parallel to `nodes` (Redis's `robj->lru`):
     /// the LRU clock in seconds, or under an LFU policy minutes and a
     /// logarithmic counter (see [`crate::evict`]). Kept beside the nodes
@@ -332,6 +335,7 @@ impl Db {
             expired_log: None,
             changes: None,
             expiring: false,
+            soft_touched: Vec::new(),
             access: Vec::new(),
             access_mode: crate::evict::AccessMode::default(),
             graveyard: Vec::new(),
@@ -533,11 +537,39 @@ impl Db {
     /// A write to `key`: touch its watchers, log the change for keyspace
     /// events.
     fn note(&mut self, key: &[u8], exists_after: bool, change: Option<Change>) {
-        if !self.watched.is_empty() && change != Some(Change::New) {
-            self.watched.touch(key, exists_after);
+        if !self.watched.is_empty() {
+            match change {
+                Some(Change::New) => {}
+                // An in-place update may turn out to be a no-op (SREM of a
+                // missing member): it counts once the command is known to
+                // have changed something ([`Db::settle`]).
+                Some(Change::Update) => self.soft_touched.push(key.to_vec()),
+                _ => self.watched.touch(key, exists_after),
+            }
         }
         if let (Some(log), Some(c)) = (&mut self.changes, change) {
             log.push((key.to_vec(), c));
+        }
+    }
+
+    /// After a command: its in-place updates count (touch their watchers,
+    /// keep their events) when it `changed` something (Redis signals a
+    /// modified key exactly when it counts a change in `server.dirty`),
+    /// and are forgotten otherwise.
+    pub(crate) fn settle(&mut self, changed: bool) {
+        if !self.soft_touched.is_empty() {
+            let keys = std::mem::take(&mut self.soft_touched);
+            if changed {
+                for k in &keys {
+                    let exists = self.find(k).is_some();
+                    self.watched.touch(k, exists);
+                }
+            }
+        }
+        if !changed {
+            if let Some(log) = &mut self.changes {
+                log.retain(|(_, c)| *c != Change::Update);
+            }
         }
     }
 
@@ -695,7 +727,7 @@ impl Db {
     ) -> Option<R> {
         let i = self.find_live(key, now)?;
         if self.noting() {
-            self.note(key, true, Some(Change::Write));
+            self.note(key, true, Some(Change::Update));
         }
         let v = &mut self.nodes[i].value;
         let before = v.mem();
@@ -757,7 +789,7 @@ impl Db {
         self.mem = self.mem.saturating_sub(before) + after;
         if self.noting() {
             let key = self.nodes[i].key.as_slice().to_vec();
-            self.note(&key, true, Some(Change::Write));
+            self.note(&key, true, Some(Change::Update));
         }
         if empty {
             self.delete_at(i);

@@ -190,8 +190,11 @@ mod tests {
 pub enum Change {
     /// The key was created.
     New,
-    /// Its value was stored or modified.
+    /// Its value was stored.
     Write,
+    /// Its value was modified in place (counted only if the command
+    /// changed something, see `Db::settle`).
+    Update,
     /// A TTL was set.
     Expire,
     /// Its TTL was removed.
@@ -314,7 +317,7 @@ pub fn command_events(
         for (i, (key, change)) in log.iter().enumerate() {
             // A new aggregate is stored, then filled (`insert_obj` then
             // `update_obj`): one write.
-            if *change == Change::Write
+            if *change == Change::Update
                 && i >= 2
                 && log[i - 1] == (key.clone(), Change::Write)
                 && log[i - 2] == (key.clone(), Change::New)
@@ -334,7 +337,7 @@ pub fn command_events(
             let ev = match change {
                 Change::New if deleted_before() => None,
                 Change::New => Some((NEW, "new")),
-                Change::Write => write_event(cmd, key.as_slice() == first, &argv),
+                Change::Write | Change::Update => write_event(cmd, key.as_slice() == first, &argv),
                 Change::Expire => match cmd {
                     "rename" | "renamenx" | "copy" | "move" | "restore" => None,
                     _ => Some((GENERIC, "expire")),

@@ -802,7 +802,9 @@ impl Server {
             resync: false,
             deny_blocking: false,
         };
+        let dirty_before = self.dirty;
         (cmd.spec.handler)(self, &mut ctx);
+        self.settle_dbs(st.db, ctx.db, self.dirty != dirty_before);
         if self.config.notify_keyspace_events != 0 {
             if crate::notify::expired_pending(self) {
                 crate::notify::drain_expired(self, Some((id, ctx.proto, &mut *ctx.out)), now_ms);
@@ -876,6 +878,19 @@ impl Server {
                 .get(&id)
                 .and_then(|c| c.mstate.as_ref())
                 .is_some_and(|m| m.denyoom)
+    }
+
+    /// [`Db::settle`] the databases a command used (the selected one
+    /// before and after it).
+    fn settle_dbs(&mut self, before: usize, after: usize, changed: bool) {
+        if let Some(db) = self.dbs.get_mut(before) {
+            db.settle(changed);
+        }
+        if after != before {
+            if let Some(db) = self.dbs.get_mut(after) {
+                db.settle(changed);
+            }
+        }
     }
 
     /// Redis's `rejectCommand`: the error, and a transaction being queued
@@ -975,7 +990,9 @@ impl Server {
             resync: false,
             deny_blocking: true,
         };
+        let dirty_before = self.dirty;
         (cmd.spec.handler)(self, &mut sub);
+        self.settle_dbs(ctx.db, sub.db, self.dirty != dirty_before);
         if self.config.notify_keyspace_events != 0 {
             let name = cmd.parent.unwrap_or(cmd.spec).name;
             let own = Some((sub.client_id, sub.proto, &mut *sub.out));

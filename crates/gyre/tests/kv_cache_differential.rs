@@ -811,3 +811,116 @@ fn acl_matches_redis() {
         ",
     );
 }
+
+/// A small xorshift generator: the random scripts are reproducible per seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+}
+
+/// One random data command over a few keys of every type (replies whose
+/// order is deterministic in Redis only).
+fn random_command(r: &mut Rng) -> String {
+    let k = r.pick(&["k1", "k2", "h1", "s1", "l1"]);
+    let k2 = r.pick(&["k1", "k2", "h1", "s1", "l1"]);
+    let v = r.pick(&["a", "b", "7", "x y"]).replace(' ', "_");
+    let f = r.pick(&["f1", "f2"]);
+    match r.below(26) {
+        0 => format!("SET {k} {v}"),
+        1 => format!("SET {k} {v} EX 100"),
+        2 => format!("GET {k}"),
+        3 => format!("DEL {k} {k2}"),
+        4 => format!("INCR {k}"),
+        5 => format!("APPEND {k} {v}"),
+        6 => format!("EXPIRE {k} 100"),
+        7 => format!("PERSIST {k}"),
+        8 => format!("EXISTS {k}"),
+        9 => format!("HSET {k} {f} {v}"),
+        10 => format!("HDEL {k} {f}"),
+        11 => format!("HINCRBY {k} {f} 2"),
+        12 => format!("SADD {k} {v}"),
+        13 => format!("SREM {k} {v}"),
+        14 => format!("LPUSH {k} {v}"),
+        15 => format!("RPOP {k}"),
+        16 => format!("LREM {k} 0 {v}"),
+        17 => format!("RENAME {k} {k2}"),
+        18 => format!("SETNX {k} {v}"),
+        19 => format!("GETDEL {k}"),
+        20 => format!("MSET {k} {v} {k2} {v}"),
+        21 => format!("TYPE {k}"),
+        22 => format!("SCARD {k}"),
+        23 => format!("HGET {k} {f}"),
+        24 => format!("LLEN {k}"),
+        _ => format!("SINTERSTORE {k} {k2} s1"),
+    }
+}
+
+/// A random two-client session of WATCH / MULTI / EXEC / DISCARD /
+/// UNWATCH around data commands; with `events`, a third client watches
+/// every keyspace event and is synced after each step.
+fn random_session(seed: u64, steps: usize, events: bool) -> String {
+    let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut s = String::new();
+    if events {
+        s.push_str("9> CONFIG SET notify-keyspace-events KEA\n2> PSUBSCRIBE __key*__:*\n");
+    }
+    for _ in 0..steps {
+        let c = r.below(2);
+        let line = match r.below(12) {
+            0 => format!(
+                "WATCH {} {}",
+                r.pick(&["k1", "k2", "h1"]),
+                r.pick(&["s1", "l1", "nokey"])
+            ),
+            1 => "MULTI".to_string(),
+            2 => "EXEC".to_string(),
+            3 if r.below(3) == 0 => "DISCARD".to_string(),
+            4 if r.below(3) == 0 => "UNWATCH".to_string(),
+            _ => random_command(&mut r),
+        };
+        s.push_str(&format!("{c}> {line}\n"));
+        if events {
+            s.push_str("sync 2\n");
+        }
+    }
+    s.push_str("0> EXEC\n1> EXEC\n");
+    s
+}
+
+#[test]
+fn random_transactions_match_redis() {
+    for seed in 1..=4 {
+        differential(
+            &format!("kvdiff-rnd-tx-{seed}"),
+            &[],
+            "",
+            &random_session(seed, 400, false),
+        );
+    }
+}
+
+#[test]
+fn random_keyspace_events_match_redis() {
+    for seed in 11..=13 {
+        differential(
+            &format!("kvdiff-rnd-ev-{seed}"),
+            &[],
+            "",
+            &random_session(seed, 250, true),
+        );
+    }
+}
