@@ -13,10 +13,11 @@
 //! Redis calls `signalModifiedKey` from every write command. Here the
 //! database itself touches its registry on every mutation (store, in-place
 //! update, delete, expiry, TTL change, flush), so a command added later
-//! breaks WATCH without doing anything. The price: a write that turns out
-//! to be a no-op on an aggregate (SREM of a missing member) still counts
-//! as a modification, so it aborts a transaction Redis would let through —
-//! never the other way round.
+//! breaks WATCH without doing anything. Stores, deletes, TTL changes and
+//! flushes touch at once; an in-place update of a value (which may turn
+//! out a no-op: SREM of a missing member) touches after the command only
+//! if the command counted a change in `server.dirty` (`Db::settle`), the
+//! same condition under which Redis calls `signalModifiedKey`.
 
 use std::collections::HashMap;
 

@@ -247,3 +247,53 @@ fn a_subscriber_that_never_reads_is_cut_at_its_hard_limit() {
         .1;
     assert_eq!(n, 1);
 }
+
+#[test]
+fn redis_conf_spellings_in_kv_block_reach_config_get() {
+    let kv = start(
+        "kvc-conf",
+        "protected-mode no;\nnotify-keyspace-events \"Ex\";\n\
+         client-output-buffer-limit pubsub 4mb 1mb 30;\nclient-output-buffer-limit normal 0 0 0;\n\
+         maxmemory 64mb;\nmaxmemory-policy allkeys-lfu;\nmaxmemory_samples 7;\n\
+         maxmemory-eviction-tenacity 20;\nlfu-log-factor 5;\nlfu_decay_time 2;\n\
+         dynamic-hz no;\nproto-max-bulk-len 64mb;\nclient-query-buffer-limit 32mb;",
+    );
+    let mut c = client(&kv);
+    let get = |c: &mut redis::Connection, name: &str| -> String {
+        let v: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(name).query(c).unwrap();
+        assert_eq!(v.len(), 2, "{name}: {v:?}");
+        v[1].clone()
+    };
+    assert_eq!(get(&mut c, "protected-mode"), "no");
+    assert_eq!(get(&mut c, "notify-keyspace-events"), "xE");
+    assert_eq!(
+        get(&mut c, "client-output-buffer-limit"),
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 4194304 1048576 30"
+    );
+    assert_eq!(get(&mut c, "maxmemory"), (64u64 << 20).to_string());
+    assert_eq!(get(&mut c, "maxmemory-policy"), "allkeys-lfu");
+    assert_eq!(get(&mut c, "maxmemory-samples"), "7");
+    assert_eq!(get(&mut c, "maxmemory-eviction-tenacity"), "20");
+    assert_eq!(get(&mut c, "lfu-log-factor"), "5");
+    assert_eq!(get(&mut c, "lfu-decay-time"), "2");
+    assert_eq!(get(&mut c, "dynamic-hz"), "no");
+    assert_eq!(get(&mut c, "proto-max-bulk-len"), (64u64 << 20).to_string());
+    assert_eq!(
+        get(&mut c, "client-query-buffer-limit"),
+        (32u64 << 20).to_string()
+    );
+}
+
+#[test]
+fn a_bad_cache_setting_is_refused_at_startup() {
+    let p = Prefix::new("kvc-badconf");
+    let port = free_port();
+    p.conf(&format!(
+        "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
+         kv {{\n    listen 127.0.0.1:{port};\n    maxmemory-policy lru;\n}}\n"
+    ));
+    let out = p.run(&["-t"]);
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("must be one of the following"), "{text}");
+}
