@@ -97,6 +97,30 @@ static CLIENT_SUBS: &[CommandSpec] = &[
         client_kill
     ),
     spec!(
+        "pause",
+        -3,
+        ADMIN,
+        0,
+        0,
+        0,
+        "connection",
+        "3.0.0",
+        "Stop processing commands from clients for some time",
+        crate::pause::client_pause
+    ),
+    spec!(
+        "unpause",
+        2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "connection",
+        "6.2.0",
+        "Resume processing of clients that were paused",
+        crate::pause::client_unpause
+    ),
+    spec!(
         "reply",
         3,
         ADMIN,

@@ -323,6 +323,10 @@ pub fn perform_evictions(server: &mut Server, now: i64) -> Outcome {
     if max == 0 {
         return Outcome::Ok;
     }
+    // Eviction writes: it waits out a CLIENT PAUSE (Redis's EVICT_OK).
+    if server.pause_pending() && server.writes_paused(now) {
+        return Outcome::Ok;
+    }
     let used = server.used_memory_for_eviction();
     if used <= max {
         server.evict_state.pending = false;

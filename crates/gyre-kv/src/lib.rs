@@ -81,6 +81,7 @@ pub mod multi;
 pub mod notify;
 pub mod object;
 pub mod output;
+pub mod pause;
 pub mod pubsub;
 pub mod quicklist;
 pub mod reply_mode;

@@ -128,6 +128,8 @@ pub struct MultiState {
     /// A `denyoom` command is queued (Redis's `cmd_flags`): EXEC is
     /// refused under OOM.
     pub(crate) denyoom: bool,
+    /// A write (or PUBLISH) is queued: EXEC waits out a WRITE pause.
+    pub(crate) writes: bool,
 }
 
 /// Per-command overhead counted against the limit (spans and headers).

@@ -234,6 +234,8 @@ pub struct Client {
     pub(crate) reply_mode: crate::reply_mode::ReplyMode,
     /// The ACL user the client is authenticated as.
     pub(crate) user: String,
+    /// The parser holds a command CLIENT PAUSE postponed.
+    pub(crate) postponed_in_parser: bool,
     /// Replies produced while the client was blocked (served, timed out,
     /// unblocked), for its connection to write.
     pub(crate) pending: Vec<u8>,
@@ -306,6 +308,9 @@ pub struct FeedOutcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {
     Continue,
+    /// Not run: CLIENT PAUSE is in force (see [`crate::pause`]); the
+    /// command stays in the input.
+    Postponed,
     /// Close after the reply is written (QUIT, CLIENT KILL of oneself,
     /// protocol errors).
     CloseAfterReply,
@@ -406,6 +411,8 @@ pub struct Server {
     pub(crate) rng: crate::util::Rng,
     /// Clients blocked in BLPOP & co. ([`crate::blocked`]).
     pub(crate) blocked: crate::blocked::BlockState,
+    /// CLIENT PAUSE.
+    pub(crate) pause: crate::pause::PauseState,
 }
 
 impl Server {
@@ -440,6 +447,7 @@ impl Server {
             last_save_ms: now_ms,
             rng: crate::util::Rng::new(rng.next_u64()),
             blocked: crate::blocked::BlockState::default(),
+            pause: Default::default(),
             pubsub: Default::default(),
             writers: Vec::new(),
             evict_state: Default::default(),
@@ -502,6 +510,7 @@ impl Server {
                 authenticated,
                 reply_mode: Default::default(),
                 user: "default".to_string(),
+                postponed_in_parser: false,
                 pending: Vec::new(),
             },
         );
@@ -517,6 +526,7 @@ impl Server {
         crate::pubsub::unsubscribe_all(self, id, None);
         self.clients.remove(&id);
         self.forget_blocked(id);
+        self.forget_postponed(id);
     }
 
     /// Move the clients the databases found with a modified watched key
@@ -614,7 +624,21 @@ impl Server {
         let mut pos = 0;
         let mut close = false;
         let mut blocked = None;
-        loop {
+        // A command the parser assembled was postponed by CLIENT PAUSE: it
+        // runs first (or waits again).
+        if self.clients.get(&id).is_some_and(|c| c.postponed_in_parser) {
+            let flow = self.run(id, parser.argv(), now_ms, out, &mut st);
+            if flow == Flow::Postponed {
+                blocked = Some(0);
+            } else {
+                parser.clear_command();
+                if let Some(c) = self.clients.get_mut(&id) {
+                    c.postponed_in_parser = false;
+                }
+                close = flow == Flow::CloseAfterReply;
+            }
+        }
+        while blocked.is_none() && !close {
             let rest = &input[pos..];
             let (n, step) = parser.next(rest, &mut spans);
             pos += n;
@@ -636,6 +660,19 @@ impl Server {
                 Source::Parser => parser.argv(),
             };
             let flow = self.run(id, argv, now_ms, out, &mut st);
+            if flow == Flow::Postponed {
+                // Leave the command where it is for when the pause ends.
+                match src {
+                    Source::Input => pos -= n,
+                    Source::Parser => {
+                        if let Some(c) = self.clients.get_mut(&id) {
+                            c.postponed_in_parser = true;
+                        }
+                    }
+                }
+                blocked = Some(0);
+                break;
+            }
             if src == Source::Parser {
                 parser.clear_command();
             }
@@ -722,6 +759,9 @@ impl Server {
         let mark = out.len();
         let before = st.gate & GATE_REPLY;
         let flow = self.run_command(id, argv, now_ms, out, st);
+        if flow == Flow::Postponed {
+            return flow;
+        }
         if (before | st.gate) & GATE_REPLY != 0 {
             if let Some(c) = self.clients.get_mut(&id) {
                 let (drop, next) = crate::reply_mode::after_command(c.reply_mode);
@@ -774,21 +814,20 @@ impl Server {
             self.reject(id, st, exec, out, crate::evict::ERR_OOM.as_bytes());
             return Flow::Continue;
         }
-        if st.gate != 0 {
-            if st.gate & GATE_PUBSUB != 0
-                && st.proto == 2
-                && !crate::pubsub::allowed_in_context(name)
-            {
-                let m = format!(
-                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
-                    cmd.full_name()
-                );
-                self.reject(id, st, exec, out, m.as_bytes());
-                return Flow::Continue;
-            }
-            if st.gate & GATE_MULTI != 0 && !crate::multi::runs_inside_multi(name) {
-                return self.queue_multi(id, argv, out, st);
-            }
+        if st.gate & GATE_PUBSUB != 0 && st.proto == 2 && !crate::pubsub::allowed_in_context(name) {
+            let m = format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                cmd.full_name()
+            );
+            self.reject(id, st, exec, out, m.as_bytes());
+            return Flow::Continue;
+        }
+        if self.pause_pending() && self.pause_postpones(id, &cmd, now_ms) {
+            self.postpone(id);
+            return Flow::Postponed;
+        }
+        if st.gate & GATE_MULTI != 0 && !crate::multi::runs_inside_multi(name) {
+            return self.queue_multi(id, argv, out, st);
         }
         let mut ctx = Ctx {
             argv,
@@ -930,10 +969,11 @@ impl Server {
         st: &mut Session,
     ) -> Flow {
         let limit = self.config.client_query_buffer_limit;
-        let denyoom = self
-            .table
-            .get(argv.get(0).unwrap_or_default())
-            .is_some_and(|s| s.flags.contains(&"denyoom"));
+        let spec = self.table.get(argv.get(0).unwrap_or_default());
+        let denyoom = spec.is_some_and(|s| s.flags.contains(&"denyoom"));
+        let writes = spec.is_some_and(|s| {
+            s.flags.contains(&"write") || matches!(s.name, "publish" | "spublish")
+        });
         let Some(c) = self.clients.get_mut(&id) else {
             return Flow::Continue;
         };
@@ -942,6 +982,7 @@ impl Server {
             return Flow::Continue;
         };
         ms.denyoom |= denyoom;
+        ms.writes |= writes;
         if ms.queue(argv) > limit {
             log::warn!(
                 "Closing client that reached max query buffer length (MULTI queue of {} bytes)",
@@ -1141,7 +1182,12 @@ impl Server {
         } else {
             self.slow_budget()
         };
-        let expire = self.active_expire_cycle(now_ms, CycleKind::Slow, budget);
+        // No active expiry while a CLIENT PAUSE holds writes.
+        let expire = if self.pause_pending() && self.writes_paused(now_ms) {
+            ExpireCycleStats::default()
+        } else {
+            self.active_expire_cycle(now_ms, CycleKind::Slow, budget)
+        };
         crate::notify::drain_expired(self, None, now_ms);
 
         self.persistence_cron(now_ms);
@@ -1167,6 +1213,9 @@ impl Server {
     /// One short expire cycle ([`EXPIRE_SLICE_US`] of budget) for a driver
     /// working off a backlog in slices (see [`Config::expire_slices`]).
     pub fn expire_slice(&mut self, now_ms: i64) -> ExpireCycleStats {
+        if self.pause_pending() && self.writes_paused(now_ms) {
+            return ExpireCycleStats::default();
+        }
         let budget = self.slice_budget();
         let st = self.active_expire_cycle(now_ms, CycleKind::Fast, budget);
         crate::notify::drain_expired(self, None, now_ms);
@@ -1248,6 +1297,9 @@ impl Server {
     pub fn before_sleep(&mut self, now_ms: i64) -> ExpireCycleStats {
         self.lazyfree_step(LAZYFREE_CHUNK, None);
         if self.config.expire_slices || !self.expire_backlog() {
+            return ExpireCycleStats::default();
+        }
+        if self.pause_pending() && self.writes_paused(now_ms) {
             return ExpireCycleStats::default();
         }
         if now_ms < self.cron.last_fast_cycle_ms + (2 * EXPIRE_FAST_DURATION_US / 1000) as i64 {

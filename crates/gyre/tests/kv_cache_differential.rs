@@ -924,3 +924,40 @@ fn random_keyspace_events_match_redis() {
         );
     }
 }
+
+#[test]
+fn client_pause_matches_redis() {
+    differential(
+        "kvdiff-pause",
+        &[],
+        "",
+        "
+        0> CLIENT PAUSE x
+        0> CLIENT PAUSE 10 FOO
+        0> CLIENT PAUSE -1
+        0> CLIENT PAUSE
+        0> SET x old
+        0> CLIENT PAUSE 400 WRITE
+        1>0 SET x new
+        1>0 GET x
+        2> GET x
+        2> MULTI
+        2>0 SET y 1
+        3>0 PUBLISH ch m
+        4> PING
+        sleep 700
+        sync 1 3
+        2>2 EXEC
+        0> CLIENT PAUSE 300 ALL
+        1>0 PING during
+        2>0 CLIENT UNPAUSE
+        sleep 600
+        sync 1 2
+        0> CLIENT PAUSE 100000 WRITE
+        1>0 INCR counter
+        0> CLIENT UNPAUSE
+        sync 1
+        0> GET counter
+        ",
+    );
+}
