@@ -388,6 +388,31 @@ fn transactions_match_redis() {
         sleep 120
         0> MULTI
         0> EXEC
+        0> FLUSHALL
+        0> SET w 1
+        0> WATCH w
+        5> SELECT 1
+        5> SET w other
+        5> SWAPDB 0 1
+        0> MULTI
+        0> GET w
+        0> EXEC
+        0> GET w
+        0> WATCH nowhere
+        5> SWAPDB 0 1
+        0> MULTI
+        0> EXEC
+        5> SELECT 0
+        5> DEL w
+        0> WATCH w
+        5> SWAPDB 1 0
+        0> MULTI
+        0> EXEC
+        0> SWAPDB 0
+        0> SWAPDB a 1
+        0> SWAPDB 0 b
+        0> SWAPDB 0 99
+        0> SWAPDB 3 3
         0> MULTI
         0> BLPOP nolist 0
         0> BRPOPLPUSH nolist other 0
