@@ -23,7 +23,13 @@
 //! * [`multi`] — MULTI/EXEC/WATCH (the WATCH registry lives in each
 //!   [`db::Db`], touched by every write).
 //! * [`pubsub`] — channels, patterns, shard channels, message fan-out into
-//!   other clients' output buffers, `client-output-buffer-limit`.
+//!   other clients' output buffers; [`output`] — those buffers and
+//!   `client-output-buffer-limit`.
+//! * [`notify`] — keyspace events (`notify-keyspace-events`).
+//! * [`evict`] — `maxmemory` and the eviction policies.
+//! * [`auth`], [`acl`] (with [`acl_cats`], [`sha256`]) — AUTH, RESET,
+//!   protected mode, ACL users and permissions.
+//! * [`reply_mode`], [`pause`] — CLIENT REPLY, CLIENT PAUSE.
 //! * [`info`] — INFO text.
 //! * [`conf`] — the `kv {}` configuration block.
 //!
