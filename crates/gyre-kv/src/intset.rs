@@ -78,6 +78,8 @@ impl IntSet {
             match v.binary_search(&x) {
                 Ok(_) => false,
                 Err(p) => {
+                    // Exact growth, as Redis's intset reallocs per add.
+                    v.reserve_exact(1);
                     v.insert(p, x);
                     true
                 }

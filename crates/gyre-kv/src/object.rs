@@ -12,7 +12,14 @@
 //! * [`crate::t_list::ListObj`] — quicklist (a deque of listpacks).
 //!
 //! Adding a type (sorted sets: `t_zset.rs`) is: a variant here, its arms
-//! in the four `match`es below, and its module.
+//! in `Object`'s methods below (`kind`, `encoding`, `len`, `mem`,
+//! `free_some`), and its module with a `COMMANDS` slice listed in
+//! [`crate::cmd::TABLES`]. A type module reads with [`read_kind`], writes
+//! through a [`Probe`]: [`check_kind`] (WRONGTYPE), `Db::insert_obj` to
+//! create, `Db::update_obj` to change (memory accounting, empty-aggregate
+//! deletion). Blocking pops of a new type add a [`crate::blocked::BlockOp`]
+//! and call `server.blocked.signal(db, key)` where a key of that type is
+//! created, as `t_list::write` does.
 
 use crate::cmd::{Ctx, Replied, ERR_WRONGTYPE};
 use crate::db::{Db, Probe, Ref};

@@ -605,6 +605,16 @@ fn sorted(items: &[Reply], pairs: bool) -> Vec<String> {
     groups
 }
 
+/// The RESP type of a reply (RESP3 tells arrays, sets and maps apart).
+fn kind(r: &Reply) -> &'static str {
+    match r {
+        Reply::Array(_) => "array",
+        Reply::Set(_) => "set",
+        Reply::Map(_) => "map",
+        _ => "other",
+    }
+}
+
 /// The elements of an array-like reply (SCAN: the second element's).
 fn elements(r: &Reply) -> Option<Vec<Reply>> {
     match r {
@@ -666,6 +676,8 @@ fn full_scan(c: &mut Conn, args: &[String]) -> Vec<Reply> {
 fn shape(r: &Reply) -> String {
     match r {
         Reply::Array(v) => format!("array of {}", v.len()),
+        Reply::Set(v) => format!("set of {}", v.len()),
+        Reply::Map(v) => format!("map of {}", v.len()),
         Reply::Bulk(_) => "bulk".into(),
         other => format!("{other:?}"),
     }
@@ -680,6 +692,15 @@ fn run_seed(seed: u64, gens: &[Gen], steps: usize, redis: SocketAddr, gyre: Sock
     let to_args =
         |v: &[String]| -> Vec<Vec<u8>> { v.iter().map(|s| s.as_bytes().to_vec()).collect() };
     both(&mut rc, &mut gc, &to_args(&["FLUSHALL".into()]));
+    // RESP3 in a third of the seeds: maps, sets, nulls, pairs.
+    if seed % 3 == 0 {
+        let (x, y) = both(&mut rc, &mut gc, &to_args(&["HELLO".into(), "3".into()]));
+        assert!(
+            matches!((&x, &y), (Reply::Map(_), Reply::Map(_))),
+            "HELLO 3"
+        );
+        println!("  RESP3");
+    }
     // Small thresholds in some seeds so conversions happen often.
     let small = seed % 2 == 0;
     for (p, v) in [
@@ -726,6 +747,7 @@ fn run_seed(seed: u64, gens: &[Gen], steps: usize, redis: SocketAddr, gyre: Sock
                 );
             }
             Cmp::Set => {
+                assert_eq!(kind(&want), kind(&got), "reply type: {}", ctx());
                 let (Some(we), Some(ge)) = (elements(&want), elements(&got)) else {
                     panic!("{}\n redis: {}\n  gyre: {}", ctx(), fmt(&want), fmt(&got));
                 };
@@ -739,6 +761,7 @@ fn run_seed(seed: u64, gens: &[Gen], steps: usize, redis: SocketAddr, gyre: Sock
                 );
             }
             Cmp::Unordered { pairs } => {
+                assert_eq!(kind(&want), kind(&got), "reply type: {}", ctx());
                 let enc = to_args(&["OBJECT".into(), "ENCODING".into(), args[1].clone()]);
                 // The keyspace's SCAN (one call covering every key) is
                 // compared as a set; an aggregate's order only if it is a
