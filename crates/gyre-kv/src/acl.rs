@@ -4,11 +4,11 @@
 //! `-@category` `allcommands` `nocommands`), key patterns (`~pat`
 //! `%R~pat` `%W~pat` `allkeys` `resetkeys`), channel patterns (`&pat`
 //! `allchannels` `resetchannels`), `reset`; the ACL command (SETUSER
-//! GETUSER DELUSER LIST USERS WHOAMI CAT GENPASS SAVE LOAD HELP) and the
+//! GETUSER DELUSER LIST USERS WHOAMI CAT GENPASS DRYRUN SAVE LOAD HELP) and the
 //! permission check every command passes (NOPERM errors).
 //!
 //! Not here: selectors `(...)`, first-argument rules (`+select|0`),
-//! ACL LOG and DRYRUN, `aclfile`. The describe form of command rules
+//! ACL LOG, `aclfile`. The describe form of command rules
 //! (ACL LIST, GETUSER) follows Redis 7.0's algorithm — categories that
 //! are mostly on (or off), then single commands — over this server's
 //! command table; Redis prints the single commands in its hash table's
@@ -594,8 +594,10 @@ impl Users {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Denied {
     Command,
-    Key,
-    Channel,
+    /// The argument index of the key refused.
+    Key(usize),
+    /// The argument index of the channel refused.
+    Channel(usize),
 }
 
 impl Denied {
@@ -603,8 +605,8 @@ impl Denied {
     pub fn reason(self) -> &'static str {
         match self {
             Denied::Command => "no permission to execute the command or subcommand",
-            Denied::Key => "no permission to touch the specified keys",
-            Denied::Channel => "no permission to access one of the channels used as arguments",
+            Denied::Key(_) => "no permission to touch the specified keys",
+            Denied::Channel(_) => "no permission to access one of the channels used as arguments",
         }
     }
 
@@ -614,11 +616,11 @@ impl Denied {
                 "NOPERM this user has no permissions to run the '{}' command",
                 cmd.full_name()
             ),
-            Denied::Key => {
+            Denied::Key(_) => {
                 "NOPERM this user has no permissions to access one of the keys used as arguments"
                     .into()
             }
-            Denied::Channel => "NOPERM this user has no permissions to access one of the channels used as arguments".into(),
+            Denied::Channel(_) => "NOPERM this user has no permissions to access one of the channels used as arguments".into(),
         }
     }
 }
@@ -664,7 +666,7 @@ pub fn check(user: &User, cmd: &Resolved, argv: crate::resp::Argv<'_>) -> Result
                 .iter()
                 .any(|k| (if write { k.write } else { k.read }) && stringmatch(&k.pat, key, false));
             if !ok {
-                return Err(Denied::Key);
+                return Err(Denied::Key(i));
             }
         }
     }
@@ -679,7 +681,7 @@ pub fn check(user: &User, cmd: &Resolved, argv: crate::resp::Argv<'_>) -> Result
                 for i in 1..argv.len() {
                     let p = argv.get(i).unwrap_or_default();
                     if !user.channels.iter().any(|c| c == p) {
-                        return Err(Denied::Channel);
+                        return Err(Denied::Channel(i));
                     }
                 }
                 0..0
@@ -689,7 +691,7 @@ pub fn check(user: &User, cmd: &Resolved, argv: crate::resp::Argv<'_>) -> Result
         for i in literal {
             let ch = argv.get(i).unwrap_or_default();
             if !user.channels.iter().any(|c| stringmatch(c, ch, false)) {
-                return Err(Denied::Channel);
+                return Err(Denied::Channel(i));
             }
         }
     }
@@ -835,6 +837,18 @@ static ACL_SUBS: &[CommandSpec] = &[
         "6.0.0",
         "Reload the ACLs from the configured ACL file",
         acl_nofile
+    ),
+    spec!(
+        "dryrun",
+        -4,
+        ADMIN_SLOW,
+        0,
+        0,
+        0,
+        "server",
+        "7.0.0",
+        "Returns whether the user can execute the given command without executing the command",
+        acl_dryrun
     ),
     spec!(
         "help",
@@ -1034,6 +1048,58 @@ fn acl_genpass(_: &mut Server, ctx: &mut Ctx<'_>) {
     let mut s: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     s.truncate(chars);
     ctx.bulk(s.as_bytes());
+}
+
+/// ACL DRYRUN user command [args...]: what the check would say.
+fn acl_dryrun(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let name = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+    let Some(u) = server.users.get(&name) else {
+        return ctx.err(&format!("ERR User '{name}' not found"));
+    };
+    // The command's own argv (arguments 3..).
+    let mut buf = Vec::new();
+    let mut spans = Vec::new();
+    for i in 3..ctx.argc() {
+        let s = buf.len();
+        buf.extend_from_slice(ctx.arg(i));
+        spans.push((s, buf.len()));
+    }
+    let argv = crate::resp::Argv::new(&buf, &spans);
+    let first = argv.get(0).unwrap_or_default();
+    if server.table.get(first).is_none() {
+        let m = format!("ERR Command '{}' not found", String::from_utf8_lossy(first));
+        return ctx.err(&m);
+    }
+    let cmd = match server.lookup_command(argv) {
+        Ok(c) => c,
+        Err(msg) => {
+            ctx.errors += 1;
+            return crate::resp::write_error(ctx.out, &msg);
+        }
+    };
+    let arg = |i: usize| String::from_utf8_lossy(argv.get(i).unwrap_or_default()).into_owned();
+    match check(u, &cmd, argv) {
+        Ok(()) => ctx.ok(),
+        Err(d) => {
+            let m = match d {
+                Denied::Command => format!(
+                    "This user has no permissions to run the '{}' command",
+                    cmd.full_name()
+                ),
+                Denied::Key(i) => {
+                    format!(
+                        "This user has no permissions to access the '{}' key",
+                        arg(i)
+                    )
+                }
+                Denied::Channel(i) => format!(
+                    "This user has no permissions to access the '{}' channel",
+                    arg(i)
+                ),
+            };
+            ctx.bulk(m.as_bytes());
+        }
+    }
 }
 
 fn acl_nofile(_: &mut Server, ctx: &mut Ctx<'_>) {

@@ -1048,7 +1048,7 @@ impl Server {
 
     /// Resolve `argv` to a command spec (with subcommands), checking arity.
     /// `Err` carries Redis's error text.
-    fn lookup_command(&self, argv: Argv<'_>) -> Result<Resolved, Vec<u8>> {
+    pub(crate) fn lookup_command(&self, argv: Argv<'_>) -> Result<Resolved, Vec<u8>> {
         let name = argv.get(0).unwrap_or_default();
         let Some(spec) = self.table.get(name) else {
             return Err(cmd::unknown_command_error(argv));

@@ -830,6 +830,20 @@ fn acl_matches_redis() {
         5> SET c 1
         0> ACL SETUSER ex -get resetkeys ~b
         5> EXEC
+        0> ACL SETUSER dry on nopass ~k* &c* +get +publish
+        0> ACL DRYRUN dry get k1
+        0> ACL DRYRUN dry get x
+        0> ACL DRYRUN dry set k1 v
+        0> ACL DRYRUN nobody get k
+        0> ACL DRYRUN dry nosuch
+        0> ACL DRYRUN dry get
+        0> ACL DRYRUN dry
+        0> ACL DRYRUN dry publish x m
+        0> ACL DRYRUN dry publish c1 m
+        0> ACL DRYRUN dry client list
+        0> ACL SETUSER dry resetkeys %R~r* +set
+        0> ACL DRYRUN dry set r1 v
+        0> ACL DRYRUN dry get r1
         0> ACL DELUSER alice
         1> PING
         0> CLIENT LIST ID 1
