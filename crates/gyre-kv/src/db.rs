@@ -701,8 +701,24 @@ impl Db {
             }
             None => {
                 self.stats.keyspace_misses += 1;
+                self.note_miss(key);
                 None
             }
+        }
+    }
+
+    /// A read lookup missed: a `keymiss` event when they are on.
+    fn note_miss(&mut self, key: &[u8]) {
+        if let Some(log) = &mut self.changes {
+            log.push((key.to_vec(), Change::Miss));
+        }
+    }
+
+    /// [`Db::count_read`] naming the key (a miss is a `keymiss` event).
+    pub fn count_read_key(&mut self, key: &[u8], hit: bool) {
+        self.count_read(hit);
+        if !hit {
+            self.note_miss(key);
         }
     }
 

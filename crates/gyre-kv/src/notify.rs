@@ -201,6 +201,8 @@ pub enum Change {
     Persist,
     /// The command removed it (expiry is reported as `expired` instead).
     Deleted,
+    /// A read lookup did not find it (`keymiss`, class `m`).
+    Miss,
 }
 
 /// The event of a value written by `cmd` (`first`: the key is the
@@ -281,7 +283,7 @@ fn delete_event(cmd: &str) -> (u32, &'static str) {
 
 /// Whether the changes log must be kept (any class but `expired`).
 pub fn changes_wanted(server: &Server) -> bool {
-    enabled(server, (ALL & !EXPIRED) | NEW)
+    enabled(server, (ALL & !EXPIRED) | NEW | KEY_MISS)
 }
 
 /// Turn the databases' change logs on or off to match the flags.
@@ -310,10 +312,16 @@ pub fn command_events(
     let mut own = own;
     let first = argv.get(1).unwrap_or_default();
     for dbi in 0..server.dbs.len() {
-        let log = match server.dbs[dbi].changes.as_mut() {
+        let mut log = match server.dbs[dbi].changes.as_mut() {
             Some(l) if !l.is_empty() => std::mem::take(l),
             _ => continue,
         };
+        // RENAME deletes an existing destination silently and adds it anew
+        // (Redis's dbAdd sends `new` at once), then fires its two events.
+        if matches!(cmd, "rename" | "renamenx") {
+            log.sort_by_key(|(_, c)| *c != Change::New);
+            log.retain(|(k, c)| *c != Change::Deleted || k.as_slice() == first);
+        }
         for (i, (key, change)) in log.iter().enumerate() {
             // A new aggregate is stored, then filled (`insert_obj` then
             // `update_obj`): one write.
@@ -335,7 +343,7 @@ pub fn command_events(
                     .any(|(k, c)| k == key && *c == Change::Deleted)
             };
             let ev = match change {
-                Change::New if deleted_before() => None,
+                Change::New if deleted_before() && !matches!(cmd, "rename" | "renamenx") => None,
                 Change::New => Some((NEW, "new")),
                 Change::Write | Change::Update => write_event(cmd, key.as_slice() == first, &argv),
                 Change::Expire => match cmd {
@@ -346,6 +354,7 @@ pub fn command_events(
                     "persist" | "getex" => Some((GENERIC, "persist")),
                     _ => None,
                 },
+                Change::Miss => Some((KEY_MISS, "keymiss")),
                 Change::Deleted if recreated(i + 1) => None,
                 Change::Deleted => Some(delete_event(cmd)),
             };

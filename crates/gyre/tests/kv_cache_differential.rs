@@ -915,7 +915,7 @@ fn random_session(seed: u64, steps: usize, events: bool) -> String {
     let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut s = String::new();
     if events {
-        s.push_str("9> CONFIG SET notify-keyspace-events KEA\n2> PSUBSCRIBE __key*__:*\n");
+        s.push_str("9> CONFIG SET notify-keyspace-events KEAmn\n2> PSUBSCRIBE __key*__:*\n");
     }
     for _ in 0..steps {
         let c = r.below(2);
