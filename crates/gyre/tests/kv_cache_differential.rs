@@ -940,9 +940,18 @@ fn random_session(seed: u64, steps: usize, events: bool) -> String {
     s
 }
 
+/// Seeds `from..from+n`; `KVDIFF_SEEDS=n` runs more of them.
+fn seeds(from: u64, n: u64) -> std::ops::Range<u64> {
+    let n = std::env::var("KVDIFF_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(n);
+    from..from + n
+}
+
 #[test]
 fn random_transactions_match_redis() {
-    for seed in 1..=4 {
+    for seed in seeds(1, 4) {
         differential(
             &format!("kvdiff-rnd-tx-{seed}"),
             &[],
@@ -954,7 +963,7 @@ fn random_transactions_match_redis() {
 
 #[test]
 fn random_keyspace_events_match_redis() {
-    for seed in 11..=13 {
+    for seed in seeds(11, 3) {
         differential(
             &format!("kvdiff-rnd-ev-{seed}"),
             &[],
