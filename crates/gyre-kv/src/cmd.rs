@@ -265,7 +265,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::t_list::COMMANDS,
     crate::multi::COMMANDS,
     crate::auth::COMMANDS,
-    crate::acl::COMMANDS,
+    crate::acl_cmds::COMMANDS,
     crate::pubsub::COMMANDS,
 ];
 

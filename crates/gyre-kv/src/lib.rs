@@ -65,6 +65,7 @@
 
 pub mod acl;
 pub mod acl_cats;
+pub mod acl_cmds;
 pub mod auth;
 pub mod blocked;
 pub mod client;
@@ -88,6 +89,7 @@ pub mod notify;
 pub mod object;
 pub mod output;
 pub mod pause;
+pub mod process_cmd;
 pub mod pubsub;
 pub mod quicklist;
 pub mod reply_mode;
