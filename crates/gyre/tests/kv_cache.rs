@@ -1,7 +1,9 @@
 //! The kv process's cache features through the real binary with the
 //! `redis` crate's own helpers: `redis::transaction` (WATCH/MULTI/EXEC
 //! optimistic locking under contention), `PubSub`, AUTH through the
-//! client URL, and a subscriber that never reads being cut off at its
+//! client URL, one PUBLISH fanned out to 100 channel and pattern
+//! subscribers in order, the redis.conf spellings of every cache setting
+//! in `kv {}`, and a subscriber that never reads being cut off at its
 //! hard output limit (logged as Redis logs it) while other clients keep
 //! being served.
 #![allow(clippy::unwrap_used)]
@@ -296,4 +298,69 @@ fn a_bad_cache_setting_is_refused_at_startup() {
     let text = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("must be one of the following"), "{text}");
+}
+
+#[test]
+fn a_publish_reaches_every_one_of_many_subscribers_in_order() {
+    let kv = start("kvc-fanout", "");
+    const SUBS: usize = 100;
+    const MSGS: usize = 50;
+    let mut subs: Vec<TcpStream> = (0..SUBS)
+        .map(|i| {
+            let mut s = TcpStream::connect(kv.addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            // Half by channel, half by pattern.
+            let cmd = if i % 2 == 0 {
+                "SUBSCRIBE news\r\n"
+            } else {
+                "PSUBSCRIBE ne*\r\n"
+            };
+            s.write_all(cmd.as_bytes()).unwrap();
+            s
+        })
+        .collect();
+    for s in &mut subs {
+        let mut ack = [0u8; 64];
+        let n = s.read(&mut ack).unwrap();
+        assert!(ack[..n].starts_with(b"*3\r\n$"), "{:?}", &ack[..n]);
+    }
+    let mut publ = client(&kv);
+    for m in 0..MSGS {
+        let n: i64 = redis::cmd("PUBLISH")
+            .arg("news")
+            .arg(format!("m{m}"))
+            .query(&mut publ)
+            .unwrap();
+        assert_eq!(n, SUBS as i64);
+    }
+    for (i, s) in subs.iter_mut().enumerate() {
+        let mut expect = Vec::new();
+        for m in 0..MSGS {
+            let body = format!("m{m}");
+            if i % 2 == 0 {
+                expect.extend_from_slice(
+                    format!(
+                        "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n${}\r\n{body}\r\n",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            } else {
+                expect.extend_from_slice(
+                    format!(
+                        "*4\r\n$8\r\npmessage\r\n$3\r\nne*\r\n$4\r\nnews\r\n${}\r\n{body}\r\n",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            }
+        }
+        let mut got = vec![0u8; expect.len()];
+        s.read_exact(&mut got).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&expect),
+            "subscriber {i}"
+        );
+    }
 }
