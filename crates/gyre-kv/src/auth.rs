@@ -9,7 +9,7 @@
 //! time independent of where they differ and are never logged.
 
 use crate::cmd::{spec, CommandSpec, Ctx};
-use crate::server::{ClientId, Server};
+use crate::server::Server;
 
 pub const ERR_NOAUTH: &str = "NOAUTH Authentication required.";
 pub const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
@@ -78,9 +78,12 @@ pub fn is_local(addr: &str) -> bool {
     }
 }
 
-/// Whether protected mode refuses a client from `addr`.
+/// Whether protected mode refuses a client from `addr` (the default
+/// user has no password).
 pub fn protected_refuses(server: &Server, addr: &str) -> bool {
-    server.config.protected_mode && server.config.requirepass.is_none() && !is_local(addr)
+    server.config.protected_mode
+        && server.users.get("default").is_some_and(|u| u.nopass)
+        && !is_local(addr)
 }
 
 /// Compare in time that depends on the lengths only, not on where the
@@ -96,17 +99,6 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
-/// Redis's `checkPasswordBasedAuth` for the one `default` user.
-pub(crate) fn check_credentials(server: &Server, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
-    }
-    match &server.config.requirepass {
-        None => true, // nopass: any password
-        Some(p) => constant_time_eq(p, pass),
-    }
-}
-
 /// Authenticate client `id` (AUTH, HELLO AUTH); writes WRONGPASS on
 /// failure, nothing on success.
 pub(crate) fn authenticate(
@@ -115,8 +107,11 @@ pub(crate) fn authenticate(
     user: &[u8],
     pass: &[u8],
 ) -> bool {
-    if check_credentials(server, user, pass) {
-        set_authenticated(server, ctx.client_id, true);
+    if let Some(name) = server.users.check(user, pass).map(str::to_string) {
+        if let Some(c) = server.clients.get_mut(&ctx.client_id) {
+            c.authenticated = true;
+            c.user = name;
+        }
         ctx.resync = true;
         true
     } else {
@@ -125,18 +120,12 @@ pub(crate) fn authenticate(
     }
 }
 
-pub(crate) fn set_authenticated(server: &mut Server, id: ClientId, yes: bool) {
-    if let Some(c) = server.clients.get_mut(&id) {
-        c.authenticated = yes;
-    }
-}
-
 fn auth(server: &mut Server, ctx: &mut Ctx<'_>) {
     if ctx.argc() > 3 {
         return ctx.syntax();
     }
     let (user, pass) = if ctx.argc() == 2 {
-        if server.config.requirepass.is_none() {
+        if server.users.get("default").is_some_and(|u| u.nopass) {
             return ctx.err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
         }
         (&b"default"[..], ctx.arg(1))
@@ -156,10 +145,11 @@ fn reset(server: &mut Server, ctx: &mut Ctx<'_>) {
     let id = ctx.client_id;
     crate::multi::discard_transaction(server, id);
     crate::pubsub::unsubscribe_all(server, id, None);
-    let authed = server.config.requirepass.is_none();
+    let authed = server.users.default_is_open();
     if let Some(c) = server.clients.get_mut(&id) {
         c.name = None;
         c.authenticated = authed;
+        c.user = "default".to_string();
         c.reply_mode = crate::reply_mode::ReplyMode::On;
     }
     ctx.db = 0;

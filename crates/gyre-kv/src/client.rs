@@ -97,6 +97,30 @@ static CLIENT_SUBS: &[CommandSpec] = &[
         client_kill
     ),
     spec!(
+        "pause",
+        -3,
+        ADMIN,
+        0,
+        0,
+        0,
+        "connection",
+        "3.0.0",
+        "Stop processing commands from clients for some time",
+        crate::pause::client_pause
+    ),
+    spec!(
+        "unpause",
+        2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "connection",
+        "6.2.0",
+        "Resume processing of clients that were paused",
+        crate::pause::client_unpause
+    ),
+    spec!(
         "reply",
         3,
         ADMIN,
@@ -236,11 +260,12 @@ pub(crate) fn client_line(
         .map_or((-1, 0), |m| (m.len() as i64, m.bytes));
     let omem = c.obuf.capacity();
     format!(
-        "id={id} addr={} laddr={} fd={} name={name} age={age} idle={idle} flags={flags} db={db} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem={multi_mem} rbs=0 rbp=0 obl=0 oll=0 omem={omem} tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={resp}",
+        "id={id} addr={} laddr={} fd={} name={name} age={age} idle={idle} flags={flags} db={db} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem={multi_mem} rbs=0 rbp=0 obl=0 oll=0 omem={omem} tot-mem={} events=r cmd={cmd} user={} redir=-1 resp={resp}",
         c.addr,
         c.laddr,
         c.fd,
-        2048 + c.parser.buffered_capacity() + omem + multi_mem as usize
+        2048 + c.parser.buffered_capacity() + omem + multi_mem as usize,
+        c.user
     )
 }
 

@@ -273,6 +273,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::rdb_cmds::COMMANDS,
     crate::multi::COMMANDS,
     crate::auth::COMMANDS,
+    crate::acl_cmds::COMMANDS,
     crate::pubsub::COMMANDS,
 ];
 

@@ -224,6 +224,11 @@ fn set_del_sync(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String
     Ok(())
 }
 
+fn set_dynamic_hz_yes_no(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.dynamic_hz = yes_no(d)?;
+    Ok(())
+}
+
 fn set_protected_mode(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     c.protected_mode = yes_no(d)?;
     Ok(())
@@ -288,13 +293,19 @@ fn set_databases(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), Strin
     Ok(())
 }
 
+/// A size in nginx's form (`512m`) or redis.conf's (`512mb`, `1gb`).
+fn size(d: &Directive) -> Result<u64, String> {
+    d.offset(0)
+        .or_else(|e| crate::util::memtoull(d.arg(0).as_bytes()).ok_or(e))
+}
+
 fn set_bulk(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
-    c.proto_max_bulk_len = d.offset(0)?;
+    c.proto_max_bulk_len = size(d)?;
     Ok(())
 }
 
 fn set_qbuf(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
-    c.client_query_buffer_limit = d.offset(0)?;
+    c.client_query_buffer_limit = size(d)?;
     Ok(())
 }
 
@@ -361,10 +372,12 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::multi("listen", KV, Args::ONE_MORE, set_listen),
     DirectiveSpec::new("hz", KV, Args::TAKE1, set_hz),
     DirectiveSpec::new("dynamic_hz", KV, Args::FLAG, set_dynamic_hz),
+    DirectiveSpec::new("dynamic-hz", KV, Args::TAKE1, set_dynamic_hz_yes_no),
     DirectiveSpec::new("timeout", KV, Args::TAKE1, set_timeout),
     DirectiveSpec::new("maxclients", KV, Args::TAKE1, set_maxclients),
     DirectiveSpec::new("databases", KV, Args::TAKE1, set_databases),
     DirectiveSpec::new("proto_max_bulk_len", KV, Args::TAKE1, set_bulk),
+    DirectiveSpec::new("proto-max-bulk-len", KV, Args::TAKE1, set_bulk),
     DirectiveSpec::new("client_query_buffer_limit", KV, Args::TAKE1, set_qbuf),
     // crate::tls, in redis.conf's spelling and with underscores.
     DirectiveSpec::new("port", KV, Args::TAKE1, tls::set_port),

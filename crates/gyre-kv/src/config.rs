@@ -433,7 +433,11 @@ fn special_check(server: &Server, name: &str, val: &[u8]) -> Result<(), &'static
 fn special_set(server: &mut Server, name: &str, val: &[u8]) {
     let c = &mut server.config;
     match name {
-        "requirepass" => c.requirepass = (!val.is_empty()).then(|| val.to_vec()),
+        "requirepass" => {
+            c.requirepass = (!val.is_empty()).then(|| val.to_vec());
+            let pass = c.requirepass.clone();
+            server.users.set_default_password(pass.as_deref());
+        }
         "maxmemory-policy" => {
             if let Some(p) = crate::evict::Policy::parse(val) {
                 c.evict.policy = p;

@@ -295,6 +295,9 @@ pub struct Db {
     pub(crate) changes: Option<Vec<(Vec<u8>, Change)>>,
     /// A removal in progress is an expiry (not a command's change).
     expiring: bool,
+    /// Watched keys updated in place by the running command, touched by
+    /// [`Db::settle`] if the command changed anything.
+    soft_touched: Vec<Vec<u8>>,
     /// Per-key access clock, parallel to `nodes` (Redis's `robj->lru`):
     /// the LRU clock in seconds, or under an LFU policy minutes and a
     /// logarithmic counter (see [`crate::evict`]). Kept beside the nodes
@@ -336,6 +339,7 @@ impl Db {
             expired_log: None,
             changes: None,
             expiring: false,
+            soft_touched: Vec::new(),
             access: Vec::new(),
             access_mode: crate::evict::AccessMode::default(),
             graveyard: Vec::new(),
@@ -538,11 +542,39 @@ impl Db {
     /// A write to `key`: touch its watchers, log the change for keyspace
     /// events.
     fn note(&mut self, key: &[u8], exists_after: bool, change: Option<Change>) {
-        if !self.watched.is_empty() && change != Some(Change::New) {
-            self.watched.touch(key, exists_after);
+        if !self.watched.is_empty() {
+            match change {
+                Some(Change::New) => {}
+                // An in-place update may turn out to be a no-op (SREM of a
+                // missing member): it counts once the command is known to
+                // have changed something ([`Db::settle`]).
+                Some(Change::Update) => self.soft_touched.push(key.to_vec()),
+                _ => self.watched.touch(key, exists_after),
+            }
         }
         if let (Some(log), Some(c)) = (&mut self.changes, change) {
             log.push((key.to_vec(), c));
+        }
+    }
+
+    /// After a command: its in-place updates count (touch their watchers,
+    /// keep their events) when it `changed` something (Redis signals a
+    /// modified key exactly when it counts a change in `server.dirty`),
+    /// and are forgotten otherwise.
+    pub(crate) fn settle(&mut self, changed: bool) {
+        if !self.soft_touched.is_empty() {
+            let keys = std::mem::take(&mut self.soft_touched);
+            if changed {
+                for k in &keys {
+                    let exists = self.find(k).is_some();
+                    self.watched.touch(k, exists);
+                }
+            }
+        }
+        if !changed {
+            if let Some(log) = &mut self.changes {
+                log.retain(|(_, c)| *c != Change::Update);
+            }
         }
     }
 
@@ -652,7 +684,7 @@ impl Db {
         let i = self.find(key)?;
         let before = self.mem;
         self.expiring = true;
-        self.remove_at(i);
+        self.delete_at(i);
         self.expiring = false;
         Some(before.saturating_sub(self.mem))
     }
@@ -674,8 +706,24 @@ impl Db {
             }
             None => {
                 self.stats.keyspace_misses += 1;
+                self.note_miss(key);
                 None
             }
+        }
+    }
+
+    /// A read lookup missed: a `keymiss` event when they are on.
+    fn note_miss(&mut self, key: &[u8]) {
+        if let Some(log) = &mut self.changes {
+            log.push((key.to_vec(), Change::Miss));
+        }
+    }
+
+    /// [`Db::count_read`] naming the key (a miss is a `keymiss` event).
+    pub fn count_read_key(&mut self, key: &[u8], hit: bool) {
+        self.count_read(hit);
+        if !hit {
+            self.note_miss(key);
         }
     }
 
@@ -701,7 +749,7 @@ impl Db {
         let i = self.find_live(key, now)?;
         self.cow(i);
         if self.noting() {
-            self.note(key, true, Some(Change::Write));
+            self.note(key, true, Some(Change::Update));
         }
         let v = &mut self.nodes[i].value;
         let before = v.mem();
@@ -766,7 +814,7 @@ impl Db {
         self.mem = self.mem.saturating_sub(before) + after;
         if self.noting() {
             let key = self.nodes[i].key.as_slice().to_vec();
-            self.note(&key, true, Some(Change::Write));
+            self.note(&key, true, Some(Change::Update));
         }
         if empty {
             self.delete_at(i);

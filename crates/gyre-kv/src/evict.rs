@@ -323,11 +323,17 @@ pub fn perform_evictions(server: &mut Server, now: i64) -> Outcome {
     if max == 0 {
         return Outcome::Ok;
     }
+    // Eviction writes: it waits out a CLIENT PAUSE (Redis's EVICT_OK).
+    if server.pause_pending() && server.writes_paused(now) {
+        return Outcome::Ok;
+    }
     let used = server.used_memory_for_eviction();
     if used <= max {
         server.evict_state.pending = false;
+        server.evict_state.exceeded_end(now);
         return Outcome::Ok;
     }
+    server.evict_state.exceeded_begin(now);
     if server.config.evict.policy == Policy::Noeviction {
         return Outcome::Fail;
     }
@@ -363,6 +369,7 @@ pub fn perform_evictions(server: &mut Server, now: i64) -> Outcome {
         }
     }
     server.evict_state.pending = false;
+    server.evict_state.exceeded_end(now);
     Outcome::Ok
 }
 
@@ -374,6 +381,28 @@ pub struct EvictState {
     /// A time-limited run left work (the driver keeps calling
     /// [`Server::evict_slice`]).
     pub(crate) pending: bool,
+    /// Since when memory is over `maxmemory` (ms), and the total of past
+    /// such spells (INFO `current_/total_eviction_exceeded_time`).
+    exceeded_since: Option<i64>,
+    exceeded_total_ms: u64,
+}
+
+impl EvictState {
+    fn exceeded_begin(&mut self, now: i64) {
+        self.exceeded_since.get_or_insert(now);
+    }
+
+    fn exceeded_end(&mut self, now: i64) {
+        if let Some(t) = self.exceeded_since.take() {
+            self.exceeded_total_ms += (now - t).max(0) as u64;
+        }
+    }
+
+    /// (total, current) ms spent over the limit, as INFO shows them.
+    pub fn exceeded_ms(&self, now: i64) -> (u64, u64) {
+        let cur = self.exceeded_since.map_or(0, |t| (now - t).max(0) as u64);
+        (self.exceeded_total_ms + cur, cur)
+    }
 }
 
 impl Server {

@@ -204,6 +204,8 @@ fn server_cron(s: &Rc<Shared>, core: &mut Core) -> Next {
     }
     wake_writers(s, core);
     maybe_evict_later(s, core);
+    // A CLIENT PAUSE that ran out resumes its clients.
+    wake(s, core);
     if out.expire_backlog && !s.slicing.get() {
         s.slicing.set(true);
         let sh = s.clone();
@@ -230,7 +232,12 @@ fn expire_slice(s: &Rc<Shared>, core: &mut Core) -> Next {
 /// block timer goes and their connection is posted, so its handler writes
 /// the reply and resumes the input it held back.
 fn wake(s: &Rc<Shared>, core: &mut Core) {
-    let ids = s.server.borrow_mut().take_woken();
+    let ids = {
+        let mut server = s.server.borrow_mut();
+        let mut ids = server.take_woken();
+        ids.extend(server.take_resumed());
+        ids
+    };
     for id in ids {
         if let Some(&c) = s.conns.borrow().get(&id) {
             core.del_timer(Ev::read(c));
@@ -477,7 +484,11 @@ impl KvConn {
             if self.close_after {
                 return Ok(false);
             }
-            if self.held && !self.shared.server.borrow().is_blocked(self.id) {
+            let waiting = {
+                let server = self.shared.server.borrow();
+                server.is_blocked(self.id) || server.is_postponed(self.id)
+            };
+            if self.held && !waiting {
                 self.held = false;
                 if !self.inbuf.is_empty() {
                     self.run_input(core, c, None)?;

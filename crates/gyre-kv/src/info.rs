@@ -182,6 +182,9 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             );
             line(out, "evicted_keys", st.evicted_keys);
             line(out, "evicted_clients", 0);
+            let (total, current) = server.evict_state.exceeded_ms(now);
+            line(out, "total_eviction_exceeded_time", total);
+            line(out, "current_eviction_exceeded_time", current);
             line(out, "keyspace_hits", hits);
             line(out, "keyspace_misses", misses);
             line(out, "pubsub_channels", server.pubsub.channels_len());

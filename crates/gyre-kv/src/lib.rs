@@ -28,6 +28,13 @@
 //!   then a B+tree with a hash index), score parsing and `%.17g` printing.
 //! * [`t_bitops`] — bitmap commands and LCS; [`bitops`], [`lcs`] — the
 //!   arithmetic on byte strings.
+//!   other clients' output buffers; [`output`] — those buffers and
+//!   `client-output-buffer-limit`.
+//! * [`notify`] — keyspace events (`notify-keyspace-events`).
+//! * [`evict`] — `maxmemory` and the eviction policies.
+//! * [`auth`], [`acl`] (with [`acl_cats`], [`sha256`]) — AUTH, RESET,
+//!   protected mode, ACL users and permissions.
+//! * [`reply_mode`], [`pause`] — CLIENT REPLY, CLIENT PAUSE.
 //! * [`info`] — INFO text.
 //! * [`rdb`] — the RDB v10 format (Redis 7.0's encodings, LZF, CRC64,
 //!   crash-safe dump files); [`persist`] — SAVE, the forkless BGSAVE, save
@@ -65,6 +72,9 @@
 //! `now_ms` is Unix time in milliseconds (TTLs are absolute Unix times).
 #![forbid(unsafe_code)]
 
+pub mod acl;
+pub mod acl_cats;
+pub mod acl_cmds;
 pub mod auth;
 pub mod bitops;
 pub mod blocked;
@@ -89,7 +99,9 @@ pub mod multi;
 pub mod notify;
 pub mod object;
 pub mod output;
+pub mod pause;
 pub mod persist;
+pub mod process_cmd;
 pub mod pubsub;
 pub mod quicklist;
 pub mod rdb;
@@ -98,6 +110,7 @@ pub mod reply_mode;
 pub mod resp;
 pub mod server;
 pub mod server_cmds;
+pub mod sha256;
 pub mod t_bitops;
 pub mod t_hash;
 pub mod t_list;

@@ -13,10 +13,11 @@
 //! Redis calls `signalModifiedKey` from every write command. Here the
 //! database itself touches its registry on every mutation (store, in-place
 //! update, delete, expiry, TTL change, flush), so a command added later
-//! breaks WATCH without doing anything. The price: a write that turns out
-//! to be a no-op on an aggregate (SREM of a missing member) still counts
-//! as a modification, so it aborts a transaction Redis would let through —
-//! never the other way round.
+//! breaks WATCH without doing anything. Stores, deletes, TTL changes and
+//! flushes touch at once; an in-place update of a value (which may turn
+//! out a no-op: SREM of a missing member) touches after the command only
+//! if the command counted a change in `server.dirty` (`Db::settle`), the
+//! same condition under which Redis calls `signalModifiedKey`.
 
 use std::collections::HashMap;
 
@@ -102,6 +103,43 @@ impl Watched {
             .is_some_and(|w| w.expired)
     }
 
+    /// Redis's `touchAllWatchedKeysInDb(emptied, replaced_with)` for a
+    /// SWAPDB: this database's content is replaced with another's; `here`
+    /// and `there` tell whether a key is stored (and expired) in each.
+    fn touch_all_swapped(
+        &mut self,
+        here: impl Fn(&[u8]) -> bool,
+        there: impl Fn(&[u8]) -> (bool, bool),
+    ) {
+        let dirty = &mut self.dirty;
+        self.keys.retain(|key, ws| {
+            let exists_here = here(key);
+            let (exists_there, expired_there) = there(key);
+            if !exists_here && !exists_there {
+                return true;
+            }
+            ws.retain_mut(|w| {
+                if w.expired {
+                    if !exists_there {
+                        // Expired key now deleted: no logical change.
+                        w.expired = false;
+                        return true;
+                    }
+                    if expired_there {
+                        return true;
+                    }
+                } else if !exists_here && expired_there {
+                    // A missing key replaced with an expired one.
+                    w.expired = true;
+                    return true;
+                }
+                dirty.push(w.client);
+                false
+            });
+            !ws.is_empty()
+        });
+    }
+
     /// Number of keys watched (tests).
     pub fn len(&self) -> usize {
         self.keys.len()
@@ -127,6 +165,8 @@ pub struct MultiState {
     /// A `denyoom` command is queued (Redis's `cmd_flags`): EXEC is
     /// refused under OOM.
     pub(crate) denyoom: bool,
+    /// A write (or PUBLISH) is queued: EXEC waits out a WRITE pause.
+    pub(crate) writes: bool,
 }
 
 /// Per-command overhead counted against the limit (spans and headers).
@@ -160,6 +200,18 @@ impl MultiState {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
+    spec!(
+        "swapdb",
+        3,
+        &["write", "fast"],
+        0,
+        0,
+        0,
+        "server",
+        "4.0.0",
+        "Swaps two Redis databases",
+        swapdb
+    ),
     spec!(
         "multi",
         1,
@@ -356,6 +408,48 @@ fn exec(server: &mut Server, ctx: &mut Ctx<'_>) {
             break;
         }
     }
+}
+
+/// SWAPDB: the two databases trade contents; watchers stay with the
+/// index and are touched as Redis's `touchAllWatchedKeysInDb` does.
+fn swapdb(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let Some(a) = crate::util::string2ll(ctx.arg(1)) else {
+        return ctx.err("ERR invalid first DB index");
+    };
+    let Some(b) = crate::util::string2ll(ctx.arg(2)) else {
+        return ctx.err("ERR invalid second DB index");
+    };
+    let n = server.dbs.len() as i64;
+    if !(0..n).contains(&a) || !(0..n).contains(&b) {
+        return ctx.err("ERR DB index is out of range");
+    }
+    let (a, b) = (a as usize, b as usize);
+    if a != b {
+        swap_dbs(server, a, b, ctx.now);
+        server.dirty += 1;
+    }
+    ctx.ok();
+}
+
+/// Swap databases `a` and `b`, keeping each index's WATCH registry.
+pub(crate) fn swap_dbs(server: &mut Server, a: usize, b: usize, now: i64) {
+    for (x, y) in [(a, b), (b, a)] {
+        let mut w = std::mem::take(&mut server.dbs[x].watched);
+        {
+            let (dx, dy) = (&server.dbs[x], &server.dbs[y]);
+            w.touch_all_swapped(
+                |k| dx.contains_stored(k),
+                |k| (dy.contains_stored(k), dy.key_is_expired(k, now)),
+            );
+        }
+        server.dbs[x].watched = w;
+    }
+    server.dbs.swap(a, b);
+    let wa = std::mem::take(&mut server.dbs[a].watched);
+    let wb = std::mem::take(&mut server.dbs[b].watched);
+    server.dbs[a].watched = wb;
+    server.dbs[b].watched = wa;
+    server.sync_dirty_cas();
 }
 
 #[cfg(test)]

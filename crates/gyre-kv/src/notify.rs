@@ -190,14 +190,19 @@ mod tests {
 pub enum Change {
     /// The key was created.
     New,
-    /// Its value was stored or modified.
+    /// Its value was stored.
     Write,
+    /// Its value was modified in place (counted only if the command
+    /// changed something, see `Db::settle`).
+    Update,
     /// A TTL was set.
     Expire,
     /// Its TTL was removed.
     Persist,
     /// The command removed it (expiry is reported as `expired` instead).
     Deleted,
+    /// A read lookup did not find it (`keymiss`, class `m`).
+    Miss,
 }
 
 /// The event of a value written by `cmd` (`first`: the key is the
@@ -278,7 +283,7 @@ fn delete_event(cmd: &str) -> (u32, &'static str) {
 
 /// Whether the changes log must be kept (any class but `expired`).
 pub fn changes_wanted(server: &Server) -> bool {
-    enabled(server, (ALL & !EXPIRED) | NEW)
+    enabled(server, (ALL & !EXPIRED) | NEW | KEY_MISS)
 }
 
 /// Turn the databases' change logs on or off to match the flags.
@@ -307,14 +312,20 @@ pub fn command_events(
     let mut own = own;
     let first = argv.get(1).unwrap_or_default();
     for dbi in 0..server.dbs.len() {
-        let log = match server.dbs[dbi].changes.as_mut() {
+        let mut log = match server.dbs[dbi].changes.as_mut() {
             Some(l) if !l.is_empty() => std::mem::take(l),
             _ => continue,
         };
+        // RENAME deletes an existing destination silently and adds it anew
+        // (Redis's dbAdd sends `new` at once), then fires its two events.
+        if matches!(cmd, "rename" | "renamenx") {
+            log.sort_by_key(|(_, c)| *c != Change::New);
+            log.retain(|(k, c)| *c != Change::Deleted || k.as_slice() == first);
+        }
         for (i, (key, change)) in log.iter().enumerate() {
             // A new aggregate is stored, then filled (`insert_obj` then
             // `update_obj`): one write.
-            if *change == Change::Write
+            if *change == Change::Update
                 && i >= 2
                 && log[i - 1] == (key.clone(), Change::Write)
                 && log[i - 2] == (key.clone(), Change::New)
@@ -332,9 +343,9 @@ pub fn command_events(
                     .any(|(k, c)| k == key && *c == Change::Deleted)
             };
             let ev = match change {
-                Change::New if deleted_before() => None,
+                Change::New if deleted_before() && !matches!(cmd, "rename" | "renamenx") => None,
                 Change::New => Some((NEW, "new")),
-                Change::Write => write_event(cmd, key.as_slice() == first, &argv),
+                Change::Write | Change::Update => write_event(cmd, key.as_slice() == first, &argv),
                 Change::Expire => match cmd {
                     "rename" | "renamenx" | "copy" | "move" | "restore" => None,
                     _ => Some((GENERIC, "expire")),
@@ -343,6 +354,7 @@ pub fn command_events(
                     "persist" | "getex" => Some((GENERIC, "persist")),
                     _ => None,
                 },
+                Change::Miss => Some((KEY_MISS, "keymiss")),
                 Change::Deleted if recreated(i + 1) => None,
                 Change::Deleted => Some(delete_event(cmd)),
             };

@@ -89,6 +89,11 @@ impl Quicklist {
     fn new_node(&mut self, at: usize, lp: Listpack) {
         self.cap_bytes += lp.capacity();
         self.len += lp.len();
+        // A small list's node deque grows one slot at a time: most lists
+        // are one node, and VecDeque's first growth is 4 slots (128 bytes).
+        if self.nodes.len() < 4 {
+            self.nodes.reserve_exact(1);
+        }
         self.nodes.insert(at, lp);
     }
 

@@ -235,6 +235,10 @@ pub struct Client {
     pub(crate) authenticated: bool,
     /// CLIENT REPLY ON|OFF|SKIP.
     pub(crate) reply_mode: crate::reply_mode::ReplyMode,
+    /// The ACL user the client is authenticated as.
+    pub(crate) user: String,
+    /// The parser holds a command CLIENT PAUSE postponed.
+    pub(crate) postponed_in_parser: bool,
     /// Replies produced while the client was blocked (served, timed out,
     /// unblocked), for its connection to write.
     pub(crate) pending: Vec<u8>,
@@ -274,12 +278,12 @@ impl Client {
 /// A client's state that commands read and change through [`Ctx`], kept
 /// out of the registry while its input is executed.
 #[derive(Clone, Copy, Debug)]
-struct Session {
-    db: usize,
-    proto: u8,
-    last_cmd: Option<Resolved>,
-    /// [`GATE_MULTI`] | [`GATE_PUBSUB`]: zero on the fast path.
-    gate: u8,
+pub(crate) struct Session {
+    pub(crate) db: usize,
+    pub(crate) proto: u8,
+    pub(crate) last_cmd: Option<Resolved>,
+    /// [`GATE_MULTI`] | [`GATE_PUBSUB`] | ...: zero on the fast path.
+    pub(crate) gate: u8,
 }
 
 impl Session {
@@ -307,6 +311,9 @@ pub struct FeedOutcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {
     Continue,
+    /// Not run: CLIENT PAUSE is in force (see [`crate::pause`]); the
+    /// command stays in the input.
+    Postponed,
     /// Close after the reply is written (QUIT, CLIENT KILL of oneself,
     /// protocol errors).
     CloseAfterReply,
@@ -398,6 +405,11 @@ pub struct Server {
     pub(crate) pubsub: crate::pubsub::PubSub,
     /// Clients given output by others, for the glue to flush.
     pub(crate) writers: Vec<ClientId>,
+    /// ACL users.
+    pub(crate) users: crate::acl::Users,
+    /// Some user has restrictions: every command is checked against its
+    /// client's user (off: no per-command cost).
+    pub(crate) acl_restricted: bool,
     /// The eviction pool and the state of a time-limited run.
     pub(crate) evict_state: crate::evict::EvictState,
     /// The clients' share of memory as of the last cron (eviction reads
@@ -407,6 +419,8 @@ pub struct Server {
     pub(crate) rng: crate::util::Rng,
     /// Clients blocked in BLPOP & co. ([`crate::blocked`]).
     pub(crate) blocked: crate::blocked::BlockState,
+    /// CLIENT PAUSE.
+    pub(crate) pause: crate::pause::PauseState,
 }
 
 impl Server {
@@ -442,11 +456,16 @@ impl Server {
             persist: crate::persist::PersistState::default(),
             rng: crate::util::Rng::new(rng.next_u64()),
             blocked: crate::blocked::BlockState::default(),
+            pause: Default::default(),
             pubsub: Default::default(),
             writers: Vec::new(),
             evict_state: Default::default(),
             clients_mem_cached: 0,
+            users: Default::default(),
+            acl_restricted: false,
         };
+        let pass = server.config.requirepass.clone();
+        server.users.set_default_password(pass.as_deref());
         crate::evict::sync_policy(&mut server);
         crate::notify::sync_expired_log(&mut server);
         crate::notify::sync_change_log(&mut server);
@@ -471,7 +490,7 @@ impl Server {
         if crate::auth::protected_refuses(self, addr) {
             return Err(crate::auth::DENIED.as_bytes().to_vec());
         }
-        let authenticated = self.config.requirepass.is_none();
+        let authenticated = self.users.default_is_open();
         let id = self.next_client_id;
         self.next_client_id += 1;
         self.stats.total_connections_received += 1;
@@ -499,6 +518,8 @@ impl Server {
                 obuf_soft_since: None,
                 authenticated,
                 reply_mode: Default::default(),
+                user: "default".to_string(),
+                postponed_in_parser: false,
                 pending: Vec::new(),
             },
         );
@@ -514,6 +535,7 @@ impl Server {
         crate::pubsub::unsubscribe_all(self, id, None);
         self.clients.remove(&id);
         self.forget_blocked(id);
+        self.forget_postponed(id);
     }
 
     /// Move the clients the databases found with a modified watched key
@@ -611,7 +633,21 @@ impl Server {
         let mut pos = 0;
         let mut close = false;
         let mut blocked = None;
-        loop {
+        // A command the parser assembled was postponed by CLIENT PAUSE: it
+        // runs first (or waits again).
+        if self.clients.get(&id).is_some_and(|c| c.postponed_in_parser) {
+            let flow = self.run(id, parser.argv(), now_ms, out, &mut st);
+            if flow == Flow::Postponed {
+                blocked = Some(0);
+            } else {
+                parser.clear_command();
+                if let Some(c) = self.clients.get_mut(&id) {
+                    c.postponed_in_parser = false;
+                }
+                close = flow == Flow::CloseAfterReply;
+            }
+        }
+        while blocked.is_none() && !close {
             let rest = &input[pos..];
             let (n, step) = parser.next(rest, &mut spans);
             pos += n;
@@ -633,6 +669,19 @@ impl Server {
                 Source::Parser => parser.argv(),
             };
             let flow = self.run(id, argv, now_ms, out, &mut st);
+            if flow == Flow::Postponed {
+                // Leave the command where it is for when the pause ends.
+                match src {
+                    Source::Input => pos -= n,
+                    Source::Parser => {
+                        if let Some(c) = self.clients.get_mut(&id) {
+                            c.postponed_in_parser = true;
+                        }
+                    }
+                }
+                blocked = Some(0);
+                break;
+            }
             if src == Source::Parser {
                 parser.clear_command();
             }
@@ -719,6 +768,9 @@ impl Server {
         let mark = out.len();
         let before = st.gate & GATE_REPLY;
         let flow = self.run_command(id, argv, now_ms, out, st);
+        if flow == Flow::Postponed {
+            return flow;
+        }
         if (before | st.gate) & GATE_REPLY != 0 {
             if let Some(c) = self.clients.get_mut(&id) {
                 let (drop, next) = crate::reply_mode::after_command(c.reply_mode);
@@ -763,6 +815,12 @@ impl Server {
             self.reject(id, st, exec, out, crate::auth::ERR_NOAUTH.as_bytes());
             return Flow::Continue;
         }
+        if self.acl_restricted {
+            if let Err(d) = self.acl_check(id, &cmd, argv) {
+                self.reject(id, st, exec, out, d.message(&cmd).as_bytes());
+                return Flow::Continue;
+            }
+        }
         if self.config.maxmemory > 0 && self.oom_refuses(id, cmd, st.gate & GATE_MULTI != 0, now_ms)
         {
             self.reject(id, st, exec, out, crate::evict::ERR_OOM.as_bytes());
@@ -784,6 +842,10 @@ impl Server {
             self.reject(id, st, exec, out, crate::persist::ERR_LOADING.as_bytes());
             return Flow::Continue;
         }
+        if self.pause_pending() && self.pause_postpones(id, &cmd, now_ms) {
+            self.postpone(id);
+            return Flow::Postponed;
+        }
         if st.gate & GATE_MULTI != 0 && !crate::multi::runs_inside_multi(name) {
             return self.queue_multi(id, argv, out, st);
         }
@@ -799,7 +861,9 @@ impl Server {
             resync: false,
             deny_blocking: false,
         };
+        let dirty_before = self.dirty;
         (cmd.spec.handler)(self, &mut ctx);
+        self.settle_dbs(st.db, ctx.db, self.dirty != dirty_before);
         if self.config.notify_keyspace_events != 0 {
             if crate::notify::expired_pending(self) {
                 crate::notify::drain_expired(self, Some((id, ctx.proto, &mut *ctx.out)), now_ms);
@@ -833,132 +897,9 @@ impl Server {
         }
     }
 
-    /// Redis's maxmemory step of `processCommand`: evict, and refuse a
-    /// `denyoom` command (or an EXEC with one queued) when memory stays
-    /// over the limit; inside MULTI anything but EXEC / DISCARD / QUIT /
-    /// RESET is refused (queueing costs memory too).
-    fn oom_refuses(&mut self, id: ClientId, cmd: Resolved, in_multi: bool, now_ms: i64) -> bool {
-        let oom = crate::evict::perform_evictions(self, now_ms) == crate::evict::Outcome::Fail;
-        if !oom {
-            return false;
-        }
-        if cmd.spec.flags.contains(&"denyoom") {
-            return true;
-        }
-        let name = cmd.parent.unwrap_or(cmd.spec).name;
-        if in_multi && !matches!(name, "exec" | "discard" | "quit" | "reset") {
-            return true;
-        }
-        cmd.parent.is_none()
-            && cmd.spec.name == "exec"
-            && self
-                .clients
-                .get(&id)
-                .and_then(|c| c.mstate.as_ref())
-                .is_some_and(|m| m.denyoom)
-    }
-
-    /// Redis's `rejectCommand`: the error, and a transaction being queued
-    /// is flagged to abort; a refused EXEC aborts it at once.
-    fn reject(
-        &mut self,
-        id: ClientId,
-        st: &mut Session,
-        is_exec: bool,
-        out: &mut Vec<u8>,
-        msg: &[u8],
-    ) {
-        self.stats.total_error_replies += 1;
-        if is_exec {
-            crate::multi::discard_transaction(self, id);
-            st.gate = self.clients.get(&id).map_or(0, Client::gate);
-            let m = msg.strip_prefix(b"ERR ").unwrap_or(msg);
-            let mut e = b"EXECABORT Transaction discarded because of: ".to_vec();
-            e.extend_from_slice(m);
-            resp::write_error(out, &e);
-            return;
-        }
-        if let Some(ms) = self.clients.get_mut(&id).and_then(|c| c.mstate.as_mut()) {
-            ms.dirty_exec = true;
-        }
-        resp::write_error(out, msg);
-    }
-
-    /// Queue a command inside MULTI (`+QUEUED`). A queue larger than
-    /// `client-query-buffer-limit` closes the client, as an oversized
-    /// query buffer does.
-    fn queue_multi(
-        &mut self,
-        id: ClientId,
-        argv: Argv<'_>,
-        out: &mut Vec<u8>,
-        st: &mut Session,
-    ) -> Flow {
-        let limit = self.config.client_query_buffer_limit;
-        let denyoom = self
-            .table
-            .get(argv.get(0).unwrap_or_default())
-            .is_some_and(|s| s.flags.contains(&"denyoom"));
-        let Some(c) = self.clients.get_mut(&id) else {
-            return Flow::Continue;
-        };
-        let Some(ms) = c.mstate.as_mut() else {
-            st.gate &= !GATE_MULTI;
-            return Flow::Continue;
-        };
-        ms.denyoom |= denyoom;
-        if ms.queue(argv) > limit {
-            log::warn!(
-                "Closing client that reached max query buffer length (MULTI queue of {} bytes)",
-                ms.bytes
-            );
-            c.mstate = None;
-            return Flow::CloseAfterReply;
-        }
-        out.extend_from_slice(b"+QUEUED\r\n");
-        Flow::Continue
-    }
-
-    /// Run one command of an EXEC (Redis's `call` from `execCommand`): no
-    /// gate, and the reply goes into EXEC's array. Lookup errors cannot
-    /// happen (they aborted the transaction) but are answered in place.
-    pub(crate) fn call_queued(&mut self, ctx: &mut Ctx<'_>, argv: Argv<'_>) {
-        let cmd = match self.lookup_command(argv) {
-            Ok(cmd) => cmd,
-            Err(msg) => {
-                ctx.errors += 1;
-                resp::write_error(ctx.out, &msg);
-                return;
-            }
-        };
-        let mut sub = Ctx {
-            argv,
-            now: ctx.now,
-            out: &mut *ctx.out,
-            client_id: ctx.client_id,
-            db: ctx.db,
-            proto: ctx.proto,
-            close: false,
-            errors: 0,
-            resync: false,
-            deny_blocking: true,
-        };
-        (cmd.spec.handler)(self, &mut sub);
-        if self.config.notify_keyspace_events != 0 {
-            let name = cmd.parent.unwrap_or(cmd.spec).name;
-            let own = Some((sub.client_id, sub.proto, &mut *sub.out));
-            crate::notify::command_events(self, name, argv, own, sub.now);
-        }
-        self.stats.total_commands_processed += 1;
-        ctx.errors += sub.errors;
-        ctx.db = sub.db;
-        ctx.proto = sub.proto;
-        ctx.close |= sub.close;
-    }
-
     /// Resolve `argv` to a command spec (with subcommands), checking arity.
     /// `Err` carries Redis's error text.
-    fn lookup_command(&self, argv: Argv<'_>) -> Result<Resolved, Vec<u8>> {
+    pub(crate) fn lookup_command(&self, argv: Argv<'_>) -> Result<Resolved, Vec<u8>> {
         let name = argv.get(0).unwrap_or_default();
         let Some(spec) = self.table.get(name) else {
             return Err(cmd::unknown_command_error(argv));
@@ -1092,7 +1033,12 @@ impl Server {
         } else {
             self.slow_budget()
         };
-        let expire = self.active_expire_cycle(now_ms, CycleKind::Slow, budget);
+        // No active expiry while a CLIENT PAUSE holds writes.
+        let expire = if self.pause_pending() && self.writes_paused(now_ms) {
+            ExpireCycleStats::default()
+        } else {
+            self.active_expire_cycle(now_ms, CycleKind::Slow, budget)
+        };
         crate::notify::drain_expired(self, None, now_ms);
 
         let bgsave_started = self.persistence_cron(now_ms);
@@ -1119,6 +1065,9 @@ impl Server {
     /// One short expire cycle ([`EXPIRE_SLICE_US`] of budget) for a driver
     /// working off a backlog in slices (see [`Config::expire_slices`]).
     pub fn expire_slice(&mut self, now_ms: i64) -> ExpireCycleStats {
+        if self.pause_pending() && self.writes_paused(now_ms) {
+            return ExpireCycleStats::default();
+        }
         let budget = self.slice_budget();
         let st = self.active_expire_cycle(now_ms, CycleKind::Fast, budget);
         crate::notify::drain_expired(self, None, now_ms);
@@ -1193,6 +1142,9 @@ impl Server {
     pub fn before_sleep(&mut self, now_ms: i64) -> ExpireCycleStats {
         self.lazyfree_step(LAZYFREE_CHUNK, None);
         if self.config.expire_slices || !self.expire_backlog() {
+            return ExpireCycleStats::default();
+        }
+        if self.pause_pending() && self.writes_paused(now_ms) {
             return ExpireCycleStats::default();
         }
         if now_ms < self.cron.last_fast_cycle_ms + (2 * EXPIRE_FAST_DURATION_US / 1000) as i64 {

@@ -635,9 +635,9 @@ fn sets_of<'d>(
     keys: std::ops::Range<usize>,
 ) -> Result<Vec<Option<&'d SetObj>>, Replied> {
     let now = ctx.now;
-    let probes: Vec<_> = keys.map(|i| db.probe(ctx.arg(i), now)).collect();
-    for p in &probes {
-        db.count_read(p.found());
+    let probes: Vec<_> = keys.clone().map(|i| db.probe(ctx.arg(i), now)).collect();
+    for (p, i) in probes.iter().zip(keys) {
+        db.count_read_key(ctx.arg(i), p.found());
         check_kind(db, p, Kind::Set, ctx)?;
     }
     let db: &'d Db = db;

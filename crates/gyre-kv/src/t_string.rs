@@ -429,7 +429,7 @@ fn set_generic(
     let p = d.probe(key, ctx.now);
     let found = p.found();
     if flags & F_GET != 0 {
-        d.count_read(found);
+        d.count_read_key(key, found);
         match d.probed_ref(&p) {
             Some(Ref::Str(v)) => resp::write_bulk(ctx.out, v),
             Some(Ref::Obj(_)) => return ctx.err(ERR_WRONGTYPE),

@@ -76,6 +76,23 @@ fn noeviction_refuses_writes_but_not_reads_or_deletes() {
         err("EXECABORT Transaction discarded because of previous errors.")
     );
     assert_eq!(info_field(&mut t, "stats", "evicted_keys"), "0");
+    // The time spent over the limit, on the command clock.
+    t.advance(2500);
+    assert_eq!(t.cmd(&["SET", "late", "x"]), err(OOM));
+    let cur: u64 = info_field(&mut t, "stats", "current_eviction_exceeded_time")
+        .parse()
+        .unwrap();
+    assert!(cur >= 2500, "{cur}");
+    t.s.config.maxmemory *= 4;
+    assert_eq!(t.cmd(&["SET", "late", "x"]), ok());
+    assert_eq!(
+        info_field(&mut t, "stats", "current_eviction_exceeded_time"),
+        "0"
+    );
+    let total: u64 = info_field(&mut t, "stats", "total_eviction_exceeded_time")
+        .parse()
+        .unwrap();
+    assert!(total >= 2500, "{total}");
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! The kv process's cache features through the real binary with the
 //! `redis` crate's own helpers: `redis::transaction` (WATCH/MULTI/EXEC
 //! optimistic locking under contention), `PubSub`, AUTH through the
-//! client URL, and a subscriber that never reads being cut off at its
+//! client URL, one PUBLISH fanned out to 100 channel and pattern
+//! subscribers in order, the redis.conf spellings of every cache setting
+//! in `kv {}`, and a subscriber that never reads being cut off at its
 //! hard output limit (logged as Redis logs it) while other clients keep
 //! being served.
 #![allow(clippy::unwrap_used)]
@@ -246,4 +248,119 @@ fn a_subscriber_that_never_reads_is_cut_at_its_hard_limit() {
         .unwrap()
         .1;
     assert_eq!(n, 1);
+}
+
+#[test]
+fn redis_conf_spellings_in_kv_block_reach_config_get() {
+    let kv = start(
+        "kvc-conf",
+        "protected-mode no;\nnotify-keyspace-events \"Ex\";\n\
+         client-output-buffer-limit pubsub 4mb 1mb 30;\nclient-output-buffer-limit normal 0 0 0;\n\
+         maxmemory 64mb;\nmaxmemory-policy allkeys-lfu;\nmaxmemory_samples 7;\n\
+         maxmemory-eviction-tenacity 20;\nlfu-log-factor 5;\nlfu_decay_time 2;\n\
+         dynamic-hz no;\nproto-max-bulk-len 64mb;\nclient-query-buffer-limit 32mb;",
+    );
+    let mut c = client(&kv);
+    let get = |c: &mut redis::Connection, name: &str| -> String {
+        let v: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(name).query(c).unwrap();
+        assert_eq!(v.len(), 2, "{name}: {v:?}");
+        v[1].clone()
+    };
+    assert_eq!(get(&mut c, "protected-mode"), "no");
+    assert_eq!(get(&mut c, "notify-keyspace-events"), "xE");
+    assert_eq!(
+        get(&mut c, "client-output-buffer-limit"),
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 4194304 1048576 30"
+    );
+    assert_eq!(get(&mut c, "maxmemory"), (64u64 << 20).to_string());
+    assert_eq!(get(&mut c, "maxmemory-policy"), "allkeys-lfu");
+    assert_eq!(get(&mut c, "maxmemory-samples"), "7");
+    assert_eq!(get(&mut c, "maxmemory-eviction-tenacity"), "20");
+    assert_eq!(get(&mut c, "lfu-log-factor"), "5");
+    assert_eq!(get(&mut c, "lfu-decay-time"), "2");
+    assert_eq!(get(&mut c, "dynamic-hz"), "no");
+    assert_eq!(get(&mut c, "proto-max-bulk-len"), (64u64 << 20).to_string());
+    assert_eq!(
+        get(&mut c, "client-query-buffer-limit"),
+        (32u64 << 20).to_string()
+    );
+}
+
+#[test]
+fn a_bad_cache_setting_is_refused_at_startup() {
+    let p = Prefix::new("kvc-badconf");
+    let port = free_port();
+    p.conf(&format!(
+        "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
+         kv {{\n    listen 127.0.0.1:{port};\n    maxmemory-policy lru;\n}}\n"
+    ));
+    let out = p.run(&["-t"]);
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("must be one of the following"), "{text}");
+}
+
+#[test]
+fn a_publish_reaches_every_one_of_many_subscribers_in_order() {
+    let kv = start("kvc-fanout", "");
+    const SUBS: usize = 100;
+    const MSGS: usize = 50;
+    let mut subs: Vec<TcpStream> = (0..SUBS)
+        .map(|i| {
+            let mut s = TcpStream::connect(kv.addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            // Half by channel, half by pattern.
+            let cmd = if i % 2 == 0 {
+                "SUBSCRIBE news\r\n"
+            } else {
+                "PSUBSCRIBE ne*\r\n"
+            };
+            s.write_all(cmd.as_bytes()).unwrap();
+            s
+        })
+        .collect();
+    for s in &mut subs {
+        let mut ack = [0u8; 64];
+        let n = s.read(&mut ack).unwrap();
+        assert!(ack[..n].starts_with(b"*3\r\n$"), "{:?}", &ack[..n]);
+    }
+    let mut publ = client(&kv);
+    for m in 0..MSGS {
+        let n: i64 = redis::cmd("PUBLISH")
+            .arg("news")
+            .arg(format!("m{m}"))
+            .query(&mut publ)
+            .unwrap();
+        assert_eq!(n, SUBS as i64);
+    }
+    for (i, s) in subs.iter_mut().enumerate() {
+        let mut expect = Vec::new();
+        for m in 0..MSGS {
+            let body = format!("m{m}");
+            if i % 2 == 0 {
+                expect.extend_from_slice(
+                    format!(
+                        "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n${}\r\n{body}\r\n",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            } else {
+                expect.extend_from_slice(
+                    format!(
+                        "*4\r\n$8\r\npmessage\r\n$3\r\nne*\r\n$4\r\nnews\r\n${}\r\n{body}\r\n",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            }
+        }
+        let mut got = vec![0u8; expect.len()];
+        s.read_exact(&mut got).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&expect),
+            "subscriber {i}"
+        );
+    }
 }

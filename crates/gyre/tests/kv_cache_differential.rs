@@ -112,7 +112,8 @@ impl Conn {
         for a in args {
             b.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
         }
-        self.s.write_all(&b).unwrap();
+        // A connection the server closed shows as `<closed>` on reading.
+        let _ = self.s.write_all(&b);
     }
 
     /// One whole frame, raw.
@@ -127,6 +128,9 @@ impl Conn {
             match self.s.read(&mut tmp) {
                 Ok(0) => return b"<closed>".to_vec(),
                 Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return b"<closed>".to_vec()
+                }
                 Err(e) => panic!("read: {e}; have {:?}", String::from_utf8_lossy(&self.buf)),
             }
         }
@@ -194,7 +198,11 @@ fn show(b: &[u8]) -> String {
 fn run_script(port: u16, script: &str) -> Vec<String> {
     let mut conns: Vec<Conn> = Vec::new();
     let mut out = Vec::new();
+    let trace = std::env::var_os("KVDIFF_TRACE").is_some();
     for line in script.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if trace {
+            eprintln!("{port}: {line}");
+        }
         let words: Vec<&str> = line.split_whitespace().collect();
         if words[0] == "sleep" {
             std::thread::sleep(Duration::from_millis(words[1].parse().unwrap()));
@@ -380,6 +388,31 @@ fn transactions_match_redis() {
         sleep 120
         0> MULTI
         0> EXEC
+        0> FLUSHALL
+        0> SET w 1
+        0> WATCH w
+        5> SELECT 1
+        5> SET w other
+        5> SWAPDB 0 1
+        0> MULTI
+        0> GET w
+        0> EXEC
+        0> GET w
+        0> WATCH nowhere
+        5> SWAPDB 0 1
+        0> MULTI
+        0> EXEC
+        5> SELECT 0
+        5> DEL w
+        0> WATCH w
+        5> SWAPDB 1 0
+        0> MULTI
+        0> EXEC
+        0> SWAPDB 0
+        0> SWAPDB a 1
+        0> SWAPDB 0 b
+        0> SWAPDB 0 99
+        0> SWAPDB 3 3
         0> MULTI
         0> BLPOP nolist 0
         0> BRPOPLPUSH nolist other 0
@@ -713,6 +746,266 @@ fn client_reply_matches_redis() {
         2>0 CLIENT REPLY SKIP
         2>0 PING one
         2> PING two
+        ",
+    );
+}
+
+#[test]
+fn acl_matches_redis() {
+    differential(
+        "kvdiff-acl",
+        &[],
+        "",
+        "
+        0> ACL LIST
+        0> ACL WHOAMI
+        0> ACL USERS
+        0> ACL GETUSER default
+        0> ACL GETUSER nobody
+        0> ACL SETUSER alice on >p1 ~cached:* +get
+        0> ACL LIST
+        0> ACL SETUSER bob
+        0> ACL SETUSER carol on nopass allkeys allchannels +@all -@dangerous
+        0> ACL SETUSER dave on >pw resetkeys %R~r* %W~w* &news* +@string +@pubsub -set
+        0> ACL LIST
+        0> ACL GETUSER alice
+        0> ACL GETUSER dave
+        0> ACL USERS
+        0> ACL SETUSER x badrule
+        0> ACL SETUSER x +nosuchcmd
+        0> ACL SETUSER x +@nosuch
+        0> ACL SETUSER x <nope
+        0> ACL SETUSER x #abc
+        0> ACL SETUSER x allkeys ~k
+        0> ACL SETUSER x allchannels &c
+        0> ACL SETUSER x +client|nosuch
+        0> ACL USERS
+        0> ACL SETUSER e reset
+        0> ACL LIST
+        0> ACL SETUSER f on nopass +@all -get
+        0> ACL SETUSER g on nopass +client -client|kill
+        0> ACL SETUSER h on nopass -@all +@hash +get
+        0> ACL GETUSER f
+        0> ACL GETUSER g
+        0> ACL GETUSER h
+        0> ACL SETUSER p1 #f64551fcd6f07823cb87971cfb91446425da18286b3ab1ef935e0cbd7a69f68a
+        0> ACL GETUSER p1
+        0> ACL SETUSER p1 !f64551fcd6f07823cb87971cfb91446425da18286b3ab1ef935e0cbd7a69f68a
+        0> ACL DELUSER default
+        0> ACL DELUSER bob nobody
+        0> ACL CAT foo
+        0> ACL GENPASS 0
+        0> ACL GENPASS 5000
+        0> ACL SAVE
+        0> ACL LOAD
+        0> ACL SETUSER \"a b\"
+        1> AUTH alice p1
+        1> ACL WHOAMI
+        1> GET cached:1
+        1> GET other
+        1> SET cached:1 v
+        1> MULTI
+        1> AUTH alice wrong
+        2> AUTH dave pw
+        2> GET r1
+        2> GET w1
+        2> SET w1 v
+        2> SET r1 v
+        2> PUBLISH news1 m
+        2> PUBLISH other m
+        2> SUBSCRIBE other
+        2> SUBSCRIBE news-x
+        3> AUTH carol anything
+        3> FLUSHALL
+        3> CONFIG GET maxmemory
+        3> GET k
+        3> KEYS *
+        4> HELLO 2 AUTH bob x
+        4> AUTH nobody x
+        0> ACL SETUSER ex on nopass ~* +multi +exec +get +set +publish
+        5> AUTH ex x
+        5> MULTI
+        5> GET a
+        5> SET b 1
+        5> SET c 1
+        0> ACL SETUSER ex -get resetkeys ~b
+        5> EXEC
+        0> ACL SETUSER dry on nopass ~k* &c* +get +publish
+        0> ACL DRYRUN dry get k1
+        0> ACL DRYRUN dry get x
+        0> ACL DRYRUN dry set k1 v
+        0> ACL DRYRUN nobody get k
+        0> ACL DRYRUN dry nosuch
+        0> ACL DRYRUN dry get
+        0> ACL DRYRUN dry
+        0> ACL DRYRUN dry publish x m
+        0> ACL DRYRUN dry publish c1 m
+        0> ACL DRYRUN dry client list
+        0> ACL SETUSER dry resetkeys %R~r* +set
+        0> ACL DRYRUN dry set r1 v
+        0> ACL DRYRUN dry get r1
+        0> ACL DELUSER alice
+        1> PING
+        0> CLIENT LIST ID 1
+        ",
+    );
+}
+
+/// A small xorshift generator: the random scripts are reproducible per seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+}
+
+/// One random data command over a few keys of every type (replies whose
+/// order is deterministic in Redis only).
+fn random_command(r: &mut Rng) -> String {
+    let k = r.pick(&["k1", "k2", "h1", "s1", "l1"]);
+    let k2 = r.pick(&["k1", "k2", "h1", "s1", "l1"]);
+    let v = r.pick(&["a", "b", "7", "x y"]).replace(' ', "_");
+    let f = r.pick(&["f1", "f2"]);
+    match r.below(26) {
+        0 => format!("SET {k} {v}"),
+        1 => format!("SET {k} {v} EX 100"),
+        2 => format!("GET {k}"),
+        3 => format!("DEL {k} {k2}"),
+        4 => format!("INCR {k}"),
+        5 => format!("APPEND {k} {v}"),
+        6 => format!("EXPIRE {k} 100"),
+        7 => format!("PERSIST {k}"),
+        8 => format!("EXISTS {k}"),
+        9 => format!("HSET {k} {f} {v}"),
+        10 => format!("HDEL {k} {f}"),
+        11 => format!("HINCRBY {k} {f} 2"),
+        12 => format!("SADD {k} {v}"),
+        13 => format!("SREM {k} {v}"),
+        14 => format!("LPUSH {k} {v}"),
+        15 => format!("RPOP {k}"),
+        16 => format!("LREM {k} 0 {v}"),
+        17 => format!("RENAME {k} {k2}"),
+        18 => format!("SETNX {k} {v}"),
+        19 => format!("GETDEL {k}"),
+        20 => format!("MSET {k} {v} {k2} {v}"),
+        21 => format!("TYPE {k}"),
+        22 => format!("SCARD {k}"),
+        23 => format!("HGET {k} {f}"),
+        24 => format!("LLEN {k}"),
+        _ => format!("SINTERSTORE {k} {k2} s1"),
+    }
+}
+
+/// A random two-client session of WATCH / MULTI / EXEC / DISCARD /
+/// UNWATCH around data commands; with `events`, a third client watches
+/// every keyspace event and is synced after each step.
+fn random_session(seed: u64, steps: usize, events: bool) -> String {
+    let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut s = String::new();
+    if events {
+        s.push_str("9> CONFIG SET notify-keyspace-events KEAmn\n2> PSUBSCRIBE __key*__:*\n");
+    }
+    for _ in 0..steps {
+        let c = r.below(2);
+        let line = match r.below(12) {
+            0 => format!(
+                "WATCH {} {}",
+                r.pick(&["k1", "k2", "h1"]),
+                r.pick(&["s1", "l1", "nokey"])
+            ),
+            1 => "MULTI".to_string(),
+            2 => "EXEC".to_string(),
+            3 if r.below(3) == 0 => "DISCARD".to_string(),
+            4 if r.below(3) == 0 => "UNWATCH".to_string(),
+            _ => random_command(&mut r),
+        };
+        s.push_str(&format!("{c}> {line}\n"));
+        if events {
+            s.push_str("sync 2\n");
+        }
+    }
+    s.push_str("0> EXEC\n1> EXEC\n");
+    s
+}
+
+/// Seeds `from..from+n`; `KVDIFF_SEEDS=n` runs more of them.
+fn seeds(from: u64, n: u64) -> std::ops::Range<u64> {
+    let n = std::env::var("KVDIFF_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(n);
+    from..from + n
+}
+
+#[test]
+fn random_transactions_match_redis() {
+    for seed in seeds(1, 4) {
+        differential(
+            &format!("kvdiff-rnd-tx-{seed}"),
+            &[],
+            "",
+            &random_session(seed, 400, false),
+        );
+    }
+}
+
+#[test]
+fn random_keyspace_events_match_redis() {
+    for seed in seeds(11, 3) {
+        differential(
+            &format!("kvdiff-rnd-ev-{seed}"),
+            &[],
+            "",
+            &random_session(seed, 250, true),
+        );
+    }
+}
+
+#[test]
+fn client_pause_matches_redis() {
+    differential(
+        "kvdiff-pause",
+        &[],
+        "",
+        "
+        0> CLIENT PAUSE x
+        0> CLIENT PAUSE 10 FOO
+        0> CLIENT PAUSE -1
+        0> CLIENT PAUSE
+        0> SET x old
+        0> CLIENT PAUSE 400 WRITE
+        1>0 SET x new
+        1>0 GET x
+        2> GET x
+        2> MULTI
+        2>0 SET y 1
+        3>0 PUBLISH ch m
+        4> PING
+        sleep 700
+        sync 1 3
+        2>2 EXEC
+        0> CLIENT PAUSE 300 ALL
+        1>0 PING during
+        2>0 CLIENT UNPAUSE
+        sleep 600
+        sync 1 2
+        0> CLIENT PAUSE 100000 WRITE
+        1>0 INCR counter
+        0> CLIENT UNPAUSE
+        sync 1
+        0> GET counter
         ",
     );
 }
