@@ -709,7 +709,11 @@ fn lpos(server: &mut Server, ctx: &mut Ctx<'_>) {
                     examined
                 };
                 found.push(idx as i64);
-                if count.is_none_or(|c| c != 0 && found.len() as u64 >= c) {
+                // Redis stops at `matches - rank + 1 >= count`, which for
+                // RANK LONG_MIN overflows and never holds: it returns every
+                // match whatever COUNT says.
+                let enough = |c: u64| c != 0 && rank != i64::MIN && found.len() as u64 >= c;
+                if count.is_none_or(enough) {
                     break;
                 }
             }

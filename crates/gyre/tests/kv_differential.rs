@@ -12,7 +12,8 @@
 //! and membership, and a SPOP'd key is then deleted on both so the states
 //! stay equal.
 //!
-//! `KV_DIFF_SEED=n` replays one seed; the seeds used are printed. Skips
+//! `KV_DIFF_SEED=n` replays one seed, `KV_DIFF_RANDOM=1` picks new ones (the
+//! default seeds are fixed, so runs repeat); the seeds used are printed. Skips
 //! with a message when redis-server is missing.
 #![allow(clippy::unwrap_used)]
 
@@ -845,10 +846,18 @@ fn differential(name: &str, gens: &[Gen], seeds: u64, steps: usize) {
     let seeds: Vec<u64> = match std::env::var("KV_DIFF_SEED") {
         Ok(s) => vec![s.parse().unwrap()],
         Err(_) => {
-            let base = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64;
+            // Fixed seeds unless asked otherwise, so a run (CI's included)
+            // is repeatable; KV_DIFF_RANDOM=1 explores new ones.
+            let base = if std::env::var_os("KV_DIFF_RANDOM").is_some() {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+            } else {
+                name.bytes().fold(0x5eed_u64, |h, b| {
+                    h.wrapping_mul(0x100_0000_01b3) ^ u64::from(b)
+                })
+            };
             (0..seeds).map(|i| base.wrapping_add(i)).collect()
         }
     };

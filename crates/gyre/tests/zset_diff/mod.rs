@@ -312,6 +312,13 @@ pub(crate) fn run(
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| {
+            // Fixed seeds unless asked otherwise, so a run (CI's included)
+            // is repeatable; KV_DIFF_RANDOM=1 explores new ones.
+            if std::env::var_os("KV_DIFF_RANDOM").is_none() {
+                return name.bytes().fold(0x5eed_u64, |h, b| {
+                    h.wrapping_mul(0x100_0000_01b3) ^ u64::from(b)
+                }) | 1;
+            }
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(1, |d| d.as_nanos() as u64)
