@@ -67,7 +67,7 @@ pub struct ErrorPage {
 }
 
 /// `add_header NAME VALUE [always]`: (name, value, always).
-pub type AddHeader = (Arc<str>, Arc<str>, bool);
+pub type AddHeader = (Arc<str>, ComplexValue, bool);
 
 /// Settings that inherit http → server → location; `None` means "not set
 /// here".
@@ -759,15 +759,16 @@ fn set_stub_status(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), 
 }
 
 fn set_add_header(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let s = c.settings(cx)?;
     let always = match d.args.get(2).map(String::as_str) {
         None => false,
         Some("always") => true,
         Some(other) => return Err(format!("invalid parameter \"{other}\"")),
     };
-    s.add_header
+    let value = ComplexValue::compile(d.arg(1), &mut c.vars)?;
+    c.settings(cx)?
+        .add_header
         .get_or_insert_with(Vec::new)
-        .push((d.arg(0).into(), d.arg(1).into(), always));
+        .push((d.arg(0).into(), value, always));
     Ok(())
 }
 

@@ -774,35 +774,32 @@ impl HttpConn {
     }
 
     /// Resumes a suspended request once its output drained and its time
-    /// came; true when it is still suspended (and the timer armed).
+    /// came; true when it is still suspended (waiting for the output to
+    /// drain, or for the delay timer armed here).
     fn wake_request(&mut self, core: &mut Core, c: ConnId) -> bool {
         let Some(mut r) = self.r.take() else {
             return false;
         };
-        if self.has_output() {
-            self.r = Some(r);
-            return true;
-        }
-        let now = core.now();
-        if let Some(Wake::At(t)) = r.wake {
-            let wait = msec_diff(t, now);
-            if wait > 0 {
-                self.delayed = true;
-                core.add_timer(Ev::write(c), wait as u64);
+        loop {
+            if self.has_output() {
                 self.r = Some(r);
                 return true;
             }
-        }
-        self.delayed = false;
-        match self.run_phases(core, &mut r, true) {
-            Status::Again => {
-                self.r = Some(r);
-                true
+            let now = core.now();
+            if let Some(Wake::At(t)) = r.wake {
+                let wait = msec_diff(t, now);
+                if wait > 0 {
+                    self.delayed = true;
+                    core.add_timer(Ev::write(c), wait as u64);
+                    self.r = Some(r);
+                    return true;
+                }
             }
-            Status::Done => {
+            self.delayed = false;
+            if let Status::Done = self.run_phases(core, &mut r, true) {
                 self.end_request(core, c, r);
                 self.answer(core, c);
-                false
+                return false;
             }
         }
     }

@@ -268,7 +268,11 @@ fn post_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
 
 /// An internal redirect to `uri` (with `?args`), or to a named location:
 /// the phase to go on from, or a 500 when the redirect budget is spent.
-fn internal_redirect(cx: &mut Ctx<'_>, r: &mut HttpRequest, target: &str) -> Result<usize, u16> {
+pub fn internal_redirect(
+    cx: &mut Ctx<'_>,
+    r: &mut HttpRequest,
+    target: &str,
+) -> Result<usize, u16> {
     r.st.uri_changes = r.st.uri_changes.saturating_sub(1);
     if r.st.uri_changes == 0 {
         log::error!(
@@ -291,6 +295,7 @@ fn internal_redirect(cx: &mut Ctx<'_>, r: &mut HttpRequest, target: &str) -> Res
             r.st.uri.push_str(u);
             r.st.args.clear();
             r.st.args.push_str(a);
+            r.st.args_set = true;
         }
         None => {
             r.st.uri.clear();
@@ -341,6 +346,12 @@ fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
                 cv.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
             }
             let target = String::from_utf8_lossy(cx.scratch).into_owned();
+            // nginx splits the arguments off the URI here: an empty
+            // `$args` is then found (logged empty, not `-`).
+            r.st.args_set = true;
+            if !target.contains('?') {
+                r.st.args.clear();
+            }
             match internal_redirect(cx, r, &target) {
                 Ok(i) => Step::Jump(i),
                 Err(code) => Step::Finalize(Response::error(code)),
@@ -397,6 +408,7 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Option
 
 /// `add_header`, then the machine.
 fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) {
+    absolute_redirect(r, &mut resp);
     prepare(cx, r, &mut resp);
     let _ = cx.m.respond(resp, cx.now, cx.date);
     (r.st.body_bytes_sent, r.st.bytes_sent) = cx.m.last_sent();
@@ -405,7 +417,7 @@ fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) {
 /// What every response gets before it is queued: `add_header`, the
 /// location's keep-alive settings, its access log.
 pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
-    add_headers(r, resp);
+    add_headers(cx, r, resp);
     r.st.status = resp.status;
     let loc = &r.st.loc;
     let st = cx.m.settings_mut();
@@ -425,17 +437,55 @@ pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
 
 /// The location's `add_header`s (without `always`, only on nginx's list of
 /// successful and redirect codes).
-pub fn add_headers(r: &HttpRequest, resp: &mut Response) {
-    for (k, v, always) in &r.st.loc.add_header {
+pub fn add_headers(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
+    let loc = r.st.loc.clone();
+    for (k, v, always) in &loc.add_header {
         if *always
             || matches!(
                 resp.status,
                 200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
             )
         {
-            resp.headers.push((k.into(), v.into()));
+            let value: crate::response::Text = if v.is_literal() {
+                (&v.text).into()
+            } else {
+                cx.scratch.clear();
+                let env = r.st.env(cx.conf, Some(resp), cx.now, cx.unix_ms);
+                v.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
+                String::from_utf8_lossy(cx.scratch).into_owned().into()
+            };
+            // nginx skips a header whose value is empty.
+            if !value.is_empty() {
+                resp.headers.push((k.into(), value));
+            }
         }
     }
+}
+
+/// nginx's `absolute_redirect on`: a `Location` starting with `/` gets the
+/// scheme, the request's host and a port other than the default.
+fn absolute_redirect(r: &HttpRequest, resp: &mut Response) {
+    let Some(loc) = &resp.location else {
+        return;
+    };
+    if !loc.starts_with('/') {
+        return;
+    }
+    let host = r.st.req.host().map(str::to_string).unwrap_or_else(|| {
+        r.st.conn
+            .local
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default()
+    });
+    let scheme = if r.st.conn.tls { "https" } else { "http" };
+    let port = r.st.conn.local.map_or(80, |a| a.port());
+    let default_port = if r.st.conn.tls { 443 } else { 80 };
+    let abs = if port == default_port {
+        format!("{scheme}://{host}{}", &**loc)
+    } else {
+        format!("{scheme}://{host}:{port}{}", &**loc)
+    };
+    resp.location = Some(abs.into());
 }
 
 /// When a suspended request wants to run (for the connection handler).

@@ -49,24 +49,27 @@ pub fn map_path(r: &mut HttpRequest, uri: &str, out: &mut PathBuf, cx: &mut Ctx<
 
 /// The static content handler.
 pub fn serve(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
-    if !r.st.is_get_or_head() {
+    // nginx's static module lets POST look the file up (a missing one is
+    // a 404, an existing one a 405); other methods are refused at once.
+    if !r.st.is_get_or_head() && r.st.req.method() != "POST" {
         return Step::Finalize(Response::error(405));
     }
     let mut fpath = std::mem::take(cx.fpath);
     let uri = std::mem::take(&mut r.st.uri);
     map_path(r, &uri, &mut fpath, cx);
-    let step = serve_path(cx, r, &uri, &mut fpath);
-    r.st.uri = uri;
+    let step = serve_path(cx, r, &uri, &fpath);
+    // An index redirect set a new URI; otherwise the URI is given back.
+    if r.st.uri.is_empty() {
+        r.st.uri = uri;
+    }
     *cx.fpath = fpath;
     step
 }
 
-fn serve_path(cx: &mut Ctx<'_>, r: &mut HttpRequest, path: &str, fpath: &mut PathBuf) -> Step {
+fn serve_path(cx: &mut Ctx<'_>, r: &mut HttpRequest, path: &str, fpath: &std::path::Path) -> Step {
     let loc = r.st.loc.clone();
     let now = cx.now;
-    // Set when a directory request is answered by its index file.
-    let mut index_uri: Option<String> = None;
-    let mut opened = cx.files.open(fpath, now, loc.open_file_cache);
+    let opened = cx.files.open(fpath, now, loc.open_file_cache);
     if path.ends_with('/') {
         if !matches!(opened, Open::Dir) {
             return Step::Finalize(Response::error(match opened {
@@ -75,25 +78,26 @@ fn serve_path(cx: &mut Ctx<'_>, r: &mut HttpRequest, path: &str, fpath: &mut Pat
                 _ => 404,
             }));
         }
-        opened = Open::NotFound;
+        // The index module: the first index file that exists is served
+        // by an internal redirect to its URI (which may pick another
+        // location).
         for idx in &loc.index {
             let candidate = fpath.join(idx);
-            match cx.files.open(&candidate, now, loc.open_file_cache) {
-                Open::NotFound => continue,
-                o => {
-                    opened = o;
-                    *fpath = candidate;
-                    index_uri = Some(format!("{path}{idx}"));
-                    break;
-                }
+            if let Open::NotFound = cx.files.open(&candidate, now, loc.open_file_cache) {
+                continue;
             }
+            let target = format!("{path}{idx}");
+            return match crate::phases::internal_redirect(cx, r, &target) {
+                Ok(i) => Step::Jump(i),
+                Err(code) => Step::Finalize(Response::error(code)),
+            };
         }
-        if matches!(opened, Open::NotFound) {
-            log::error!("directory index of \"{}\" is forbidden", fpath.display());
-            return Step::Finalize(Response::error(403));
-        }
+        log::error!("directory index of \"{}\" is forbidden", fpath.display());
+        return Step::Finalize(Response::error(403));
     }
+    let index_uri: Option<String> = None;
     match opened {
+        Open::File(_) if !r.st.is_get_or_head() => Step::Finalize(Response::error(405)),
         Open::File(info) => {
             let uri_path = index_uri.as_deref().unwrap_or(path);
             file_response(cx, r, info, uri_path)

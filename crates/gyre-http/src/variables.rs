@@ -274,6 +274,10 @@ pub struct VarEnv<'a> {
     pub start: Msec,
     pub now: Msec,
     pub unix_ms: u64,
+    /// Served as GET after an error-page redirect (`$request_method`).
+    pub as_get: bool,
+    /// `$args` was set by a redirect: empty is found, not "not found".
+    pub args_set: bool,
 }
 
 const UNCOMPUTED: u32 = u32::MAX;
@@ -398,6 +402,8 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
         VarKind::Unresolved | VarKind::User | VarKind::RemoteUser => return false,
         VarKind::Uri => out.extend_from_slice(env.uri.as_bytes()),
         VarKind::RequestUri => out.extend_from_slice(req.target()),
+        // No arguments at all is "not found" (`-` in logs), as nginx.
+        VarKind::Args if env.args.is_empty() && !env.args_set => return false,
         VarKind::Args => out.extend_from_slice(env.args.as_bytes()),
         VarKind::Arg(name) => match arg(env.args.as_bytes(), name) {
             Some(v) => out.extend_from_slice(v),
@@ -471,6 +477,7 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
             }
         }
         VarKind::Request => out.extend_from_slice(req.request_line().as_bytes()),
+        VarKind::RequestMethod if env.as_get => out.extend_from_slice(b"GET"),
         VarKind::RequestMethod => out.extend_from_slice(req.method().as_bytes()),
         VarKind::RequestLength => push_u64(out, req.head_len() as u64),
         VarKind::RequestTime => {
