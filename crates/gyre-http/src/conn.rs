@@ -866,6 +866,17 @@ impl Connection {
     /// `Date:` header value. A HEAD request gets the head only, with the
     /// Content-Length the body would have had.
     pub fn respond(&mut self, resp: Response, now: Msec, date: &str) -> Result<(), NotPending> {
+        self.respond_ref(&resp, now, date)
+    }
+
+    /// [`Connection::respond`] without taking the response (a response is
+    /// a few hundred bytes: the phases hand it down by reference).
+    pub fn respond_ref(
+        &mut self,
+        resp: &Response,
+        now: Msec,
+        date: &str,
+    ) -> Result<(), NotPending> {
         if self.state != State::Pending || self.is_streaming() {
             return Err(NotPending);
         }
@@ -876,7 +887,7 @@ impl Connection {
         // discarded: say so with Connection: close (nginx's special
         // response handler does the same when discarding fails).
         let keep_alive = cur.keep_alive && !resp.close && !self.body_is_bad(&cur.decoder);
-        let (body, all) = self.queue(&resp, keep_alive, cur.head, date);
+        let (body, all) = self.queue(resp, keep_alive, cur.head, date);
         self.last_sent = (body, all);
         cur.log.status = wire_status(resp.status);
         cur.log.body_bytes_sent = body;

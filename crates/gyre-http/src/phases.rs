@@ -160,7 +160,7 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Status {
         match step {
             Step::Next => r.st.phase += 1,
             Step::Jump(i) => r.st.phase = i,
-            Step::Finalize(resp) => match finalize(cx, r, resp) {
+            Step::Finalize(mut resp) => match finalize(cx, r, &mut resp) {
                 Some(i) => r.st.phase = i,
                 None => return Status::Done,
             },
@@ -184,8 +184,8 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Status {
     }
 }
 
-fn finish(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: Response) -> Status {
-    send(cx, r, resp);
+fn finish(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Status {
+    send(cx, r, &mut resp);
     Status::Done
 }
 
@@ -240,10 +240,10 @@ fn find_config(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
 }
 
 fn location_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
-    let script = r.st.loc.script.clone();
-    if script.is_empty() {
+    if r.st.loc.script.is_empty() {
         return Step::Next;
     }
+    let script = r.st.loc.script.clone();
     match rewrite::run(&script, &mut script_ctx(cx), r) {
         rewrite::End::Finalize(resp) => Step::Finalize(resp),
         _ => Step::Next,
@@ -370,7 +370,7 @@ fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
 /// nginx's `ngx_http_finalize_request` / special response: an error
 /// status with an `error_page` becomes an internal redirect (the phase to
 /// go on from is returned); otherwise the response is queued.
-fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Option<usize> {
+fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Option<usize> {
     let status = resp.status;
     if status >= 300 && !r.st.error_page {
         let loc = r.st.loc.clone();
@@ -387,7 +387,7 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Option
             }
             match internal_redirect(cx, r, &ep.uri) {
                 Ok(i) => return Some(i),
-                Err(code) => resp = Response::error(code),
+                Err(code) => *resp = Response::error(code),
             }
         }
     }
@@ -399,7 +399,7 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Option
             resp.last_modified = None;
             resp.close = Response::error(resp.status).close;
         } else if resp.status != r.st.err_status && resp.status >= 300 {
-            resp = Response::error(r.st.err_status);
+            *resp = Response::error(r.st.err_status);
         }
     }
     send(cx, r, resp);
@@ -407,10 +407,10 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Option
 }
 
 /// `add_header`, then the machine.
-fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) {
-    absolute_redirect(r, &mut resp);
-    prepare(cx, r, &mut resp);
-    let _ = cx.m.respond(resp, cx.now, cx.date);
+fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
+    absolute_redirect(r, resp);
+    prepare(cx, r, resp);
+    let _ = cx.m.respond_ref(resp, cx.now, cx.date);
     (r.st.body_bytes_sent, r.st.bytes_sent) = cx.m.last_sent();
 }
 
@@ -491,4 +491,217 @@ fn absolute_redirect(r: &HttpRequest, resp: &mut Response) {
 /// When a suspended request wants to run (for the connection handler).
 pub fn wake_of(r: &HttpRequest) -> Option<Wake> {
     r.wake
+}
+
+#[cfg(test)]
+mod tests {
+    //! The engine without sockets: a configuration read from text, a
+    //! connection machine fed raw bytes, a virtual clock.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::conn::Event;
+    use crate::settings::HttpSettings;
+    use crate::variables::ConnInfo;
+
+    struct Site {
+        conf: HttpConf,
+        dir: PathBuf,
+    }
+
+    fn site(name: &str, server_body: &str, files: &[(&str, &str)]) -> Site {
+        let dir = std::env::temp_dir().join(format!("gyre-phases-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (f, text) in files {
+            let p = dir.join("html").join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        std::fs::create_dir_all(dir.join("html")).unwrap();
+        let text = format!(
+            "events {{}}\nhttp {{ access_log off; server {{ listen 127.0.0.1:1; root html;\n{server_body}\n}} }}\n"
+        );
+        let cf = gyre_core::conf::load_str(
+            &text,
+            "conf/gyre.conf".as_ref(),
+            &dir,
+            None,
+            &[&crate::conf::HTTP_MODULE],
+        )
+        .unwrap();
+        Site {
+            conf: cf.module::<HttpConf>().unwrap().clone(),
+            dir,
+        }
+    }
+
+    /// One request through the phases: its status, the machine's output so
+    /// far, and the request (to resume).
+    struct Run {
+        m: Connection,
+        r: HttpRequest,
+        files: FileCache,
+        matches: MatchCache,
+        open: Vec<(u64, Rc<FileInfo>)>,
+        fpath: PathBuf,
+        scratch: Vec<u8>,
+    }
+
+    impl Run {
+        fn new(s: &Site, raw: &str) -> (Run, Status) {
+            let mut m = Connection::new(HttpSettings::default(), 0);
+            m.on_read(raw.as_bytes(), 0);
+            let Some(Event::Request(req)) = m.poll(0, "D") else {
+                panic!("no request")
+            };
+            let loc = HttpConf::server_loc(&s.conf.servers[0]).clone();
+            let mut r = HttpRequest::new(req, 0, loc, ConnInfo::default(), 0);
+            r.reset_vars(&s.conf);
+            let mut run = Run {
+                m,
+                r,
+                files: FileCache::new(),
+                matches: MatchCache::default(),
+                open: Vec::new(),
+                fpath: PathBuf::new(),
+                scratch: Vec::new(),
+            };
+            let st = run.step(s, 0, false);
+            (run, st)
+        }
+
+        fn step(&mut self, s: &Site, now: Msec, resume: bool) -> Status {
+            let sink = |_: &crate::conf::LocConf| 1;
+            let mut cx = Ctx {
+                conf: &s.conf,
+                files: &mut self.files,
+                matches: &mut self.matches,
+                m: &mut self.m,
+                open: &mut self.open,
+                zone: None,
+                now,
+                unix_ms: 0,
+                date: "D",
+                fpath: &mut self.fpath,
+                scratch: &mut self.scratch,
+                last_call: false,
+                sink: &sink,
+            };
+            if resume {
+                super::resume(&mut cx, &mut self.r)
+            } else {
+                super::run(&mut cx, &mut self.r)
+            }
+        }
+
+        fn output(&mut self) -> String {
+            String::from_utf8_lossy(&self.m.take_output().bytes()).into_owned()
+        }
+    }
+
+    fn body(out: &str) -> &str {
+        out.split_once("\r\n\r\n").map_or("", |(_, b)| b)
+    }
+
+    #[test]
+    fn rewrite_last_finds_a_regex_location_and_return_reads_its_captures() {
+        let s = site(
+            "rewrite",
+            r#"location /old/ { rewrite ^/old/(.*)$ /new/$1?x=1 last; }
+               location ~ ^/new/(?<name>[a-z]+)$ { set $v "$name-$1"; return 200 "$v $uri $args $arg_x\n"; }"#,
+            &[],
+        );
+        let (mut run, st) = Run::new(&s, "GET /old/abc?y=2 HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(st, Status::Done);
+        let out = run.output();
+        assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
+        assert_eq!(body(&out), "abc-abc /new/abc x=1&y=2 1\n");
+        std::fs::remove_dir_all(&s.dir).unwrap();
+    }
+
+    #[test]
+    fn a_rewrite_cycle_ends_with_500_after_ten_changes() {
+        let s = site(
+            "cycle",
+            "location /a { rewrite ^ /b last; }\nlocation /b { rewrite ^ /a last; }",
+            &[],
+        );
+        let (mut run, st) = Run::new(&s, "GET /a HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(st, Status::Done);
+        assert!(run.output().starts_with("HTTP/1.1 500 "));
+        assert_eq!(run.r.st.uri_changes, 0);
+        std::fs::remove_dir_all(&s.dir).unwrap();
+    }
+
+    #[test]
+    fn spa_try_files_falls_back_and_error_page_goes_to_a_named_location() {
+        let s = site(
+            "spa",
+            "location / { try_files $uri $uri/ /index.html; }\n\
+             location /api/ { error_page 404 = @api; }\n\
+             location @api { return 200 \"api $uri\"; }\n\
+             location /x/ { try_files $uri =404; }",
+            &[("index.html", "spa\n"), ("a.txt", "a\n")],
+        );
+        let (mut run, _) = Run::new(&s, "GET /deep/route HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(body(&run.output()), "spa\n");
+        assert_eq!(run.r.st.uri, "/index.html");
+        let (mut run, _) = Run::new(&s, "GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(body(&run.output()), "a\n");
+        let (mut run, _) = Run::new(&s, "GET /api/none HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(body(&run.output()), "api /api/none");
+        let (mut run, _) = Run::new(&s, "GET /x/none HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert!(run.output().starts_with("HTTP/1.1 404 "));
+        std::fs::remove_dir_all(&s.dir).unwrap();
+    }
+
+    #[test]
+    fn limit_rate_suspends_and_resumes_on_the_virtual_clock() {
+        let data = "x".repeat(2500);
+        let s = site(
+            "rate",
+            "location / { limit_rate 1000; }",
+            &[("f.txt", &data)],
+        );
+        let (mut run, st) = Run::new(&s, "GET /f.txt HTTP/1.1\r\nHost: h\r\n\r\n");
+        // The head and the first second's 1000 bytes, then a wait for
+        // the output to drain.
+        assert_eq!(st, Status::Again);
+        assert_eq!(run.r.wake, Some(Wake::Drained));
+        let out = run.output();
+        assert!(out.contains("Content-Length: 2500\r\n"), "{out}");
+        assert_eq!(body(&out).len(), 1000);
+        // Drained at t=10: nothing more is due until the second is over
+        // (nginx's delay: 1 ms past the allowance, rounded to seconds).
+        assert_eq!(run.step(&s, 10, true), Status::Again);
+        assert_eq!(run.r.wake, Some(Wake::At(11)));
+        assert_eq!(run.step(&s, 11, true), Status::Again);
+        assert_eq!(run.output().len(), 0);
+        // A second later: the next 1000 bytes; then the last 500.
+        assert_eq!(run.step(&s, 1000, true), Status::Again);
+        assert_eq!(run.output().len(), 1000);
+        assert_eq!(run.step(&s, 1001, true), Status::Again);
+        assert_eq!(run.step(&s, 2000, true), Status::Done);
+        assert_eq!(run.output().len(), 500);
+        assert!(!run.m.is_streaming());
+        std::fs::remove_dir_all(&s.dir).unwrap();
+    }
+
+    #[test]
+    fn only_the_phases_in_use_are_built() {
+        let s = site("build", "location = /r { return 200 ok; }", &[]);
+        assert_eq!(
+            &*s.conf.phases,
+            &[
+                Phase::FindConfig,
+                Phase::Rewrite,
+                Phase::PostRewrite,
+                Phase::Content
+            ]
+        );
+        let s2 = site("build2", "location / { }", &[]);
+        assert_eq!(&*s2.conf.phases, &[Phase::FindConfig, Phase::Content]);
+        std::fs::remove_dir_all(&s.dir).unwrap();
+        std::fs::remove_dir_all(&s2.dir).unwrap();
+    }
 }

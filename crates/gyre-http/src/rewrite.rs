@@ -251,6 +251,18 @@ fn return_response(
         }
         return Response::error(code);
     };
+    let redirect = matches!(code, 301 | 302 | 303 | 307 | 308);
+    if let (Some(l), false) = (lit, redirect) {
+        // A text without variables: the shared bytes, no copy.
+        let mut resp = Response::new(code);
+        resp.content_type = Some((&r.st.loc.default_type).into());
+        if r.st.is_head() {
+            resp.content_length = Some(l.len() as u64);
+        } else {
+            resp.body = Body::shared(l.clone());
+        }
+        return resp;
+    }
     let value: Text = if text.is_literal() {
         Text::Shared(text.text.clone())
     } else {
@@ -259,7 +271,7 @@ fn return_response(
         text.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
         Text::Owned(String::from_utf8_lossy(e.scratch).into_owned())
     };
-    if matches!(code, 301 | 302 | 303 | 307 | 308) {
+    if redirect {
         let mut resp = Response::error(code);
         resp.location = Some(value);
         return resp;
@@ -270,10 +282,9 @@ fn return_response(
     if r.st.is_head() {
         resp.content_length = Some(len);
     } else {
-        resp.body = match (lit, value) {
-            (Some(l), _) => Body::shared(l.clone()),
-            (None, Text::Owned(s)) => Body::Bytes(s.into_bytes()),
-            (None, v) => Body::Bytes(v.as_bytes().to_vec()),
+        resp.body = match value {
+            Text::Owned(s) => Body::Bytes(s.into_bytes()),
+            v => Body::Bytes(v.as_bytes().to_vec()),
         };
     }
     resp
