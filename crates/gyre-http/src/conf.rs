@@ -265,7 +265,7 @@ impl HttpConf {
         Ok(l)
     }
 
-    fn settings(&mut self, cx: &ConfCtx) -> Result<&mut LocSettings, String> {
+    pub(crate) fn settings(&mut self, cx: &ConfCtx) -> Result<&mut LocSettings, String> {
         Ok(match level(cx) {
             Level::Http => &mut self.set,
             Level::Server => &mut self.servers.last_mut().ok_or("no server")?.set,
@@ -282,7 +282,7 @@ impl HttpConf {
 
     /// The rewrite script a directive adds to: the server's or the
     /// location's, or the body of the `if` being read.
-    fn script(&mut self, cx: &ConfCtx) -> Result<&mut Vec<Op>, String> {
+    pub(crate) fn script(&mut self, cx: &ConfCtx) -> Result<&mut Vec<Op>, String> {
         let ops = match level(cx) {
             Level::Http => return Err("no server".into()),
             Level::Server => &mut self.servers.last_mut().ok_or("no server")?.script,
@@ -655,54 +655,6 @@ fn set_types(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String>
     Ok(())
 }
 
-fn set_return(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let op = rewrite::parse_return(d, &mut c.vars)?;
-    c.script(cx)?.push(op);
-    Ok(())
-}
-
-fn set_rewrite(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let op = rewrite::parse_rewrite(d, &mut c.vars, &mut c.regexes)?;
-    c.script(cx)?.push(op);
-    Ok(())
-}
-
-fn set_set(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let op = rewrite::parse_set(d, &mut c.vars)?;
-    c.script(cx)?.push(op);
-    Ok(())
-}
-
-fn set_break(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    c.script(cx)?.push(Op::Break);
-    Ok(())
-}
-
-fn set_if(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let cond = rewrite::parse_if(d, &mut c.vars, &mut c.regexes)?;
-    c.script(cx)?.push(Op::If {
-        cond,
-        ops: Vec::new(),
-    });
-    Ok(())
-}
-
-fn set_rewrite_log(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let v = d.flag()?;
-    c.settings(cx)?.rewrite_log = Some(v);
-    Ok(())
-}
-
-fn set_uninitialized_variable_warn(
-    c: &mut HttpConf,
-    d: &Directive,
-    cx: &ConfCtx,
-) -> Result<(), String> {
-    let v = d.flag()?;
-    c.settings(cx)?.uninitialized_variable_warn = Some(v);
-    Ok(())
-}
-
 fn set_internal(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), String> {
     c.settings(cx)?.internal = true;
     Ok(())
@@ -741,15 +693,6 @@ fn set_limit_rate(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), S
 fn set_limit_rate_after(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let v = d.size(0)? as u64;
     c.settings(cx)?.limit_rate_after = Some(v);
-    Ok(())
-}
-
-fn set_log_format(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
-    let f = crate::log_format::LogFormat::parse(&d.args, &mut c.vars)?;
-    if f.name == "combined" || c.log_formats.iter().any(|x| x.name == f.name) {
-        return Err(format!("duplicate \"log_format\" name \"{}\"", f.name));
-    }
-    c.log_formats.push(Arc::new(f));
     Ok(())
 }
 
@@ -802,45 +745,6 @@ fn set_error_page(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), S
             overwrite,
             uri: uri.clone(),
         });
-    Ok(())
-}
-
-fn set_access_log(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    if d.arg(0) == "off" {
-        let s = c.settings(cx)?;
-        s.access_log = Some(None);
-        s.log_format = None;
-        s.log_if = None;
-        return Ok(());
-    }
-    let mut format = None;
-    let mut cond = None;
-    for (i, a) in d.args.iter().enumerate().skip(1) {
-        if let Some(v) = a.strip_prefix("buffer=") {
-            // Lines are always buffered (64 KiB, flushed every second and
-            // on exit); the size is checked as nginx checks it.
-            gyre_core::conf::parse_size(v).ok_or_else(|| format!("invalid buffer size \"{v}\""))?;
-        } else if let Some(v) = a.strip_prefix("flush=") {
-            gyre_core::conf::parse_time_ms(v)
-                .ok_or_else(|| format!("invalid flush time \"{v}\""))?;
-        } else if let Some(v) = a.strip_prefix("if=") {
-            cond = Some(ComplexValue::compile(v, &mut c.vars)?);
-        } else if a.starts_with("gzip") {
-            return Err(format!("invalid parameter \"{a}\""));
-        } else if i == 1 {
-            if a != "combined" && !c.log_formats.iter().any(|f| f.name == *a) {
-                return Err(format!("unknown log format \"{a}\""));
-            }
-            format = Some(a.clone());
-        } else {
-            return Err(format!("invalid parameter \"{a}\""));
-        }
-    }
-    let path = cx.full_path(d.arg(0));
-    let s = c.settings(cx)?;
-    s.access_log = Some(Some(path));
-    s.log_format = format;
-    s.log_if = cond;
     Ok(())
 }
 
@@ -989,30 +893,45 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     DirectiveSpec::new("index", HSL, Args::ONE_MORE, set_index),
     DirectiveSpec::new("default_type", HSL, Args::TAKE1, set_default_type),
     DirectiveSpec::block("types", HSL, Args::NOARGS, Block::Raw, false, set_types),
-    DirectiveSpec::multi("return", S.or(L).or(IF), Args::TAKE12, set_return),
-    DirectiveSpec::multi("rewrite", S.or(L).or(IF), Args::TAKE23, set_rewrite),
-    DirectiveSpec::multi("set", S.or(L).or(IF), Args::TAKE2, set_set),
-    DirectiveSpec::multi("break", S.or(L).or(IF), Args::NOARGS, set_break),
+    DirectiveSpec::multi("return", S.or(L).or(IF), Args::TAKE12, rewrite::set_return),
+    DirectiveSpec::multi(
+        "rewrite",
+        S.or(L).or(IF),
+        Args::TAKE23,
+        rewrite::set_rewrite,
+    ),
+    DirectiveSpec::multi("set", S.or(L).or(IF), Args::TAKE2, rewrite::set_set),
+    DirectiveSpec::multi("break", S.or(L).or(IF), Args::NOARGS, rewrite::set_break),
     DirectiveSpec::block(
         "if",
         S.or(L),
         Args::ONE_MORE,
         Block::Context(IF),
         true,
-        set_if,
+        rewrite::set_if,
     ),
-    DirectiveSpec::new("rewrite_log", HSL.or(IF), Args::FLAG, set_rewrite_log),
+    DirectiveSpec::new(
+        "rewrite_log",
+        HSL.or(IF),
+        Args::FLAG,
+        rewrite::set_rewrite_log,
+    ),
     DirectiveSpec::new(
         "uninitialized_variable_warn",
         HSL.or(IF),
         Args::FLAG,
-        set_uninitialized_variable_warn,
+        rewrite::set_uninitialized_variable_warn,
     ),
     DirectiveSpec::new("internal", L, Args::NOARGS, set_internal),
     DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, set_try_files),
     DirectiveSpec::new("limit_rate", HSL, Args::TAKE1, set_limit_rate),
     DirectiveSpec::new("limit_rate_after", HSL, Args::TAKE1, set_limit_rate_after),
-    DirectiveSpec::multi("log_format", H, Args::TWO_MORE, set_log_format),
+    DirectiveSpec::multi(
+        "log_format",
+        H,
+        Args::TWO_MORE,
+        crate::log_format::set_log_format,
+    ),
     DirectiveSpec::new(
         "stub_status",
         S.or(L),
@@ -1021,7 +940,12 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     ),
     DirectiveSpec::multi("add_header", HSL, Args::TAKE23, set_add_header),
     DirectiveSpec::multi("error_page", HSL, Args::TWO_MORE, set_error_page),
-    DirectiveSpec::new("access_log", HSL, Args::ONE_MORE, set_access_log),
+    DirectiveSpec::new(
+        "access_log",
+        HSL,
+        Args::ONE_MORE,
+        crate::log_format::set_access_log,
+    ),
     DirectiveSpec::new("open_file_cache", HSL, Args::TAKE12, set_open_file_cache),
     DirectiveSpec::new(
         "open_file_cache_valid",

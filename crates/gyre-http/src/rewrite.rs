@@ -9,7 +9,9 @@
 
 use std::sync::Arc;
 
-use gyre_core::conf::Directive;
+use gyre_core::conf::{ConfCtx, Directive};
+
+use crate::conf::HttpConf;
 
 use crate::complex_value::ComplexValue;
 use crate::regex::{MatchCache, Regex};
@@ -348,6 +350,61 @@ fn test(cond: &Cond, e: &mut Env<'_>, r: &mut HttpRequest) -> bool {
 }
 
 // ---- configuration -------------------------------------------------------
+
+/// A setter of the module's directive table.
+pub fn set_return(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let op = parse_return(d, &mut c.vars)?;
+    c.script(cx)?.push(op);
+    Ok(())
+}
+
+/// A setter of the module's directive table.
+pub fn set_rewrite(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let op = parse_rewrite(d, &mut c.vars, &mut c.regexes)?;
+    c.script(cx)?.push(op);
+    Ok(())
+}
+
+/// A setter of the module's directive table.
+pub fn set_set(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let op = parse_set(d, &mut c.vars)?;
+    c.script(cx)?.push(op);
+    Ok(())
+}
+
+/// A setter of the module's directive table.
+pub fn set_break(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    c.script(cx)?.push(Op::Break);
+    Ok(())
+}
+
+/// A setter of the module's directive table.
+pub fn set_if(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let cond = parse_if(d, &mut c.vars, &mut c.regexes)?;
+    c.script(cx)?.push(Op::If {
+        cond,
+        ops: Vec::new(),
+    });
+    Ok(())
+}
+
+/// A setter of the module's directive table.
+pub fn set_rewrite_log(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.rewrite_log = Some(v);
+    Ok(())
+}
+
+/// A setter of the module's directive table.
+pub fn set_uninitialized_variable_warn(
+    c: &mut HttpConf,
+    d: &Directive,
+    cx: &ConfCtx,
+) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.uninitialized_variable_warn = Some(v);
+    Ok(())
+}
 
 /// Compiles a regex for the configuration, indexing its named captures as
 /// variables.
