@@ -59,7 +59,11 @@ pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
     };
     if locs().any(|l| !l.script.is_empty()) {
         v.push(Phase::Rewrite);
-        v.push(Phase::PostRewrite);
+        // Only a `rewrite` can change the URI; scripts of `return`, `set`
+        // and `if` alone need no second look.
+        if locs().any(|l| crate::rewrite::changes_uri(&l.script)) {
+            v.push(Phase::PostRewrite);
+        }
     }
     if conf.servers.iter().any(|s| s.set.try_files.is_some())
         || locs().any(|l| l.set.try_files.is_some())
@@ -692,6 +696,11 @@ mod tests {
         let s = site("build", "location = /r { return 200 ok; }", &[]);
         assert_eq!(
             &*s.conf.phases,
+            &[Phase::FindConfig, Phase::Rewrite, Phase::Content]
+        );
+        let s3 = site("build3", "location /a { rewrite ^ /b; }", &[]);
+        assert_eq!(
+            &*s3.conf.phases,
             &[
                 Phase::FindConfig,
                 Phase::Rewrite,
@@ -699,6 +708,7 @@ mod tests {
                 Phase::Content
             ]
         );
+        std::fs::remove_dir_all(&s3.dir).unwrap();
         let s2 = site("build2", "location / { }", &[]);
         assert_eq!(&*s2.conf.phases, &[Phase::FindConfig, Phase::Content]);
         std::fs::remove_dir_all(&s.dir).unwrap();

@@ -135,7 +135,12 @@ fn file_response(
 ) -> Step {
     let loc = r.st.loc.clone();
     let req = &r.st.req;
-    let ctype = crate::mime::for_path(&cx.conf.types, uri_path, &loc.default_type);
+    let ctype = crate::mime::for_path_cached(
+        &cx.conf.types,
+        &mut cx.files.mime,
+        uri_path,
+        &loc.default_type,
+    );
     let not_modified = match req.if_none_match() {
         Some(inm) => etag_matches(inm, &info.etag),
         None => req.if_modified_since() == Some(info.mtime),
