@@ -660,6 +660,17 @@ fn set_internal(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), Str
     Ok(())
 }
 
+fn set_map(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let name = d
+        .arg(1)
+        .strip_prefix('$')
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| format!("invalid variable name \"{}\"", d.arg(1)))?;
+    let m = crate::map::Map::parse(d, &mut c.vars, &mut c.regexes)?;
+    c.vars.define_map(name, m)?;
+    Ok(())
+}
+
 fn set_try_files(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let (last, tries) = d.args.split_last().ok_or("invalid number of arguments")?;
     let tries = tries
@@ -932,6 +943,7 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::TWO_MORE,
         crate::log_format::set_log_format,
     ),
+    DirectiveSpec::block("map", H, Args::TAKE2, Block::Raw, true, set_map),
     DirectiveSpec::new(
         "stub_status",
         S.or(L),

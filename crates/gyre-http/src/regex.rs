@@ -73,6 +73,11 @@ impl Regex {
         })
     }
 
+    /// Whether `subject` matches (no captures kept).
+    pub fn is_match(&self, subject: &[u8]) -> bool {
+        self.re.is_match(subject).unwrap_or(false)
+    }
+
     /// The group number of a named capture.
     pub fn group(&self, name: &str) -> Option<usize> {
         self.names.iter().find(|(n, _)| n == name).map(|(_, i)| *i)

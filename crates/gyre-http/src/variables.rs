@@ -80,6 +80,8 @@ pub enum VarKind {
     LimitRate,
     /// `$remote_user`: not found until auth_basic exists.
     RemoteUser,
+    /// The result of a `map` block.
+    Map(std::sync::Arc<crate::map::Map>),
     /// Made by `set` or a named regex capture: holds what was assigned.
     User,
 }
@@ -142,6 +144,18 @@ impl Variables {
             }
         }
         Ok(i)
+    }
+
+    /// Declares the result variable of a `map`.
+    pub fn define_map(&mut self, name: &str, m: crate::map::Map) -> Result<VarIndex, String> {
+        let i = self.index(name)?;
+        match self.kinds.get_mut(usize::from(i)) {
+            Some(k) if *k == VarKind::Unresolved => {
+                *k = VarKind::Map(std::sync::Arc::new(m));
+                Ok(i)
+            }
+            _ => Err(format!("the duplicate \"{name}\" variable")),
+        }
     }
 
     /// Resolves every index once the configuration is read.
@@ -288,6 +302,8 @@ const NOT_FOUND: u32 = u32::MAX - 1;
 pub struct VarCache {
     slots: Vec<(u32, u32)>,
     buf: Vec<u8>,
+    /// Scratch for a map's source value and result.
+    tmp: (Vec<u8>, Vec<u8>),
 }
 
 impl VarCache {
@@ -317,6 +333,26 @@ impl VarCache {
                 UNCOMPUTED | NOT_FOUND => None,
                 s => self.buf.get(s as usize..slot.1 as usize),
             };
+        }
+        if let VarKind::Map(m) = kind {
+            if slot.0 != UNCOMPUTED && !m.volatile {
+                return self.buf.get(slot.0 as usize..slot.1 as usize);
+            }
+            let (mut src, mut val) = std::mem::take(&mut self.tmp);
+            src.clear();
+            val.clear();
+            m.source.eval(vars, self, env, &mut src);
+            if let Some(v) = m.find(&src) {
+                v.eval(vars, self, env, &mut val);
+            }
+            let start = self.buf.len();
+            self.buf.extend_from_slice(&val);
+            let end = self.buf.len();
+            if let Some(s) = self.slots.get_mut(usize::from(i)) {
+                *s = (start as u32, end as u32);
+            }
+            self.tmp = (src, val);
+            return self.buf.get(start..end);
         }
         if slot.0 != UNCOMPUTED && kind.cacheable() {
             return match slot.0 {
@@ -399,7 +435,9 @@ pub const NGINX_VERSION: &str = "1.22.1";
 fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
     let req = env.req;
     match kind {
-        VarKind::Unresolved | VarKind::User | VarKind::RemoteUser => return false,
+        VarKind::Unresolved | VarKind::User | VarKind::RemoteUser | VarKind::Map(_) => {
+            return false
+        }
         VarKind::Uri => out.extend_from_slice(env.uri.as_bytes()),
         VarKind::RequestUri => out.extend_from_slice(req.target()),
         // No arguments at all is "not found" (`-` in logs), as nginx.

@@ -308,9 +308,14 @@ const SITE: &str = r#"
     location ~ ^/cap/(?<name>\w+)/(\d+)$ { return 200 "cap $name $2\n"; }
     location /tf404 { try_files $uri =404; }
     location /slow/ { limit_rate 4k; }
+    location = /map { return 200 "$ua_class $site [$nomatch]\n"; }
 "#;
 
-const SITE_HTTP: &str = "types { text/html html; text/css css; text/plain txt; }\nlog_format t '$request_method $uri $args $status $body_bytes_sent \"$http_user_agent\" $request_length $server_protocol';\n";
+const SITE_HTTP: &str = "types { text/html html; text/css css; text/plain txt; }\n\
+    map $http_user_agent $ua_class { default other; ~*bot robot; \"~^curl/\" curl; Exact/1 exact; }\n\
+    map $host $site { hostnames; .example.com ex; *.b.org b; www.c.* c; default none; }\n\
+    map $uri $nomatch { /x y; }\n\
+    log_format t '$request_method $uri $args $status $body_bytes_sent \"$http_user_agent\" $request_length $server_protocol';\n";
 
 fn site_cases() -> Vec<(&'static str, Vec<u8>)> {
     let huge_args = format!(
@@ -432,6 +437,26 @@ fn site_cases() -> Vec<(&'static str, Vec<u8>)> {
         (
             "named direct",
             b"GET /@fallback HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        (
+            "map default",
+            b"GET /map HTTP/1.1\r\nHost: other.net\r\n\r\n".to_vec(),
+        ),
+        (
+            "map regex",
+            b"GET /map HTTP/1.1\r\nHost: a.example.com\r\nUser-Agent: GoogleBOT/2\r\n\r\n".to_vec(),
+        ),
+        (
+            "map regex 2",
+            b"GET /map HTTP/1.1\r\nHost: example.com\r\nUser-Agent: curl/8\r\n\r\n".to_vec(),
+        ),
+        (
+            "map exact caseless",
+            b"GET /map HTTP/1.1\r\nHost: x.b.org\r\nUser-Agent: exact/1\r\n\r\n".to_vec(),
+        ),
+        (
+            "map tail wildcard",
+            b"GET /map HTTP/1.1\r\nHost: www.c.io\r\n\r\n".to_vec(),
         ),
     ];
     v.push(("huge args", huge_args.into_bytes()));
