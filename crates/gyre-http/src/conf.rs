@@ -55,6 +55,20 @@ pub enum TryLast {
     Uri(ComplexValue),
 }
 
+/// `expires`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expires {
+    Off,
+    /// `epoch`: 1 Jan 1970 00:00:01, no-cache.
+    Epoch,
+    /// `max`: 31 Dec 2037 23:55:55, ten years' max-age.
+    Max,
+    /// Seconds from the response time (negative: no-cache).
+    Access(i64),
+    /// `@T`: the next time of day T (seconds after midnight, UTC).
+    Daily(u64),
+}
+
 /// `error_page CODE ... [=[RESPONSE]] URI`.
 #[derive(Debug, Clone)]
 pub struct ErrorPage {
@@ -83,6 +97,7 @@ pub struct LocSettings {
     pub try_files: Option<TryFiles>,
     pub limit_rate: Option<u64>,
     pub limit_rate_after: Option<u64>,
+    pub expires: Option<Expires>,
     pub internal: bool,
     pub rewrite_log: Option<bool>,
     pub uninitialized_variable_warn: Option<bool>,
@@ -140,6 +155,7 @@ pub struct LocConf {
     pub try_files: Option<TryFiles>,
     pub limit_rate: u64,
     pub limit_rate_after: u64,
+    pub expires: Expires,
     pub rewrite_log: bool,
     pub uninitialized_variable_warn: bool,
     pub alias_cv: Option<ComplexValue>,
@@ -371,6 +387,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         try_files: levels.last().and_then(|s| s.try_files.clone()),
         limit_rate: pick(levels, |s| s.limit_rate).unwrap_or(0),
         limit_rate_after: pick(levels, |s| s.limit_rate_after).unwrap_or(0),
+        expires: pick(levels, |s| s.expires).unwrap_or(Expires::Off),
         rewrite_log: pick(levels, |s| s.rewrite_log).unwrap_or(false),
         uninitialized_variable_warn: pick(levels, |s| s.uninitialized_variable_warn)
             .unwrap_or(true),
@@ -660,6 +677,35 @@ fn set_internal(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), Str
     Ok(())
 }
 
+fn set_expires(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let invalid = || format!("invalid value \"{}\"", d.args.join(" "));
+    let e = match d.args.as_slice() {
+        [a] if a == "off" => Expires::Off,
+        [a] if a == "epoch" => Expires::Epoch,
+        [a] if a == "max" => Expires::Max,
+        [a] if a.starts_with('@') => {
+            let ms = gyre_core::conf::parse_time_ms(&a[1..]).ok_or_else(invalid)?;
+            if ms >= 86_400_000 {
+                return Err("daily time value must be less than 24 hours".into());
+            }
+            Expires::Daily(ms / 1000)
+        }
+        [a] => {
+            let (neg, t) = match a.strip_prefix('-') {
+                Some(t) => (true, t),
+                None => (false, a.strip_prefix('+').unwrap_or(a)),
+            };
+            let secs = (gyre_core::conf::parse_time_ms(t).ok_or_else(invalid)? / 1000) as i64;
+            Expires::Access(if neg { -secs } else { secs })
+        }
+        // `modified T` needs the file's time at the header filter; not yet.
+        [m, _] if m == "modified" => return Err("\"expires modified\" is not supported yet".into()),
+        _ => return Err(invalid()),
+    };
+    c.settings(cx)?.expires = Some(e);
+    Ok(())
+}
+
 fn set_map(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     let name = d
         .arg(1)
@@ -936,6 +982,7 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     DirectiveSpec::new("internal", L, Args::NOARGS, set_internal),
     DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, set_try_files),
     DirectiveSpec::new("limit_rate", HSL, Args::TAKE1, set_limit_rate),
+    DirectiveSpec::new("expires", HSL, Args::TAKE12, set_expires),
     DirectiveSpec::new("limit_rate_after", HSL, Args::TAKE1, set_limit_rate_after),
     DirectiveSpec::multi(
         "log_format",

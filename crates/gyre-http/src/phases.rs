@@ -421,6 +421,7 @@ fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
 /// What every response gets before it is queued: `add_header`, the
 /// location's keep-alive settings, its access log.
 pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
+    expires(cx, r, resp);
     add_headers(cx, r, resp);
     r.st.status = resp.status;
     let loc = &r.st.loc;
@@ -464,6 +465,43 @@ pub fn add_headers(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
             }
         }
     }
+}
+
+/// `expires`: `Expires` and `Cache-Control` on nginx's success and
+/// redirect codes.
+fn expires(cx: &Ctx<'_>, r: &HttpRequest, resp: &mut Response) {
+    use crate::conf::Expires;
+    let e = r.st.loc.expires;
+    if e == Expires::Off
+        || !matches!(
+            resp.status,
+            200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
+        )
+    {
+        return;
+    }
+    let now = (cx.unix_ms / 1000) as i64;
+    let (at, cc): (i64, crate::response::Text) = match e {
+        Expires::Off => return,
+        Expires::Epoch => (1, "no-cache".into()),
+        Expires::Max => (2_145_916_555, "max-age=315360000".into()),
+        Expires::Access(t) if t < 0 => (now + t, "no-cache".into()),
+        Expires::Access(t) => (now + t, format!("max-age={t}").into()),
+        Expires::Daily(t) => {
+            let midnight = now - now % 86_400;
+            let mut at = midnight + t as i64;
+            if at <= now {
+                at += 86_400;
+            }
+            (at, format!("max-age={}", at - now).into())
+        }
+    };
+    let mut date = String::new();
+    gyre_core::event::clock::format_http_date(at.max(0) as u64, &mut date);
+    resp.headers
+        .retain(|(k, _)| !k.eq_ignore_ascii_case("Cache-Control"));
+    resp.headers.push(("Expires".into(), date.into()));
+    resp.headers.push(("Cache-Control".into(), cc));
 }
 
 /// nginx's `absolute_redirect on`: a `Location` starting with `/` gets the

@@ -280,7 +280,7 @@ fn gyre_answers_like_nginx() {
 /// locations, error pages, nested and internal locations.
 const SITE: &str = r#"
     location / { try_files $uri $uri/ /index.html; }
-    location ~* \.(css|js)$ { add_header X-Asset $1; }
+    location ~* \.(css|js)$ { add_header X-Asset $1; expires 30d; }
     location ^~ /static/ { add_header X-Static yes; }
     location = /old { return 301 https://$host$request_uri; }
     location /legacy/ { rewrite ^/legacy/(.*)$ /page.html?from=$1 last; }
@@ -309,6 +309,10 @@ const SITE: &str = r#"
     location /tf404 { try_files $uri =404; }
     location /slow/ { limit_rate 4k; }
     location = /map { return 200 "$ua_class $site [$nomatch]\n"; }
+    location = /exp-epoch { expires epoch; return 200 "e\n"; }
+    location = /exp-neg { expires -1h; return 200 "n\n"; }
+    location = /exp-max { expires max; return 200 "m\n"; }
+    location = /exp-404 { expires 1h; }
 "#;
 
 const SITE_HTTP: &str = "types { text/html html; text/css css; text/plain txt; }\n\
@@ -458,6 +462,22 @@ fn site_cases() -> Vec<(&'static str, Vec<u8>)> {
             "map tail wildcard",
             b"GET /map HTTP/1.1\r\nHost: www.c.io\r\n\r\n".to_vec(),
         ),
+        (
+            "expires epoch",
+            b"GET /exp-epoch HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        (
+            "expires negative",
+            b"GET /exp-neg HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        (
+            "expires max",
+            b"GET /exp-max HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        (
+            "expires on a 404",
+            b"GET /exp-404 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
     ];
     v.push(("huge args", huge_args.into_bytes()));
     v.push(("huge cookie", huge_cookie.into_bytes()));
@@ -465,7 +485,7 @@ fn site_cases() -> Vec<(&'static str, Vec<u8>)> {
 }
 
 /// The headers compared besides those of [`Answer`].
-const SITE_HEADERS: &[&str] = &["Location", "X-Asset", "X-Static"];
+const SITE_HEADERS: &[&str] = &["Location", "X-Asset", "X-Static", "Cache-Control"];
 
 fn headers_of(port: u16, input: &[u8], head_only: bool) -> Vec<Option<String>> {
     let mut r = Raw::connect(port);
