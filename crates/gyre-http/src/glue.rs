@@ -92,6 +92,8 @@ struct Shared {
     requests: RefCell<Vec<Box<HttpRequest>>>,
     /// Scratch bytes for the phases and log lines.
     scratch: RefCell<Vec<u8>>,
+    /// The response the phases fill in (one per worker, reused).
+    response: RefCell<crate::response::Response>,
 }
 
 impl Shared {
@@ -225,6 +227,7 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
         matches: RefCell::new(MatchCache::default()),
         requests: RefCell::new(Vec::new()),
         scratch: RefCell::new(Vec::new()),
+        response: RefCell::new(crate::response::Response::new(0)),
     });
     for ls in listeners {
         let addr = ls.local_addr();
@@ -714,11 +717,14 @@ impl HttpConn {
             last_call: self.last_call,
             sink: &sink,
         };
+        let mut out = shared.response.borrow_mut();
         let status = if resume {
-            phases::resume(&mut cx, r)
+            phases::resume(&mut cx, r, &mut out)
         } else {
-            phases::run(&mut cx, r)
+            phases::run(&mut cx, r, &mut out)
         };
+        // Drop what the response shares (file bytes, texts) now.
+        out.reset(0);
         self.send_timeout = r.st.loc.send_timeout;
         status
     }

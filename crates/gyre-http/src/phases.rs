@@ -109,14 +109,16 @@ pub struct Ctx<'a> {
 
 /// A handler's verdict.
 ///
-/// The response travels inline: boxing it would cost an allocation per
-/// request, the thing the request path avoids.
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
+/// A response is never moved around: a handler fills the one it is lent
+/// (`out`) and says [`Step::Respond`], or names an error status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
     Next,
     Jump(usize),
-    Finalize(Response),
+    /// Finalize with nginx's page for this status.
+    Error(u16),
+    /// Finalize with the response the handler filled in.
+    Respond,
     /// The handler queued its response itself.
     Done,
     /// Suspended until `r.wake`.
@@ -148,23 +150,34 @@ fn rewrite_index(conf: &HttpConf) -> usize {
 
 /// Runs the phases from `r.st.phase` until the response is queued or a
 /// handler suspends.
-pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Status {
+/// Runs the phases from `r.st.phase` until the response is queued or a
+/// handler suspends. `out` is the response handlers fill in (reused).
+pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status {
     loop {
         let Some(&ph) = cx.conf.phases.get(r.st.phase) else {
-            return finish(cx, r, Response::error(500));
+            out.set_error(500);
+            send(cx, r, out);
+            return Status::Done;
         };
         let step = match ph {
-            Phase::ServerRewrite => server_rewrite(cx, r),
+            Phase::ServerRewrite => server_rewrite(cx, r, out),
             Phase::FindConfig => find_config(cx, r),
-            Phase::Rewrite => location_rewrite(cx, r),
+            Phase::Rewrite => location_rewrite(cx, r, out),
             Phase::PostRewrite => post_rewrite(cx, r),
             Phase::TryFiles => try_files(cx, r),
-            Phase::Content => content(cx, r),
+            Phase::Content => content(cx, r, out),
         };
         match step {
             Step::Next => r.st.phase += 1,
             Step::Jump(i) => r.st.phase = i,
-            Step::Finalize(mut resp) => match finalize(cx, r, &mut resp) {
+            Step::Error(code) => {
+                out.set_error(code);
+                match finalize(cx, r, out) {
+                    Some(i) => r.st.phase = i,
+                    None => return Status::Done,
+                }
+            }
+            Step::Respond => match finalize(cx, r, out) {
                 Some(i) => r.st.phase = i,
                 None => return Status::Done,
             },
@@ -175,7 +188,7 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Status {
 }
 
 /// Resumes a suspended content handler.
-pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Status {
+pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status {
     r.wake = None;
     let step = match std::mem::replace(&mut r.content, Content::None) {
         Content::None => return Status::Done,
@@ -183,16 +196,20 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Status {
     };
     match step {
         Step::Again => Status::Again,
-        Step::Finalize(resp) => finish(cx, r, resp),
+        Step::Error(code) => {
+            out.set_error(code);
+            send(cx, r, out);
+            Status::Done
+        }
+        Step::Respond => {
+            send(cx, r, out);
+            Status::Done
+        }
         _ => Status::Done,
     }
 }
 
-fn finish(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Status {
-    send(cx, r, &mut resp);
-    Status::Done
-}
-
+#[inline]
 fn script_ctx<'a>(cx: &'a mut Ctx<'_>) -> rewrite::Env<'a> {
     rewrite::Env {
         conf: cx.conf,
@@ -203,20 +220,21 @@ fn script_ctx<'a>(cx: &'a mut Ctx<'_>) -> rewrite::Env<'a> {
     }
 }
 
-fn server_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+fn server_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
     let Some(server) = cx.conf.servers.get(r.st.server) else {
         return Step::Next;
     };
     let script = server.srv_script.clone();
-    match rewrite::run(&script, &mut script_ctx(cx), r) {
-        rewrite::End::Finalize(resp) => Step::Finalize(resp),
+    match rewrite::run(&script, &mut script_ctx(cx), r, out) {
+        rewrite::End::Respond => Step::Respond,
         _ => Step::Next,
     }
 }
 
+#[inline]
 fn find_config(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     let Some(server) = cx.conf.servers.get(r.st.server) else {
-        return Step::Finalize(Response::error(500));
+        return Step::Error(500);
     };
     let found = crate::location::find(&server.tree, &r.st.uri, cx.matches, &mut r.st.caps);
     r.st.loc = found.unwrap_or_else(|| HttpConf::server_loc(server).clone());
@@ -228,7 +246,7 @@ fn find_config(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
         }
     }
     if r.st.loc.internal && r.st.uri_changes == crate::request::URI_CHANGES {
-        return Step::Finalize(Response::error(404));
+        return Step::Error(404);
     }
     if let crate::body::BodyKind::Length(n) = r.st.req.body {
         let max = r.st.loc.client_max_body_size;
@@ -237,23 +255,25 @@ fn find_config(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
                 "client intended to send too large body: {n} bytes, request: \"{}\"",
                 r.st.req.request_line()
             );
-            return Step::Finalize(Response::error(413));
+            return Step::Error(413);
         }
     }
     Step::Next
 }
 
-fn location_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+#[inline]
+fn location_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
     if r.st.loc.script.is_empty() {
         return Step::Next;
     }
     let script = r.st.loc.script.clone();
-    match rewrite::run(&script, &mut script_ctx(cx), r) {
-        rewrite::End::Finalize(resp) => Step::Finalize(resp),
+    match rewrite::run(&script, &mut script_ctx(cx), r, out) {
+        rewrite::End::Respond => Step::Respond,
         _ => Step::Next,
     }
 }
 
+#[inline]
 fn post_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     if !r.st.uri_changed {
         return Step::Next;
@@ -265,7 +285,7 @@ fn post_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
             "rewrite or internal redirection cycle while processing \"{}\"",
             r.st.uri
         );
-        return Step::Finalize(Response::error(500));
+        return Step::Error(500);
     }
     Step::Jump(find_config_index(cx.conf))
 }
@@ -338,10 +358,10 @@ fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
         }
     }
     match &tf.last {
-        TryLast::Code(c) => Step::Finalize(Response::error(*c)),
+        TryLast::Code(c) => Step::Error(*c),
         TryLast::Named(n) => match internal_redirect(cx, r, &n.clone()) {
             Ok(i) => Step::Jump(i),
-            Err(code) => Step::Finalize(Response::error(code)),
+            Err(code) => Step::Error(code),
         },
         TryLast::Uri(cv) => {
             cx.scratch.clear();
@@ -358,22 +378,24 @@ fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
             }
             match internal_redirect(cx, r, &target) {
                 Ok(i) => Step::Jump(i),
-                Err(code) => Step::Finalize(Response::error(code)),
+                Err(code) => Step::Error(code),
             }
         }
     }
 }
 
-fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+#[inline]
+fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
     if r.st.loc.stub_status {
-        return Step::Finalize(crate::static_handler::stub_status(cx, r));
+        return crate::static_handler::stub_status(cx, r, out);
     }
-    crate::static_handler::serve(cx, r)
+    crate::static_handler::serve(cx, r, out)
 }
 
 /// nginx's `ngx_http_finalize_request` / special response: an error
 /// status with an `error_page` becomes an internal redirect (the phase to
 /// go on from is returned); otherwise the response is queued.
+#[inline]
 fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Option<usize> {
     let status = resp.status;
     if status >= 300 && !r.st.error_page {
@@ -391,7 +413,7 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Optio
             }
             match internal_redirect(cx, r, &ep.uri) {
                 Ok(i) => return Some(i),
-                Err(code) => *resp = Response::error(code),
+                Err(code) => resp.set_error(code),
             }
         }
     }
@@ -403,7 +425,7 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Optio
             resp.last_modified = None;
             resp.close = Response::error(resp.status).close;
         } else if resp.status != r.st.err_status && resp.status >= 300 {
-            *resp = Response::error(r.st.err_status);
+            resp.set_error(r.st.err_status);
         }
     }
     send(cx, r, resp);
@@ -411,6 +433,7 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Optio
 }
 
 /// `add_header`, then the machine.
+#[inline]
 fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
     absolute_redirect(r, resp);
     prepare(cx, r, resp);
@@ -420,6 +443,7 @@ fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
 
 /// What every response gets before it is queued: `add_header`, the
 /// location's keep-alive settings, its access log.
+#[inline]
 pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
     expires(cx, r, resp);
     add_headers(cx, r, resp);
@@ -442,7 +466,11 @@ pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
 
 /// The location's `add_header`s (without `always`, only on nginx's list of
 /// successful and redirect codes).
+#[inline]
 pub fn add_headers(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
+    if r.st.loc.add_header.is_empty() {
+        return;
+    }
     let loc = r.st.loc.clone();
     for (k, v, always) in &loc.add_header {
         if *always
@@ -469,6 +497,7 @@ pub fn add_headers(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
 
 /// `expires`: `Expires` and `Cache-Control` on nginx's success and
 /// redirect codes.
+#[inline]
 fn expires(cx: &Ctx<'_>, r: &HttpRequest, resp: &mut Response) {
     use crate::conf::Expires;
     let e = r.st.loc.expires;
@@ -506,6 +535,7 @@ fn expires(cx: &Ctx<'_>, r: &HttpRequest, resp: &mut Response) {
 
 /// nginx's `absolute_redirect on`: a `Location` starting with `/` gets the
 /// scheme, the request's host and a port other than the default.
+#[inline]
 fn absolute_redirect(r: &HttpRequest, resp: &mut Response) {
     let Some(loc) = &resp.location else {
         return;
@@ -629,10 +659,11 @@ mod tests {
                 last_call: false,
                 sink: &sink,
             };
+            let mut out = Response::new(0);
             if resume {
-                super::resume(&mut cx, &mut self.r)
+                super::resume(&mut cx, &mut self.r, &mut out)
             } else {
-                super::run(&mut cx, &mut self.r)
+                super::run(&mut cx, &mut self.r, &mut out)
             }
         }
 

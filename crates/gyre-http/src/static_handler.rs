@@ -48,16 +48,16 @@ pub fn map_path(r: &mut HttpRequest, uri: &str, out: &mut PathBuf, cx: &mut Ctx<
 }
 
 /// The static content handler.
-pub fn serve(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+pub fn serve(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
     // nginx's static module lets POST look the file up (a missing one is
     // a 404, an existing one a 405); other methods are refused at once.
     if !r.st.is_get_or_head() && r.st.req.method() != "POST" {
-        return Step::Finalize(Response::error(405));
+        return Step::Error(405);
     }
     let mut fpath = std::mem::take(cx.fpath);
     let uri = std::mem::take(&mut r.st.uri);
     map_path(r, &uri, &mut fpath, cx);
-    let step = serve_path(cx, r, &uri, &fpath);
+    let step = serve_path(cx, r, &uri, &fpath, out);
     // An index redirect set a new URI; otherwise the URI is given back.
     if r.st.uri.is_empty() {
         r.st.uri = uri;
@@ -66,17 +66,23 @@ pub fn serve(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     step
 }
 
-fn serve_path(cx: &mut Ctx<'_>, r: &mut HttpRequest, path: &str, fpath: &std::path::Path) -> Step {
+fn serve_path(
+    cx: &mut Ctx<'_>,
+    r: &mut HttpRequest,
+    path: &str,
+    fpath: &std::path::Path,
+    out: &mut Response,
+) -> Step {
     let loc = r.st.loc.clone();
     let now = cx.now;
     let opened = cx.files.open(fpath, now, loc.open_file_cache);
     if path.ends_with('/') {
         if !matches!(opened, Open::Dir) {
-            return Step::Finalize(Response::error(match opened {
+            return Step::Error(match opened {
                 Open::Forbidden => 403,
                 Open::Error(_) => 500,
                 _ => 404,
-            }));
+            });
         }
         // The index module: the first index file that exists is served
         // by an internal redirect to its URI (which may pick another
@@ -89,40 +95,40 @@ fn serve_path(cx: &mut Ctx<'_>, r: &mut HttpRequest, path: &str, fpath: &std::pa
             let target = format!("{path}{idx}");
             return match crate::phases::internal_redirect(cx, r, &target) {
                 Ok(i) => Step::Jump(i),
-                Err(code) => Step::Finalize(Response::error(code)),
+                Err(code) => Step::Error(code),
             };
         }
         log::error!("directory index of \"{}\" is forbidden", fpath.display());
-        return Step::Finalize(Response::error(403));
+        return Step::Error(403);
     }
     let index_uri: Option<String> = None;
     match opened {
-        Open::File(_) if !r.st.is_get_or_head() => Step::Finalize(Response::error(405)),
+        Open::File(_) if !r.st.is_get_or_head() => Step::Error(405),
         Open::File(info) => {
             let uri_path = index_uri.as_deref().unwrap_or(path);
-            file_response(cx, r, info, uri_path)
+            file_response(cx, r, info, uri_path, out)
         }
         Open::Dir => {
-            let mut resp = Response::error(301);
+            out.set_error(301);
             let mut loc_hdr = format!("{path}/");
             if !r.st.args.is_empty() {
                 loc_hdr.push('?');
                 loc_hdr.push_str(&r.st.args);
             }
-            resp.location = Some(loc_hdr.into());
-            Step::Finalize(resp)
+            out.location = Some(loc_hdr.into());
+            Step::Respond
         }
         Open::NotFound => {
             log::error!(
                 "open() \"{}\" failed (2: No such file or directory)",
                 fpath.display()
             );
-            Step::Finalize(Response::error(404))
+            Step::Error(404)
         }
-        Open::Forbidden => Step::Finalize(Response::error(403)),
+        Open::Forbidden => Step::Error(403),
         Open::Error(code) => {
             log::error!("open() \"{}\" failed ({code})", fpath.display());
-            Step::Finalize(Response::error(500))
+            Step::Error(500)
         }
     }
 }
@@ -132,6 +138,7 @@ fn file_response(
     r: &mut HttpRequest,
     info: Rc<FileInfo>,
     uri_path: &str,
+    resp: &mut Response,
 ) -> Step {
     let loc = r.st.loc.clone();
     let req = &r.st.req;
@@ -145,13 +152,13 @@ fn file_response(
         Some(inm) => etag_matches(inm, &info.etag),
         None => req.if_modified_since() == Some(info.mtime),
     };
-    let mut resp = Response::new(200);
+    resp.reset(200);
     resp.content_type = Some(ctype.into());
     resp.last_modified = Some((&info.last_modified).into());
     resp.headers.push(("ETag".into(), (&info.etag).into()));
     if not_modified && !r.st.error_page {
         resp.status = 304;
-        return Step::Finalize(resp);
+        return Step::Respond;
     }
     let (start, len) = match req.range().map(|v| range::decide(v, info.size)) {
         Some(RangeDecision::Partial { start, end }) if !r.st.error_page => {
@@ -162,19 +169,19 @@ fn file_response(
             (start, end - start)
         }
         Some(RangeDecision::NotSatisfiable) if !r.st.error_page => {
-            let mut e = Response::error(416);
-            e.headers.push((
+            resp.set_error(416);
+            resp.headers.push((
                 "Content-Range".into(),
                 format!("bytes */{}", info.size).into(),
             ));
-            return Step::Finalize(e);
+            return Step::Respond;
         }
         _ => (0, info.size),
     };
     resp.headers.push(("Accept-Ranges".into(), "bytes".into()));
     if r.st.is_head() {
         resp.content_length = Some(len);
-        return Step::Finalize(resp);
+        return Step::Respond;
     }
     resp.body = match &info.content {
         Some(bytes) => Body::Shared {
@@ -195,15 +202,15 @@ fn file_response(
     if loc.limit_rate > 0 && len > 0 && !r.st.error_page {
         return start_paced(cx, r, resp);
     }
-    Step::Finalize(resp)
+    Step::Respond
 }
 
 /// Queues the head of a paced response, then its first piece.
-fn start_paced(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Step {
+fn start_paced(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Step {
     let body = std::mem::replace(&mut resp.body, Body::Empty);
     resp.content_length = Some(body.len());
-    crate::phases::prepare(cx, r, &mut resp);
-    match cx.m.respond_head(&resp, cx.now, cx.date) {
+    crate::phases::prepare(cx, r, resp);
+    match cx.m.respond_head(resp, cx.now, cx.date) {
         Ok(true) => pace(cx, r, Paced { body, sent: 0 }),
         _ => Step::Done,
     }
@@ -261,12 +268,12 @@ fn etag_matches(header: &[u8], etag: &str) -> bool {
 }
 
 /// stub_status's page.
-pub fn stub_status(cx: &mut Ctx<'_>, r: &HttpRequest) -> Response {
+pub fn stub_status(cx: &mut Ctx<'_>, r: &HttpRequest, resp: &mut Response) -> Step {
     if !r.st.is_get_or_head() {
-        return Response::error(405);
+        return Step::Error(405);
     }
     let snap = cx.zone.map(|z| z.stats().snapshot()).unwrap_or_default();
-    let mut resp = Response::new(200);
+    resp.reset(200);
     resp.content_type = Some("text/plain".into());
     let body = crate::stub_status::render(&snap).into_bytes();
     if r.st.is_head() {
@@ -274,5 +281,5 @@ pub fn stub_status(cx: &mut Ctx<'_>, r: &HttpRequest) -> Response {
     } else {
         resp.body = Body::Bytes(body);
     }
-    resp
+    Step::Respond
 }
