@@ -69,6 +69,14 @@ pub enum Expires {
     Daily(u64),
 }
 
+/// `if_modified_since off|exact|before`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfModifiedSince {
+    Off,
+    Exact,
+    Before,
+}
+
 /// `error_page CODE ... [=[RESPONSE]] URI`.
 #[derive(Debug, Clone)]
 pub struct ErrorPage {
@@ -98,6 +106,10 @@ pub struct LocSettings {
     pub limit_rate: Option<u64>,
     pub limit_rate_after: Option<u64>,
     pub expires: Option<Expires>,
+    pub etag: Option<bool>,
+    pub if_modified_since: Option<IfModifiedSince>,
+    /// `charset NAME|off`.
+    pub charset: Option<Option<Arc<str>>>,
     pub internal: bool,
     pub rewrite_log: Option<bool>,
     pub uninitialized_variable_warn: Option<bool>,
@@ -156,6 +168,9 @@ pub struct LocConf {
     pub limit_rate: u64,
     pub limit_rate_after: u64,
     pub expires: Expires,
+    pub etag: bool,
+    pub if_modified_since: IfModifiedSince,
+    pub charset: Option<Arc<str>>,
     pub rewrite_log: bool,
     pub uninitialized_variable_warn: bool,
     pub alias_cv: Option<ComplexValue>,
@@ -388,6 +403,9 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         limit_rate: pick(levels, |s| s.limit_rate).unwrap_or(0),
         limit_rate_after: pick(levels, |s| s.limit_rate_after).unwrap_or(0),
         expires: pick(levels, |s| s.expires).unwrap_or(Expires::Off),
+        etag: pick(levels, |s| s.etag).unwrap_or(true),
+        if_modified_since: pick(levels, |s| s.if_modified_since).unwrap_or(IfModifiedSince::Exact),
+        charset: pick(levels, |s| s.charset.clone()).flatten(),
         rewrite_log: pick(levels, |s| s.rewrite_log).unwrap_or(false),
         uninitialized_variable_warn: pick(levels, |s| s.uninitialized_variable_warn)
             .unwrap_or(true),
@@ -639,6 +657,13 @@ fn set_alias(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String
             "\"alias\" directive is duplicate, \"root\" directive was specified earlier".into(),
         );
     }
+    for v in ["$document_root", "$realpath_root"] {
+        if d.arg(0).contains(v) {
+            return Err(format!(
+                "the {v} variable cannot be used in the \"alias\" directive"
+            ));
+        }
+    }
     let cv = if d.arg(0).contains('$') {
         Some(ComplexValue::compile(&p.to_string_lossy(), &mut c.vars)?)
     } else {
@@ -703,6 +728,36 @@ fn set_expires(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), Stri
         _ => return Err(invalid()),
     };
     c.settings(cx)?.expires = Some(e);
+    Ok(())
+}
+
+fn set_etag(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.etag = Some(v);
+    Ok(())
+}
+
+fn set_if_modified_since(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let v = match d.arg(0) {
+        "off" => IfModifiedSince::Off,
+        "exact" => IfModifiedSince::Exact,
+        "before" => IfModifiedSince::Before,
+        other => {
+            return Err(format!(
+                "invalid value \"{other}\", it must be \"off\", \"exact\" or \"before\""
+            ))
+        }
+    };
+    c.settings(cx)?.if_modified_since = Some(v);
+    Ok(())
+}
+
+fn set_charset(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let v = match d.arg(0) {
+        "off" => None,
+        cs => Some(Arc::from(cs)),
+    };
+    c.settings(cx)?.charset = Some(v);
     Ok(())
 }
 
@@ -983,6 +1038,9 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, set_try_files),
     DirectiveSpec::new("limit_rate", HSL, Args::TAKE1, set_limit_rate),
     DirectiveSpec::new("expires", HSL, Args::TAKE12, set_expires),
+    DirectiveSpec::new("etag", HSL, Args::FLAG, set_etag),
+    DirectiveSpec::new("if_modified_since", HSL, Args::TAKE1, set_if_modified_since),
+    DirectiveSpec::new("charset", HSL, Args::TAKE1, set_charset),
     DirectiveSpec::new("limit_rate_after", HSL, Args::TAKE1, set_limit_rate_after),
     DirectiveSpec::multi(
         "log_format",

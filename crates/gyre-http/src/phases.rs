@@ -420,9 +420,6 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Optio
     if r.st.error_page && !r.st.uri_overwrite && r.st.err_status != 0 {
         if resp.status == 200 {
             resp.status = r.st.err_status;
-            resp.headers
-                .retain(|(k, _)| k != "ETag" && k != "Accept-Ranges");
-            resp.last_modified = None;
             resp.close = Response::error(resp.status).close;
         } else if resp.status != r.st.err_status && resp.status >= 300 {
             resp.set_error(r.st.err_status);
@@ -436,6 +433,14 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Optio
 #[inline]
 fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
     absolute_redirect(r, resp);
+    // nginx's header and range filters: Last-Modified only on 200, 206
+    // and 304, Accept-Ranges only on 200.
+    if resp.status != 200 {
+        if resp.status != 206 && resp.status != 304 {
+            resp.last_modified = None;
+        }
+        resp.headers.retain(|(k, _)| k != "Accept-Ranges");
+    }
     prepare(cx, r, resp);
     let _ = cx.m.respond_ref(resp, cx.now, cx.date);
     (r.st.body_bytes_sent, r.st.bytes_sent) = cx.m.last_sent();
@@ -446,6 +451,7 @@ fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
 #[inline]
 pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
     expires(cx, r, resp);
+    charset(r, resp);
     add_headers(cx, r, resp);
     r.st.status = resp.status;
     let loc = &r.st.loc;
@@ -493,6 +499,31 @@ pub fn add_headers(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
             }
         }
     }
+}
+
+/// nginx's default `charset_types`.
+const CHARSET_TYPES: &[&str] = &[
+    "text/html",
+    "text/xml",
+    "text/plain",
+    "text/vnd.wap.wml",
+    "application/javascript",
+    "application/rss+xml",
+];
+
+/// `charset NAME`: `; charset=NAME` on the text types.
+#[inline]
+fn charset(r: &HttpRequest, resp: &mut Response) {
+    let Some(cs) = &r.st.loc.charset else {
+        return;
+    };
+    let Some(ct) = &resp.content_type else {
+        return;
+    };
+    if ct.contains(';') || !CHARSET_TYPES.iter().any(|t| ct.eq_ignore_ascii_case(t)) {
+        return;
+    }
+    resp.content_type = Some(format!("{}; charset={cs}", &**ct).into());
 }
 
 /// `expires`: `Expires` and `Cache-Control` on nginx's success and

@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 use std::rc::Rc;
 
+use crate::conf::IfModifiedSince;
 use crate::phases::{Ctx, Step};
 use crate::range::{self, RangeDecision};
 use crate::request::{Content, HttpRequest, Wake};
@@ -148,16 +149,26 @@ fn file_response(
         uri_path,
         &loc.default_type,
     );
-    let not_modified = match req.if_none_match() {
-        Some(inm) => etag_matches(inm, &info.etag),
-        None => req.if_modified_since() == Some(info.mtime),
-    };
+    // nginx's not-modified filter: every condition sent must hold.
+    let (ims, inm) = (req.if_modified_since(), req.if_none_match());
+    let not_modified = (ims.is_some() || inm.is_some())
+        && ims.is_none_or(|t| match loc.if_modified_since {
+            IfModifiedSince::Off => false,
+            IfModifiedSince::Exact => t == info.mtime,
+            IfModifiedSince::Before => t >= info.mtime,
+        })
+        // `*` matches even without an ETag (nginx's ngx_http_test_if_match).
+        && inm.is_none_or(|h| h.trim_ascii() == b"*" || (loc.etag && etag_matches(h, &info.etag)));
     resp.reset(200);
     resp.content_type = Some(ctype.into());
     resp.last_modified = Some((&info.last_modified).into());
-    resp.headers.push(("ETag".into(), (&info.etag).into()));
+    if loc.etag {
+        resp.headers.push(("ETag".into(), (&info.etag).into()));
+    }
     if not_modified && !r.st.error_page {
+        // The not-modified filter drops the type, as nginx's does.
         resp.status = 304;
+        resp.content_type = None;
         return Step::Respond;
     }
     let (start, len) = match req.range().map(|v| range::decide(v, info.size)) {

@@ -135,6 +135,10 @@ fn http_config_language_errors_as_nginx() {
             "location /a { access_log logs/a.log nosuch; }",
             "unknown log format \"nosuch\" in {F}:4",
         ),
+        (
+            "location /a { alias $document_root/x; }",
+            "the $document_root variable cannot be used in the \"alias\" directive in {F}:4",
+        ),
     ];
     for (server_body, want) in cases {
         p.conf(&format!(
