@@ -772,6 +772,29 @@ fn set_map(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     Ok(())
 }
 
+fn block_var(d: &Directive, i: usize) -> Result<&str, String> {
+    d.arg(i)
+        .strip_prefix('$')
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| format!("invalid variable name \"{}\"", d.arg(i)))
+}
+
+fn set_split_clients(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let name = block_var(d, 1)?;
+    let s = crate::split_geo::SplitClients::parse(d, &mut c.vars)?;
+    c.vars
+        .define(name, crate::variables::VarKind::Split(Arc::new(s)))?;
+    Ok(())
+}
+
+fn set_geo(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let name = block_var(d, d.args.len() - 1)?;
+    let g = crate::split_geo::Geo::parse(d, &mut c.vars)?;
+    c.vars
+        .define(name, crate::variables::VarKind::Geo(Arc::new(g)))?;
+    Ok(())
+}
+
 fn set_try_files(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let (last, tries) = d.args.split_last().ok_or("invalid number of arguments")?;
     let tries = tries
@@ -1049,6 +1072,15 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         crate::log_format::set_log_format,
     ),
     DirectiveSpec::block("map", H, Args::TAKE2, Block::Raw, true, set_map),
+    DirectiveSpec::block(
+        "split_clients",
+        H,
+        Args::TAKE2,
+        Block::Raw,
+        true,
+        set_split_clients,
+    ),
+    DirectiveSpec::block("geo", H, Args::TAKE12, Block::Raw, true, set_geo),
     DirectiveSpec::new(
         "stub_status",
         S.or(L),

@@ -29,6 +29,7 @@ pub mod request;
 pub mod response;
 pub mod rewrite;
 pub mod settings;
+pub mod split_geo;
 pub mod static_file;
 pub mod static_handler;
 pub mod stub_status;

@@ -82,6 +82,10 @@ pub enum VarKind {
     RemoteUser,
     /// The result of a `map` block.
     Map(std::sync::Arc<crate::map::Map>),
+    /// The result of a `split_clients` block.
+    Split(std::sync::Arc<crate::split_geo::SplitClients>),
+    /// The result of a `geo` block.
+    Geo(std::sync::Arc<crate::split_geo::Geo>),
     /// Made by `set` or a named regex capture: holds what was assigned.
     User,
 }
@@ -148,10 +152,15 @@ impl Variables {
 
     /// Declares the result variable of a `map`.
     pub fn define_map(&mut self, name: &str, m: crate::map::Map) -> Result<VarIndex, String> {
+        self.define(name, VarKind::Map(std::sync::Arc::new(m)))
+    }
+
+    /// Declares a variable made by a block (`map`, `split_clients`, `geo`).
+    pub fn define(&mut self, name: &str, kind: VarKind) -> Result<VarIndex, String> {
         let i = self.index(name)?;
         match self.kinds.get_mut(usize::from(i)) {
             Some(k) if *k == VarKind::Unresolved => {
-                *k = VarKind::Map(std::sync::Arc::new(m));
+                *k = kind;
                 Ok(i)
             }
             _ => Err(format!("the duplicate \"{name}\" variable")),
@@ -334,15 +343,27 @@ impl VarCache {
                 s => self.buf.get(s as usize..slot.1 as usize),
             };
         }
-        if let VarKind::Map(m) = kind {
-            if slot.0 != UNCOMPUTED && !m.volatile {
+        let derived = match kind {
+            VarKind::Map(m) => Some((&m.source, m.volatile)),
+            VarKind::Split(s) => Some((&s.source, false)),
+            VarKind::Geo(g) => Some((&g.source, false)),
+            _ => None,
+        };
+        if let Some((source, volatile)) = derived {
+            if slot.0 != UNCOMPUTED && !volatile {
                 return self.buf.get(slot.0 as usize..slot.1 as usize);
             }
             let (mut src, mut val) = std::mem::take(&mut self.tmp);
             src.clear();
             val.clear();
-            m.source.eval(vars, self, env, &mut src);
-            if let Some(v) = m.find(&src) {
+            source.eval(vars, self, env, &mut src);
+            let chosen = match kind {
+                VarKind::Map(m) => m.find(&src),
+                VarKind::Split(s) => s.find(&src),
+                VarKind::Geo(g) => g.find(&src),
+                _ => None,
+            };
+            if let Some(v) = chosen {
                 v.eval(vars, self, env, &mut val);
             }
             let start = self.buf.len();
@@ -435,9 +456,12 @@ pub const NGINX_VERSION: &str = "1.22.1";
 fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
     let req = env.req;
     match kind {
-        VarKind::Unresolved | VarKind::User | VarKind::RemoteUser | VarKind::Map(_) => {
-            return false
-        }
+        VarKind::Unresolved
+        | VarKind::User
+        | VarKind::RemoteUser
+        | VarKind::Map(_)
+        | VarKind::Split(_)
+        | VarKind::Geo(_) => return false,
         VarKind::Uri => out.extend_from_slice(env.uri.as_bytes()),
         VarKind::RequestUri => out.extend_from_slice(req.target()),
         // No arguments at all is "not found" (`-` in logs), as nginx.

@@ -315,6 +315,7 @@ const SITE: &str = r#"
     location = /exp-404 { expires 1h; }
     location /cs/ { charset utf-8; }
     location = /csret { charset utf-8; return 200 "x"; }
+    location = /split { return 200 "$variant $geo_here $geo_arg\n"; }
     location /noetag/ { etag off; if_modified_since before; }
     location /imsoff/ { if_modified_since off; }
 "#;
@@ -323,6 +324,9 @@ const SITE_HTTP: &str = "types { text/html html; text/css css; text/plain txt; }
     map $http_user_agent $ua_class { default other; ~*bot robot; \"~^curl/\" curl; Exact/1 exact; }\n\
     map $host $site { hostnames; .example.com ex; *.b.org b; www.c.* c; default none; }\n\
     map $uri $nomatch { /x y; }\n\
+    split_clients \"${arg_id}salt\" $variant { 0.5% tiny; 20% a; 30.25% b; * rest; }\n\
+    geo $geo_here { default none; 127.0.0.0/8 loop; 127.0.0.1 exact; 10.0.0.0/8 ten; }\n\
+    geo $arg_ip $geo_arg { default none; 10.0.0.0/8 ten; 10.1.0.0/16 ten-one; ::1 six; }\n\
     log_format t '$request_method $uri $args $status $body_bytes_sent \"$http_user_agent\" $request_length $server_protocol';\n";
 
 fn site_cases() -> Vec<(&'static str, Vec<u8>)> {
@@ -491,11 +495,26 @@ fn site_cases() -> Vec<(&'static str, Vec<u8>)> {
         ("ims exact future", b"GET /t.txt HTTP/1.1\r\nHost: x\r\nIf-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT\r\n\r\n".to_vec()),
         ("ims off", b"GET /imsoff/t.txt HTTP/1.1\r\nHost: x\r\nIf-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT\r\n\r\n".to_vec()),
         ("inm star and ims", b"GET /t.txt HTTP/1.1\r\nHost: x\r\nIf-None-Match: *\r\nIf-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT\r\n\r\n".to_vec()),
+        ("geo ten-one", b"GET /split?ip=10.1.2.3 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("geo ten", b"GET /split?ip=10.9.2.3 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("geo v6", b"GET /split?ip=::1 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("geo junk", b"GET /split?ip=zz HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
         ("range", b"GET /t.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=1-3\r\n\r\n".to_vec()),
         ("range unsatisfiable", b"GET /t.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=99-\r\n\r\n".to_vec()),
         ("inm star", b"GET /t.txt HTTP/1.1\r\nHost: x\r\nIf-None-Match: *\r\n\r\n".to_vec()),
     ];
     v.push(("huge args", huge_args.into_bytes()));
+    // split_clients over many keys: the same MurmurHash2 split as nginx.
+    for id in 0..40 {
+        v.push((
+            "split_clients",
+            format!(
+                "GET /split?id={id}x{} HTTP/1.1\r\nHost: x\r\n\r\n",
+                id * 7919
+            )
+            .into_bytes(),
+        ));
+    }
     v.push(("huge cookie", huge_cookie.into_bytes()));
     v
 }
