@@ -107,6 +107,10 @@ pub struct LocSettings {
     pub limit_rate_after: Option<u64>,
     pub expires: Option<Expires>,
     pub etag: Option<bool>,
+    pub autoindex: Option<bool>,
+    pub autoindex_format: Option<crate::autoindex::Format>,
+    pub autoindex_exact_size: Option<bool>,
+    pub autoindex_localtime: Option<bool>,
     pub if_modified_since: Option<IfModifiedSince>,
     /// `charset NAME|off`.
     pub charset: Option<Option<Arc<str>>>,
@@ -169,6 +173,8 @@ pub struct LocConf {
     pub limit_rate_after: u64,
     pub expires: Expires,
     pub etag: bool,
+    /// `autoindex on` and its settings.
+    pub autoindex: Option<crate::autoindex::Autoindex>,
     pub if_modified_since: IfModifiedSince,
     pub charset: Option<Arc<str>>,
     pub rewrite_log: bool,
@@ -404,6 +410,13 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         limit_rate_after: pick(levels, |s| s.limit_rate_after).unwrap_or(0),
         expires: pick(levels, |s| s.expires).unwrap_or(Expires::Off),
         etag: pick(levels, |s| s.etag).unwrap_or(true),
+        autoindex: pick(levels, |s| s.autoindex).unwrap_or(false).then(|| {
+            crate::autoindex::Autoindex {
+                format: pick(levels, |s| s.autoindex_format)
+                    .unwrap_or(crate::autoindex::Format::Html),
+                exact_size: pick(levels, |s| s.autoindex_exact_size).unwrap_or(true),
+            }
+        }),
         if_modified_since: pick(levels, |s| s.if_modified_since).unwrap_or(IfModifiedSince::Exact),
         charset: pick(levels, |s| s.charset.clone()).flatten(),
         rewrite_log: pick(levels, |s| s.rewrite_log).unwrap_or(false),
@@ -737,6 +750,35 @@ fn set_etag(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String>
     Ok(())
 }
 
+fn set_autoindex(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let v = d.flag()?;
+    let s = c.settings(cx)?;
+    match d.name.as_str() {
+        "autoindex" => s.autoindex = Some(v),
+        "autoindex_exact_size" => s.autoindex_exact_size = Some(v),
+        // gyre's clock is UTC: local time is UTC.
+        _ => s.autoindex_localtime = Some(v),
+    }
+    Ok(())
+}
+
+fn set_autoindex_format(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    use crate::autoindex::Format;
+    let f = match d.arg(0) {
+        "html" => Format::Html,
+        "json" => Format::Json,
+        "xml" => Format::Xml,
+        "jsonp" => return Err("\"autoindex_format jsonp\" is not supported yet".into()),
+        other => {
+            return Err(format!(
+                "invalid value \"{other}\" in \"autoindex_format\" directive, it must be \"html\", \"json\", \"xml\" or \"jsonp\""
+            ))
+        }
+    };
+    c.settings(cx)?.autoindex_format = Some(f);
+    Ok(())
+}
+
 fn set_if_modified_since(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let v = match d.arg(0) {
         "off" => IfModifiedSince::Off,
@@ -1062,6 +1104,10 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     DirectiveSpec::new("limit_rate", HSL, Args::TAKE1, set_limit_rate),
     DirectiveSpec::new("expires", HSL, Args::TAKE12, set_expires),
     DirectiveSpec::new("etag", HSL, Args::FLAG, set_etag),
+    DirectiveSpec::new("autoindex", HSL, Args::FLAG, set_autoindex),
+    DirectiveSpec::new("autoindex_exact_size", HSL, Args::FLAG, set_autoindex),
+    DirectiveSpec::new("autoindex_localtime", HSL, Args::FLAG, set_autoindex),
+    DirectiveSpec::new("autoindex_format", HSL, Args::TAKE1, set_autoindex_format),
     DirectiveSpec::new("if_modified_since", HSL, Args::TAKE1, set_if_modified_since),
     DirectiveSpec::new("charset", HSL, Args::TAKE1, set_charset),
     DirectiveSpec::new("limit_rate_after", HSL, Args::TAKE1, set_limit_rate_after),

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access_log;
+pub mod autoindex;
 pub mod body;
 pub mod complex_value;
 pub mod conf;

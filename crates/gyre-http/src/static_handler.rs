@@ -99,6 +99,25 @@ fn serve_path(
                 Err(code) => Step::Error(code),
             };
         }
+        // The autoindex module, after the index module declined.
+        if let Some(ai) = loc.autoindex {
+            return match crate::autoindex::render(fpath, path, ai) {
+                Ok((body, ty)) => {
+                    out.reset(200);
+                    out.content_type = Some(ty.into());
+                    if r.st.is_head() {
+                        out.content_length = Some(body.len() as u64);
+                    } else {
+                        out.body = Body::Bytes(body);
+                    }
+                    Step::Respond
+                }
+                Err(e) => {
+                    log::error!("opendir() \"{}\" failed ({e})", fpath.display());
+                    Step::Error(500)
+                }
+            };
+        }
         log::error!("directory index of \"{}\" is forbidden", fpath.display());
         return Step::Error(403);
     }
