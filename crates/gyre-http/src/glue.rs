@@ -476,7 +476,14 @@ impl HttpConn {
                 continue;
             }
             let sink = match rec.sink {
-                0 => self.unrouted_sink(&rec),
+                0 => {
+                    let (server, loc) = self.unrouted_loc(&rec);
+                    if loc.log_format != 0 || loc.log_if.is_some() {
+                        self.log_unrouted(core, server, loc, &rec, peer);
+                        continue;
+                    }
+                    self.shared.log_sink(&loc)
+                }
                 s => s,
             };
             self.shared.log(sink, &rec, peer, secs);
@@ -484,15 +491,14 @@ impl HttpConn {
         self.m = Some(m);
     }
 
-    /// The sink of a record the machine made before routing (a refused
-    /// head): the location of its request line's path on its host.
-    fn unrouted_sink(&self, rec: &LogRecord) -> u32 {
+    /// The server and location of a record the machine made before
+    /// routing (a refused head): its request line's path on its host.
+    fn unrouted_loc(&self, rec: &LogRecord) -> (usize, Arc<LocConf>) {
         let conf = &self.shared.conf;
         let server = self.pick_server(rec.host.as_deref());
         let Some(s) = conf.servers.get(server) else {
-            return 1;
+            return (server, HttpConf::server_loc(&ServerConf::default()).clone());
         };
-        let loc = HttpConf::find_static(s, "/");
         let path = rec
             .request_line
             .split(' ')
@@ -501,11 +507,31 @@ impl HttpConn {
             .split('?')
             .next()
             .unwrap_or("/");
-        self.shared.log_sink(if path == "/" {
-            loc
-        } else {
-            HttpConf::find_static(s, path)
-        })
+        (server, HttpConf::find_static(s, path).clone())
+    }
+
+    /// A refused head's line in a location's own `log_format`: what the
+    /// record knows (`$request`, `$status`, the byte counts, the client),
+    /// the rest not found.
+    fn log_unrouted(
+        &self,
+        core: &Core,
+        server: usize,
+        loc: Arc<LocConf>,
+        rec: &LogRecord,
+        peer: Option<SocketAddr>,
+    ) {
+        let conn = ConnInfo {
+            peer,
+            local: Some(self.port.addr),
+            ..ConnInfo::default()
+        };
+        let mut r = HttpRequest::new(Box::default(), server, loc, conn, rec.start);
+        r.reset_vars(&self.shared.conf);
+        r.st.status = rec.status;
+        r.st.body_bytes_sent = rec.body_bytes_sent;
+        r.st.bytes_sent = rec.bytes_sent;
+        self.write_custom_log(core, &mut r, Some(&rec.request_line));
     }
 
     /// nginx's server selection: exact name, then `*.suffix`, then
@@ -731,51 +757,58 @@ impl HttpConn {
 
     /// The log phase, then the request object goes back to the pool.
     fn end_request(&mut self, core: &Core, _c: ConnId, mut r: Box<HttpRequest>) {
-        let loc = r.st.loc.clone();
         let shared = self.shared.clone();
-        if shared.any_access_log && (loc.log_format != 0 || loc.log_if.is_some()) {
-            let conf = &shared.conf;
-            let mut line = shared.scratch.borrow_mut();
-            line.clear();
-            let env = r.st.env(conf, None, core.now(), core.clock().unix_ms());
-            let mut write = true;
-            if let Some(cond) = &loc.log_if {
-                cond.eval(&conf.vars, &mut r.vars, &env, &mut line);
-                write = !(line.is_empty() || line.as_slice() == b"0");
-                line.clear();
-            }
-            if write {
-                match conf
-                    .log_formats
-                    .get(loc.log_format)
-                    .filter(|f| f.value.is_some())
-                {
-                    Some(f) => f.write(&conf.vars, &mut r.vars, &env, &mut line),
-                    None => {
-                        // `combined` with `if=`: the fast formatter.
-                        let rec = LogRecord {
-                            request_line: r.st.req.request_line().into_owned(),
-                            status: crate::response::wire_status(r.st.status),
-                            body_bytes_sent: r.st.body_bytes_sent,
-                            referer: r.st.req.referer(),
-                            user_agent: r.st.req.user_agent(),
-                            ..LogRecord::default()
-                        };
-                        let sink = shared.log_sink(&loc);
-                        drop(line);
-                        shared.log(sink, &rec, r.st.conn.peer, core.clock().unix_secs());
-                        line = shared.scratch.borrow_mut();
-                        line.clear();
-                    }
-                }
-                if !line.is_empty() {
-                    shared.with_log(shared.log_sink(&loc), |l| l.write_line(&line));
-                }
-            }
+        if shared.any_access_log && (r.st.loc.log_format != 0 || r.st.loc.log_if.is_some()) {
+            self.write_custom_log(core, &mut r, None);
         }
         let mut pool = shared.requests.borrow_mut();
         if pool.len() < MACHINE_POOL {
             pool.push(r);
+        }
+    }
+
+    /// A line of the location's `log_format` (or `combined` with `if=`).
+    fn write_custom_log(&self, core: &Core, r: &mut HttpRequest, line: Option<&str>) {
+        let shared = &self.shared;
+        let loc = r.st.loc.clone();
+        let conf = &shared.conf;
+        let mut out = shared.scratch.borrow_mut();
+        out.clear();
+        let mut env = r.st.env(conf, None, core.now(), core.clock().unix_ms());
+        env.request_line = line;
+        if let Some(cond) = &loc.log_if {
+            cond.eval(&conf.vars, &mut r.vars, &env, &mut out);
+            let write = !(out.is_empty() || out.as_slice() == b"0");
+            out.clear();
+            if !write {
+                return;
+            }
+        }
+        match conf
+            .log_formats
+            .get(loc.log_format)
+            .filter(|f| f.value.is_some())
+        {
+            Some(f) => f.write(&conf.vars, &mut r.vars, &env, &mut out),
+            None => {
+                // `combined` with `if=`: the fast formatter.
+                let rec = LogRecord {
+                    request_line: line
+                        .map_or_else(|| r.st.req.request_line().into_owned(), str::to_string),
+                    status: crate::response::wire_status(r.st.status),
+                    body_bytes_sent: r.st.body_bytes_sent,
+                    referer: r.st.req.referer(),
+                    user_agent: r.st.req.user_agent(),
+                    ..LogRecord::default()
+                };
+                drop(out);
+                let sink = shared.log_sink(&loc);
+                shared.log(sink, &rec, r.st.conn.peer, core.clock().unix_secs());
+                return;
+            }
+        }
+        if !out.is_empty() {
+            shared.with_log(shared.log_sink(&loc), |l| l.write_line(&out));
         }
     }
 

@@ -210,6 +210,7 @@ impl ReqState {
             unix_ms,
             as_get: self.as_get,
             args_set: self.args_set,
+            request_line: None,
         }
     }
 

@@ -307,6 +307,8 @@ pub struct VarEnv<'a> {
     pub as_get: bool,
     /// `$args` was set by a redirect: empty is found, not "not found".
     pub args_set: bool,
+    /// `$request` of a head refused before it became a request.
+    pub request_line: Option<&'a str>,
 }
 
 const UNCOMPUTED: u32 = u32::MAX;
@@ -461,6 +463,26 @@ pub const NGINX_VERSION: &str = "1.22.1";
 /// Computes a built-in variable into `out`; false when not found.
 fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
     let req = env.req;
+    // A refused head: what its request line says, nothing without one.
+    if let Some(line) = env.request_line {
+        let mut words = line.split(' ');
+        let (method, target, proto) = (words.next(), words.next(), words.next());
+        let word = match kind {
+            VarKind::RequestMethod => Some(method),
+            VarKind::Uri => Some(target.map(|t| t.split('?').next().unwrap_or(t))),
+            VarKind::ServerProtocol => Some(proto),
+            _ => None,
+        };
+        if let Some(w) = word {
+            return match w.filter(|w| !w.is_empty()) {
+                Some(w) => {
+                    out.extend_from_slice(w.as_bytes());
+                    true
+                }
+                None => false,
+            };
+        }
+    }
     match kind {
         VarKind::Unresolved
         | VarKind::User
@@ -544,7 +566,10 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
                 out.extend_from_slice(b"on");
             }
         }
-        VarKind::Request => out.extend_from_slice(req.request_line().as_bytes()),
+        VarKind::Request => match env.request_line {
+            Some(l) => out.extend_from_slice(l.as_bytes()),
+            None => out.extend_from_slice(req.request_line().as_bytes()),
+        },
         VarKind::RequestMethod if env.as_get => out.extend_from_slice(b"GET"),
         VarKind::RequestMethod => out.extend_from_slice(req.method().as_bytes()),
         VarKind::RequestLength => push_u64(out, req.head_len() as u64),
@@ -732,6 +757,7 @@ mod eval_tests {
             unix_ms: 1_700_000_000_123,
             as_get: false,
             args_set: false,
+            request_line: None,
         };
         let mut cache = VarCache::default();
         cache.reset(f.vars.len());
@@ -849,6 +875,7 @@ mod eval_tests {
             unix_ms: 0,
             as_get: false,
             args_set: false,
+            request_line: None,
         };
         let mut c = VarCache::default();
         c.reset(f.vars.len());
