@@ -21,6 +21,8 @@ use crate::regex::Regex;
 use crate::rewrite::{self, Op};
 use crate::variables::Variables;
 
+mod modules;
+
 /// How a `location` matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LocKind {
@@ -576,80 +578,6 @@ fn set_server_name(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), S
     Ok(())
 }
 
-fn set_location(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let (kind, uri, caseless) = match d.args.as_slice() {
-        [m, uri] if m == "=" => (LocKind::Exact, uri.clone(), false),
-        [m, uri] if m == "^~" => (LocKind::PrefixNoRegex, uri.clone(), false),
-        [m, uri] if m == "~" => (LocKind::Regex, uri.clone(), false),
-        [m, uri] if m == "~*" => (LocKind::Regex, uri.clone(), true),
-        [uri] if uri.starts_with('=') && uri.len() > 1 => {
-            (LocKind::Exact, uri[1..].to_string(), false)
-        }
-        [uri] if uri.starts_with('~') && uri.len() > 1 => {
-            let caseless = uri.starts_with("~*");
-            let pat = if caseless { &uri[2..] } else { &uri[1..] };
-            (LocKind::Regex, pat.to_string(), caseless)
-        }
-        [uri] if uri.starts_with('@') => (LocKind::Named, uri.clone(), false),
-        [uri] => (LocKind::Prefix, uri.clone(), false),
-        _ => return Err(format!("invalid location modifier \"{}\"", d.arg(0))),
-    };
-    let regex = if kind == LocKind::Regex {
-        Some(rewrite::compile_regex(
-            &uri,
-            caseless,
-            &mut c.vars,
-            &mut c.regexes,
-        )?)
-    } else {
-        None
-    };
-    let loc = Location {
-        kind,
-        uri,
-        regex,
-        set: LocSettings::default(),
-        script: Vec::new(),
-        children: Vec::new(),
-        conf: None,
-    };
-    match level(cx) {
-        Level::Location(depth) => {
-            let parent = c.location(depth)?;
-            if parent.kind == LocKind::Exact {
-                return Err(format!(
-                    "location \"{}\" cannot be inside the exact location \"{}\"",
-                    loc.uri, parent.uri
-                ));
-            }
-            if parent.kind == LocKind::Named {
-                return Err(format!(
-                    "location \"{}\" cannot be inside the named location \"{}\"",
-                    loc.uri, parent.uri
-                ));
-            }
-            if loc.kind == LocKind::Named {
-                return Err(format!(
-                    "named location \"{}\" can be on the server level only",
-                    loc.uri
-                ));
-            }
-            if parent.kind != LocKind::Regex
-                && loc.kind != LocKind::Regex
-                && !loc.uri.starts_with(&parent.uri)
-            {
-                return Err(format!(
-                    "location \"{}\" is outside location \"{}\"",
-                    loc.uri, parent.uri
-                ));
-            }
-            parent.children.push(loc);
-        }
-        _ => c.servers.last_mut().ok_or("no server")?.locations.push(loc),
-    }
-    Ok(())
-}
-
 fn set_root(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let p = cx.full_path(d.arg(0));
     let s = c.settings(cx)?;
@@ -710,255 +638,8 @@ fn set_types(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String>
     Ok(())
 }
 
-fn set_internal(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    c.settings(cx)?.internal = true;
-    Ok(())
-}
-
-fn set_expires(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let invalid = || format!("invalid value \"{}\"", d.args.join(" "));
-    let e = match d.args.as_slice() {
-        [a] if a == "off" => Expires::Off,
-        [a] if a == "epoch" => Expires::Epoch,
-        [a] if a == "max" => Expires::Max,
-        [a] if a.starts_with('@') => {
-            let ms = gyre_core::conf::parse_time_ms(&a[1..]).ok_or_else(invalid)?;
-            if ms >= 86_400_000 {
-                return Err("daily time value must be less than 24 hours".into());
-            }
-            Expires::Daily(ms / 1000)
-        }
-        [a] => {
-            let (neg, t) = match a.strip_prefix('-') {
-                Some(t) => (true, t),
-                None => (false, a.strip_prefix('+').unwrap_or(a)),
-            };
-            let secs = (gyre_core::conf::parse_time_ms(t).ok_or_else(invalid)? / 1000) as i64;
-            Expires::Access(if neg { -secs } else { secs })
-        }
-        // `modified T` needs the file's time at the header filter; not yet.
-        [m, _] if m == "modified" => return Err("\"expires modified\" is not supported yet".into()),
-        _ => return Err(invalid()),
-    };
-    c.settings(cx)?.expires = Some(e);
-    Ok(())
-}
-
-fn set_etag(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let v = d.flag()?;
-    c.settings(cx)?.etag = Some(v);
-    Ok(())
-}
-
-fn set_autoindex(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let v = d.flag()?;
-    let s = c.settings(cx)?;
-    match d.name.as_str() {
-        "autoindex" => s.autoindex = Some(v),
-        "autoindex_exact_size" => s.autoindex_exact_size = Some(v),
-        // gyre's clock is UTC: local time is UTC.
-        _ => s.autoindex_localtime = Some(v),
-    }
-    Ok(())
-}
-
-fn set_autoindex_format(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    use crate::autoindex::Format;
-    let f = match d.arg(0) {
-        "html" => Format::Html,
-        "json" => Format::Json,
-        "xml" => Format::Xml,
-        "jsonp" => return Err("\"autoindex_format jsonp\" is not supported yet".into()),
-        other => {
-            return Err(format!(
-                "invalid value \"{other}\" in \"autoindex_format\" directive, it must be \"html\", \"json\", \"xml\" or \"jsonp\""
-            ))
-        }
-    };
-    c.settings(cx)?.autoindex_format = Some(f);
-    Ok(())
-}
-
-fn set_if_modified_since(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let v = match d.arg(0) {
-        "off" => IfModifiedSince::Off,
-        "exact" => IfModifiedSince::Exact,
-        "before" => IfModifiedSince::Before,
-        other => {
-            return Err(format!(
-                "invalid value \"{other}\", it must be \"off\", \"exact\" or \"before\""
-            ))
-        }
-    };
-    c.settings(cx)?.if_modified_since = Some(v);
-    Ok(())
-}
-
-fn set_charset(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let v = match d.arg(0) {
-        "off" => None,
-        cs => Some(Arc::from(cs)),
-    };
-    c.settings(cx)?.charset = Some(v);
-    Ok(())
-}
-
-fn set_map(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
-    let name = d
-        .arg(1)
-        .strip_prefix('$')
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| format!("invalid variable name \"{}\"", d.arg(1)))?;
-    let m = crate::map::Map::parse(d, &mut c.vars, &mut c.regexes)?;
-    c.vars.define_map(name, m)?;
-    Ok(())
-}
-
-fn block_var(d: &Directive, i: usize) -> Result<&str, String> {
-    d.arg(i)
-        .strip_prefix('$')
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| format!("invalid variable name \"{}\"", d.arg(i)))
-}
-
-fn set_split_clients(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
-    let name = block_var(d, 1)?;
-    let s = crate::split_geo::SplitClients::parse(d, &mut c.vars)?;
-    c.vars
-        .define(name, crate::variables::VarKind::Split(Arc::new(s)))?;
-    Ok(())
-}
-
-fn set_geo(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
-    let name = block_var(d, d.args.len() - 1)?;
-    let g = crate::split_geo::Geo::parse(d, &mut c.vars)?;
-    c.vars
-        .define(name, crate::variables::VarKind::Geo(Arc::new(g)))?;
-    Ok(())
-}
-
-fn set_try_files(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let (last, tries) = d.args.split_last().ok_or("invalid number of arguments")?;
-    let tries = tries
-        .iter()
-        .map(|t| ComplexValue::compile(t, &mut c.vars))
-        .collect::<Result<Vec<_>, _>>()?;
-    let last = if let Some(code) = last.strip_prefix('=') {
-        match code.parse::<u16>() {
-            Ok(n) if n <= 999 => TryLast::Code(n),
-            _ => return Err(format!("invalid code \"{last}\"")),
-        }
-    } else if last.starts_with('@') {
-        TryLast::Named(last.clone())
-    } else {
-        TryLast::Uri(ComplexValue::compile(last, &mut c.vars)?)
-    };
-    let s = c.settings(cx)?;
-    if s.try_files.is_some() {
-        return Err("is duplicate".into());
-    }
-    s.try_files = Some(TryFiles { tries, last });
-    Ok(())
-}
-
-fn set_limit_rate(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let v = d.size(0)? as u64;
-    c.settings(cx)?.limit_rate = Some(v);
-    Ok(())
-}
-
-fn set_limit_rate_after(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let v = d.size(0)? as u64;
-    c.settings(cx)?.limit_rate_after = Some(v);
-    Ok(())
-}
-
 fn set_stub_status(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), String> {
     c.settings(cx)?.stub_status = Some(true);
-    Ok(())
-}
-
-fn set_add_header(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let always = match d.args.get(2).map(String::as_str) {
-        None => false,
-        Some("always") => true,
-        Some(other) => return Err(format!("invalid parameter \"{other}\"")),
-    };
-    let value = ComplexValue::compile(d.arg(1), &mut c.vars)?;
-    c.settings(cx)?
-        .add_header
-        .get_or_insert_with(Vec::new)
-        .push((d.arg(0).into(), value, always));
-    Ok(())
-}
-
-fn set_error_page(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let (uri, rest) = d.args.split_last().ok_or("invalid number of arguments")?;
-    let mut codes = Vec::new();
-    let mut overwrite = None;
-    for code in rest {
-        if let Some(o) = code.strip_prefix('=') {
-            overwrite = Some(if o.is_empty() {
-                0
-            } else {
-                o.parse::<u16>()
-                    .map_err(|_| format!("invalid value \"{code}\""))?
-            });
-            continue;
-        }
-        match code.parse::<u16>() {
-            Ok(n) if (300..=599).contains(&n) => codes.push(n),
-            _ => return Err(format!("value \"{code}\" must be between 300 and 599")),
-        }
-    }
-    if codes.is_empty() {
-        return Err(d.error("invalid number of arguments"));
-    }
-    c.settings(cx)?
-        .error_page
-        .get_or_insert_with(Vec::new)
-        .push(ErrorPage {
-            codes,
-            overwrite,
-            uri: uri.clone(),
-        });
-    Ok(())
-}
-
-fn set_open_file_cache(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    if d.arg(0) == "off" {
-        c.settings(cx)?.open_file_cache = Some(None);
-        return Ok(());
-    }
-    let mut ofc = DEFAULT_OPEN_FILE_CACHE;
-    for a in &d.args {
-        if let Some(v) = a.strip_prefix("max=") {
-            ofc.max = v
-                .parse()
-                .map_err(|_| format!("invalid \"open_file_cache\" parameter \"{a}\""))?;
-        } else if let Some(v) = a.strip_prefix("inactive=") {
-            ofc.inactive_ms = gyre_core::conf::parse_time_ms(v)
-                .ok_or_else(|| format!("invalid \"open_file_cache\" parameter \"{a}\""))?;
-        } else {
-            return Err(format!("invalid \"open_file_cache\" parameter \"{a}\""));
-        }
-    }
-    let s = c.settings(cx)?;
-    let valid = s.open_file_cache.flatten().map(|o| o.valid_ms);
-    ofc.valid_ms = valid.unwrap_or(DEFAULT_OPEN_FILE_CACHE.valid_ms);
-    s.open_file_cache = Some(Some(ofc));
-    Ok(())
-}
-
-fn set_open_file_cache_valid(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let ms = d.msec(0)?;
-    let s = c.settings(cx)?;
-    let mut o = s
-        .open_file_cache
-        .flatten()
-        .unwrap_or(DEFAULT_OPEN_FILE_CACHE);
-    o.valid_ms = ms;
-    s.open_file_cache = Some(Some(o));
     Ok(())
 }
 
@@ -1063,7 +744,7 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::TAKE12,
         Block::Context(L),
         true,
-        set_location,
+        modules::set_location,
     ),
     DirectiveSpec::new("root", HSL, Args::TAKE1, set_root),
     DirectiveSpec::new("alias", L, Args::TAKE1, set_alias),
@@ -1099,54 +780,84 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::FLAG,
         rewrite::set_uninitialized_variable_warn,
     ),
-    DirectiveSpec::new("internal", L, Args::NOARGS, set_internal),
-    DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, set_try_files),
-    DirectiveSpec::new("limit_rate", HSL, Args::TAKE1, set_limit_rate),
-    DirectiveSpec::new("expires", HSL, Args::TAKE12, set_expires),
-    DirectiveSpec::new("etag", HSL, Args::FLAG, set_etag),
-    DirectiveSpec::new("autoindex", HSL, Args::FLAG, set_autoindex),
-    DirectiveSpec::new("autoindex_exact_size", HSL, Args::FLAG, set_autoindex),
-    DirectiveSpec::new("autoindex_localtime", HSL, Args::FLAG, set_autoindex),
-    DirectiveSpec::new("autoindex_format", HSL, Args::TAKE1, set_autoindex_format),
-    DirectiveSpec::new("if_modified_since", HSL, Args::TAKE1, set_if_modified_since),
-    DirectiveSpec::new("charset", HSL, Args::TAKE1, set_charset),
-    DirectiveSpec::new("limit_rate_after", HSL, Args::TAKE1, set_limit_rate_after),
+    DirectiveSpec::new("internal", L, Args::NOARGS, modules::set_internal),
+    DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, modules::set_try_files),
+    DirectiveSpec::new("limit_rate", HSL, Args::TAKE1, modules::set_limit_rate),
+    DirectiveSpec::new("expires", HSL, Args::TAKE12, modules::set_expires),
+    DirectiveSpec::new("etag", HSL, Args::FLAG, modules::set_etag),
+    DirectiveSpec::new("autoindex", HSL, Args::FLAG, modules::set_autoindex),
+    DirectiveSpec::new(
+        "autoindex_exact_size",
+        HSL,
+        Args::FLAG,
+        modules::set_autoindex,
+    ),
+    DirectiveSpec::new(
+        "autoindex_localtime",
+        HSL,
+        Args::FLAG,
+        modules::set_autoindex,
+    ),
+    DirectiveSpec::new(
+        "autoindex_format",
+        HSL,
+        Args::TAKE1,
+        modules::set_autoindex_format,
+    ),
+    DirectiveSpec::new(
+        "if_modified_since",
+        HSL,
+        Args::TAKE1,
+        modules::set_if_modified_since,
+    ),
+    DirectiveSpec::new("charset", HSL, Args::TAKE1, modules::set_charset),
+    DirectiveSpec::new(
+        "limit_rate_after",
+        HSL,
+        Args::TAKE1,
+        modules::set_limit_rate_after,
+    ),
     DirectiveSpec::multi(
         "log_format",
         H,
         Args::TWO_MORE,
         crate::log_format::set_log_format,
     ),
-    DirectiveSpec::block("map", H, Args::TAKE2, Block::Raw, true, set_map),
+    DirectiveSpec::block("map", H, Args::TAKE2, Block::Raw, true, modules::set_map),
     DirectiveSpec::block(
         "split_clients",
         H,
         Args::TAKE2,
         Block::Raw,
         true,
-        set_split_clients,
+        modules::set_split_clients,
     ),
-    DirectiveSpec::block("geo", H, Args::TAKE12, Block::Raw, true, set_geo),
+    DirectiveSpec::block("geo", H, Args::TAKE12, Block::Raw, true, modules::set_geo),
     DirectiveSpec::new(
         "stub_status",
         S.or(L),
         Args::NOARGS.or(Args::TAKE1),
         set_stub_status,
     ),
-    DirectiveSpec::multi("add_header", HSL, Args::TAKE23, set_add_header),
-    DirectiveSpec::multi("error_page", HSL, Args::TWO_MORE, set_error_page),
+    DirectiveSpec::multi("add_header", HSL, Args::TAKE23, modules::set_add_header),
+    DirectiveSpec::multi("error_page", HSL, Args::TWO_MORE, modules::set_error_page),
     DirectiveSpec::new(
         "access_log",
         HSL,
         Args::ONE_MORE,
         crate::log_format::set_access_log,
     ),
-    DirectiveSpec::new("open_file_cache", HSL, Args::TAKE12, set_open_file_cache),
+    DirectiveSpec::new(
+        "open_file_cache",
+        HSL,
+        Args::TAKE12,
+        modules::set_open_file_cache,
+    ),
     DirectiveSpec::new(
         "open_file_cache_valid",
         HSL,
         Args::TAKE1,
-        set_open_file_cache_valid,
+        modules::set_open_file_cache_valid,
     ),
     DirectiveSpec::new(
         "keepalive_timeout",
