@@ -253,9 +253,14 @@ pub fn pace(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut p: Paced) -> Step {
     let rate = loc.limit_rate.max(1);
     let total = p.body.len();
     let elapsed = cx.now.wrapping_sub(r.st.start) / 1000;
-    let allowed = (rate * (elapsed + 1) + loc.limit_rate_after) as i64 - p.sent as i64;
+    // Saturating: the rate and the threshold come from the configuration.
+    let budget = rate
+        .saturating_mul(elapsed + 1)
+        .saturating_add(loc.limit_rate_after)
+        .min(i64::MAX as u64);
+    let allowed = budget as i64 - p.sent as i64;
     if allowed <= 0 {
-        let delay = (-allowed) as u64 * 1000 / rate + 1;
+        let delay = ((-allowed) as u64).saturating_mul(1000) / rate + 1;
         r.wake = Some(Wake::At(cx.now.wrapping_add(delay)));
         r.content = Content::Paced(p);
         return Step::Again;
