@@ -22,6 +22,8 @@ use crate::rewrite::{self, Op};
 use crate::ssl;
 use crate::variables::Variables;
 
+mod modules;
+
 /// How a `location` matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LocKind {
@@ -56,6 +58,28 @@ pub enum TryLast {
     Uri(ComplexValue),
 }
 
+/// `expires`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expires {
+    Off,
+    /// `epoch`: 1 Jan 1970 00:00:01, no-cache.
+    Epoch,
+    /// `max`: 31 Dec 2037 23:55:55, ten years' max-age.
+    Max,
+    /// Seconds from the response time (negative: no-cache).
+    Access(i64),
+    /// `@T`: the next time of day T (seconds after midnight, UTC).
+    Daily(u64),
+}
+
+/// `if_modified_since off|exact|before`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfModifiedSince {
+    Off,
+    Exact,
+    Before,
+}
+
 /// `error_page CODE ... [=[RESPONSE]] URI`.
 #[derive(Debug, Clone)]
 pub struct ErrorPage {
@@ -68,7 +92,7 @@ pub struct ErrorPage {
 }
 
 /// `add_header NAME VALUE [always]`: (name, value, always).
-pub type AddHeader = (Arc<str>, Arc<str>, bool);
+pub type AddHeader = (Arc<str>, ComplexValue, bool);
 
 /// Settings that inherit http → server → location; `None` means "not set
 /// here".
@@ -84,6 +108,15 @@ pub struct LocSettings {
     pub try_files: Option<TryFiles>,
     pub limit_rate: Option<u64>,
     pub limit_rate_after: Option<u64>,
+    pub expires: Option<Expires>,
+    pub etag: Option<bool>,
+    pub autoindex: Option<bool>,
+    pub autoindex_format: Option<crate::autoindex::Format>,
+    pub autoindex_exact_size: Option<bool>,
+    pub autoindex_localtime: Option<bool>,
+    pub if_modified_since: Option<IfModifiedSince>,
+    /// `charset NAME|off`.
+    pub charset: Option<Option<Arc<str>>>,
     pub internal: bool,
     pub rewrite_log: Option<bool>,
     pub uninitialized_variable_warn: Option<bool>,
@@ -141,6 +174,12 @@ pub struct LocConf {
     pub try_files: Option<TryFiles>,
     pub limit_rate: u64,
     pub limit_rate_after: u64,
+    pub expires: Expires,
+    pub etag: bool,
+    /// `autoindex on` and its settings.
+    pub autoindex: Option<crate::autoindex::Autoindex>,
+    pub if_modified_since: IfModifiedSince,
+    pub charset: Option<Arc<str>>,
     pub rewrite_log: bool,
     pub uninitialized_variable_warn: bool,
     pub alias_cv: Option<ComplexValue>,
@@ -270,7 +309,7 @@ impl HttpConf {
         Ok(l)
     }
 
-    fn settings(&mut self, cx: &ConfCtx) -> Result<&mut LocSettings, String> {
+    pub(crate) fn settings(&mut self, cx: &ConfCtx) -> Result<&mut LocSettings, String> {
         Ok(match level(cx) {
             Level::Http => &mut self.set,
             Level::Server => &mut self.servers.last_mut().ok_or("no server")?.set,
@@ -287,7 +326,7 @@ impl HttpConf {
 
     /// The rewrite script a directive adds to: the server's or the
     /// location's, or the body of the `if` being read.
-    fn script(&mut self, cx: &ConfCtx) -> Result<&mut Vec<Op>, String> {
+    pub(crate) fn script(&mut self, cx: &ConfCtx) -> Result<&mut Vec<Op>, String> {
         let ops = match level(cx) {
             Level::Http => return Err("no server".into()),
             Level::Server => &mut self.servers.last_mut().ok_or("no server")?.script,
@@ -376,6 +415,17 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         try_files: levels.last().and_then(|s| s.try_files.clone()),
         limit_rate: pick(levels, |s| s.limit_rate).unwrap_or(0),
         limit_rate_after: pick(levels, |s| s.limit_rate_after).unwrap_or(0),
+        expires: pick(levels, |s| s.expires).unwrap_or(Expires::Off),
+        etag: pick(levels, |s| s.etag).unwrap_or(true),
+        autoindex: pick(levels, |s| s.autoindex).unwrap_or(false).then(|| {
+            crate::autoindex::Autoindex {
+                format: pick(levels, |s| s.autoindex_format)
+                    .unwrap_or(crate::autoindex::Format::Html),
+                exact_size: pick(levels, |s| s.autoindex_exact_size).unwrap_or(true),
+            }
+        }),
+        if_modified_since: pick(levels, |s| s.if_modified_since).unwrap_or(IfModifiedSince::Exact),
+        charset: pick(levels, |s| s.charset.clone()).flatten(),
         rewrite_log: pick(levels, |s| s.rewrite_log).unwrap_or(false),
         uninitialized_variable_warn: pick(levels, |s| s.uninitialized_variable_warn)
             .unwrap_or(true),
@@ -536,80 +586,6 @@ fn set_server_name(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), S
     Ok(())
 }
 
-fn set_location(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let (kind, uri, caseless) = match d.args.as_slice() {
-        [m, uri] if m == "=" => (LocKind::Exact, uri.clone(), false),
-        [m, uri] if m == "^~" => (LocKind::PrefixNoRegex, uri.clone(), false),
-        [m, uri] if m == "~" => (LocKind::Regex, uri.clone(), false),
-        [m, uri] if m == "~*" => (LocKind::Regex, uri.clone(), true),
-        [uri] if uri.starts_with('=') && uri.len() > 1 => {
-            (LocKind::Exact, uri[1..].to_string(), false)
-        }
-        [uri] if uri.starts_with('~') && uri.len() > 1 => {
-            let caseless = uri.starts_with("~*");
-            let pat = if caseless { &uri[2..] } else { &uri[1..] };
-            (LocKind::Regex, pat.to_string(), caseless)
-        }
-        [uri] if uri.starts_with('@') => (LocKind::Named, uri.clone(), false),
-        [uri] => (LocKind::Prefix, uri.clone(), false),
-        _ => return Err(format!("invalid location modifier \"{}\"", d.arg(0))),
-    };
-    let regex = if kind == LocKind::Regex {
-        Some(rewrite::compile_regex(
-            &uri,
-            caseless,
-            &mut c.vars,
-            &mut c.regexes,
-        )?)
-    } else {
-        None
-    };
-    let loc = Location {
-        kind,
-        uri,
-        regex,
-        set: LocSettings::default(),
-        script: Vec::new(),
-        children: Vec::new(),
-        conf: None,
-    };
-    match level(cx) {
-        Level::Location(depth) => {
-            let parent = c.location(depth)?;
-            if parent.kind == LocKind::Exact {
-                return Err(format!(
-                    "location \"{}\" cannot be inside the exact location \"{}\"",
-                    loc.uri, parent.uri
-                ));
-            }
-            if parent.kind == LocKind::Named {
-                return Err(format!(
-                    "location \"{}\" cannot be inside the named location \"{}\"",
-                    loc.uri, parent.uri
-                ));
-            }
-            if loc.kind == LocKind::Named {
-                return Err(format!(
-                    "named location \"{}\" can be on the server level only",
-                    loc.uri
-                ));
-            }
-            if parent.kind != LocKind::Regex
-                && loc.kind != LocKind::Regex
-                && !loc.uri.starts_with(&parent.uri)
-            {
-                return Err(format!(
-                    "location \"{}\" is outside location \"{}\"",
-                    loc.uri, parent.uri
-                ));
-            }
-            parent.children.push(loc);
-        }
-        _ => c.servers.last_mut().ok_or("no server")?.locations.push(loc),
-    }
-    Ok(())
-}
-
 fn set_root(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let p = cx.full_path(d.arg(0));
     let s = c.settings(cx)?;
@@ -629,6 +605,13 @@ fn set_alias(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String
         return Err(
             "\"alias\" directive is duplicate, \"root\" directive was specified earlier".into(),
         );
+    }
+    for v in ["$document_root", "$realpath_root"] {
+        if d.arg(0).contains(v) {
+            return Err(format!(
+                "the {v} variable cannot be used in the \"alias\" directive"
+            ));
+        }
     }
     let cv = if d.arg(0).contains('$') {
         Some(ComplexValue::compile(&p.to_string_lossy(), &mut c.vars)?)
@@ -663,228 +646,8 @@ fn set_types(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String>
     Ok(())
 }
 
-fn set_return(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let op = rewrite::parse_return(d, &mut c.vars)?;
-    c.script(cx)?.push(op);
-    Ok(())
-}
-
-fn set_rewrite(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let op = rewrite::parse_rewrite(d, &mut c.vars, &mut c.regexes)?;
-    c.script(cx)?.push(op);
-    Ok(())
-}
-
-fn set_set(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let op = rewrite::parse_set(d, &mut c.vars)?;
-    c.script(cx)?.push(op);
-    Ok(())
-}
-
-fn set_break(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    c.script(cx)?.push(Op::Break);
-    Ok(())
-}
-
-fn set_if(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let cond = rewrite::parse_if(d, &mut c.vars, &mut c.regexes)?;
-    c.script(cx)?.push(Op::If {
-        cond,
-        ops: Vec::new(),
-    });
-    Ok(())
-}
-
-fn set_rewrite_log(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let v = d.flag()?;
-    c.settings(cx)?.rewrite_log = Some(v);
-    Ok(())
-}
-
-fn set_uninitialized_variable_warn(
-    c: &mut HttpConf,
-    d: &Directive,
-    cx: &ConfCtx,
-) -> Result<(), String> {
-    let v = d.flag()?;
-    c.settings(cx)?.uninitialized_variable_warn = Some(v);
-    Ok(())
-}
-
-fn set_internal(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    c.settings(cx)?.internal = true;
-    Ok(())
-}
-
-fn set_try_files(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let (last, tries) = d.args.split_last().ok_or("invalid number of arguments")?;
-    let tries = tries
-        .iter()
-        .map(|t| ComplexValue::compile(t, &mut c.vars))
-        .collect::<Result<Vec<_>, _>>()?;
-    let last = if let Some(code) = last.strip_prefix('=') {
-        match code.parse::<u16>() {
-            Ok(n) if n <= 999 => TryLast::Code(n),
-            _ => return Err(format!("invalid code \"{last}\"")),
-        }
-    } else if last.starts_with('@') {
-        TryLast::Named(last.clone())
-    } else {
-        TryLast::Uri(ComplexValue::compile(last, &mut c.vars)?)
-    };
-    let s = c.settings(cx)?;
-    if s.try_files.is_some() {
-        return Err("is duplicate".into());
-    }
-    s.try_files = Some(TryFiles { tries, last });
-    Ok(())
-}
-
-fn set_limit_rate(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let v = d.size(0)? as u64;
-    c.settings(cx)?.limit_rate = Some(v);
-    Ok(())
-}
-
-fn set_limit_rate_after(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let v = d.size(0)? as u64;
-    c.settings(cx)?.limit_rate_after = Some(v);
-    Ok(())
-}
-
-fn set_log_format(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
-    let f = crate::log_format::LogFormat::parse(&d.args, &mut c.vars)?;
-    if f.name == "combined" || c.log_formats.iter().any(|x| x.name == f.name) {
-        return Err(format!("duplicate \"log_format\" name \"{}\"", f.name));
-    }
-    c.log_formats.push(Arc::new(f));
-    Ok(())
-}
-
 fn set_stub_status(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), String> {
     c.settings(cx)?.stub_status = Some(true);
-    Ok(())
-}
-
-fn set_add_header(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let s = c.settings(cx)?;
-    let always = match d.args.get(2).map(String::as_str) {
-        None => false,
-        Some("always") => true,
-        Some(other) => return Err(format!("invalid parameter \"{other}\"")),
-    };
-    s.add_header
-        .get_or_insert_with(Vec::new)
-        .push((d.arg(0).into(), d.arg(1).into(), always));
-    Ok(())
-}
-
-fn set_error_page(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let (uri, rest) = d.args.split_last().ok_or("invalid number of arguments")?;
-    let mut codes = Vec::new();
-    let mut overwrite = None;
-    for code in rest {
-        if let Some(o) = code.strip_prefix('=') {
-            overwrite = Some(if o.is_empty() {
-                0
-            } else {
-                o.parse::<u16>()
-                    .map_err(|_| format!("invalid value \"{code}\""))?
-            });
-            continue;
-        }
-        match code.parse::<u16>() {
-            Ok(n) if (300..=599).contains(&n) => codes.push(n),
-            _ => return Err(format!("value \"{code}\" must be between 300 and 599")),
-        }
-    }
-    if codes.is_empty() {
-        return Err(d.error("invalid number of arguments"));
-    }
-    c.settings(cx)?
-        .error_page
-        .get_or_insert_with(Vec::new)
-        .push(ErrorPage {
-            codes,
-            overwrite,
-            uri: uri.clone(),
-        });
-    Ok(())
-}
-
-fn set_access_log(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    if d.arg(0) == "off" {
-        let s = c.settings(cx)?;
-        s.access_log = Some(None);
-        s.log_format = None;
-        s.log_if = None;
-        return Ok(());
-    }
-    let mut format = None;
-    let mut cond = None;
-    for (i, a) in d.args.iter().enumerate().skip(1) {
-        if let Some(v) = a.strip_prefix("buffer=") {
-            // Lines are always buffered (64 KiB, flushed every second and
-            // on exit); the size is checked as nginx checks it.
-            gyre_core::conf::parse_size(v).ok_or_else(|| format!("invalid buffer size \"{v}\""))?;
-        } else if let Some(v) = a.strip_prefix("flush=") {
-            gyre_core::conf::parse_time_ms(v)
-                .ok_or_else(|| format!("invalid flush time \"{v}\""))?;
-        } else if let Some(v) = a.strip_prefix("if=") {
-            cond = Some(ComplexValue::compile(v, &mut c.vars)?);
-        } else if a.starts_with("gzip") {
-            return Err(format!("invalid parameter \"{a}\""));
-        } else if i == 1 {
-            if a != "combined" && !c.log_formats.iter().any(|f| f.name == *a) {
-                return Err(format!("unknown log format \"{a}\""));
-            }
-            format = Some(a.clone());
-        } else {
-            return Err(format!("invalid parameter \"{a}\""));
-        }
-    }
-    let path = cx.full_path(d.arg(0));
-    let s = c.settings(cx)?;
-    s.access_log = Some(Some(path));
-    s.log_format = format;
-    s.log_if = cond;
-    Ok(())
-}
-
-fn set_open_file_cache(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    if d.arg(0) == "off" {
-        c.settings(cx)?.open_file_cache = Some(None);
-        return Ok(());
-    }
-    let mut ofc = DEFAULT_OPEN_FILE_CACHE;
-    for a in &d.args {
-        if let Some(v) = a.strip_prefix("max=") {
-            ofc.max = v
-                .parse()
-                .map_err(|_| format!("invalid \"open_file_cache\" parameter \"{a}\""))?;
-        } else if let Some(v) = a.strip_prefix("inactive=") {
-            ofc.inactive_ms = gyre_core::conf::parse_time_ms(v)
-                .ok_or_else(|| format!("invalid \"open_file_cache\" parameter \"{a}\""))?;
-        } else {
-            return Err(format!("invalid \"open_file_cache\" parameter \"{a}\""));
-        }
-    }
-    let s = c.settings(cx)?;
-    let valid = s.open_file_cache.flatten().map(|o| o.valid_ms);
-    ofc.valid_ms = valid.unwrap_or(DEFAULT_OPEN_FILE_CACHE.valid_ms);
-    s.open_file_cache = Some(Some(ofc));
-    Ok(())
-}
-
-fn set_open_file_cache_valid(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let ms = d.msec(0)?;
-    let s = c.settings(cx)?;
-    let mut o = s
-        .open_file_cache
-        .flatten()
-        .unwrap_or(DEFAULT_OPEN_FILE_CACHE);
-    o.valid_ms = ms;
-    s.open_file_cache = Some(Some(o));
     Ok(())
 }
 
@@ -989,52 +752,120 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::TAKE12,
         Block::Context(L),
         true,
-        set_location,
+        modules::set_location,
     ),
     DirectiveSpec::new("root", HSL, Args::TAKE1, set_root),
     DirectiveSpec::new("alias", L, Args::TAKE1, set_alias),
     DirectiveSpec::new("index", HSL, Args::ONE_MORE, set_index),
     DirectiveSpec::new("default_type", HSL, Args::TAKE1, set_default_type),
     DirectiveSpec::block("types", HSL, Args::NOARGS, Block::Raw, false, set_types),
-    DirectiveSpec::multi("return", S.or(L).or(IF), Args::TAKE12, set_return),
-    DirectiveSpec::multi("rewrite", S.or(L).or(IF), Args::TAKE23, set_rewrite),
-    DirectiveSpec::multi("set", S.or(L).or(IF), Args::TAKE2, set_set),
-    DirectiveSpec::multi("break", S.or(L).or(IF), Args::NOARGS, set_break),
+    DirectiveSpec::multi("return", S.or(L).or(IF), Args::TAKE12, rewrite::set_return),
+    DirectiveSpec::multi(
+        "rewrite",
+        S.or(L).or(IF),
+        Args::TAKE23,
+        rewrite::set_rewrite,
+    ),
+    DirectiveSpec::multi("set", S.or(L).or(IF), Args::TAKE2, rewrite::set_set),
+    DirectiveSpec::multi("break", S.or(L).or(IF), Args::NOARGS, rewrite::set_break),
     DirectiveSpec::block(
         "if",
         S.or(L),
         Args::ONE_MORE,
         Block::Context(IF),
         true,
-        set_if,
+        rewrite::set_if,
     ),
-    DirectiveSpec::new("rewrite_log", HSL.or(IF), Args::FLAG, set_rewrite_log),
+    DirectiveSpec::new(
+        "rewrite_log",
+        HSL.or(IF),
+        Args::FLAG,
+        rewrite::set_rewrite_log,
+    ),
     DirectiveSpec::new(
         "uninitialized_variable_warn",
         HSL.or(IF),
         Args::FLAG,
-        set_uninitialized_variable_warn,
+        rewrite::set_uninitialized_variable_warn,
     ),
-    DirectiveSpec::new("internal", L, Args::NOARGS, set_internal),
-    DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, set_try_files),
-    DirectiveSpec::new("limit_rate", HSL, Args::TAKE1, set_limit_rate),
-    DirectiveSpec::new("limit_rate_after", HSL, Args::TAKE1, set_limit_rate_after),
-    DirectiveSpec::multi("log_format", H, Args::TWO_MORE, set_log_format),
+    DirectiveSpec::new("internal", L, Args::NOARGS, modules::set_internal),
+    DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, modules::set_try_files),
+    DirectiveSpec::new("limit_rate", HSL, Args::TAKE1, modules::set_limit_rate),
+    DirectiveSpec::new("expires", HSL, Args::TAKE12, modules::set_expires),
+    DirectiveSpec::new("etag", HSL, Args::FLAG, modules::set_etag),
+    DirectiveSpec::new("autoindex", HSL, Args::FLAG, modules::set_autoindex),
+    DirectiveSpec::new(
+        "autoindex_exact_size",
+        HSL,
+        Args::FLAG,
+        modules::set_autoindex,
+    ),
+    DirectiveSpec::new(
+        "autoindex_localtime",
+        HSL,
+        Args::FLAG,
+        modules::set_autoindex,
+    ),
+    DirectiveSpec::new(
+        "autoindex_format",
+        HSL,
+        Args::TAKE1,
+        modules::set_autoindex_format,
+    ),
+    DirectiveSpec::new(
+        "if_modified_since",
+        HSL,
+        Args::TAKE1,
+        modules::set_if_modified_since,
+    ),
+    DirectiveSpec::new("charset", HSL, Args::TAKE1, modules::set_charset),
+    DirectiveSpec::new(
+        "limit_rate_after",
+        HSL,
+        Args::TAKE1,
+        modules::set_limit_rate_after,
+    ),
+    DirectiveSpec::multi(
+        "log_format",
+        H,
+        Args::TWO_MORE,
+        crate::log_format::set_log_format,
+    ),
+    DirectiveSpec::block("map", H, Args::TAKE2, Block::Raw, true, modules::set_map),
+    DirectiveSpec::block(
+        "split_clients",
+        H,
+        Args::TAKE2,
+        Block::Raw,
+        true,
+        modules::set_split_clients,
+    ),
+    DirectiveSpec::block("geo", H, Args::TAKE12, Block::Raw, true, modules::set_geo),
     DirectiveSpec::new(
         "stub_status",
         S.or(L),
         Args::NOARGS.or(Args::TAKE1),
         set_stub_status,
     ),
-    DirectiveSpec::multi("add_header", HSL, Args::TAKE23, set_add_header),
-    DirectiveSpec::multi("error_page", HSL, Args::TWO_MORE, set_error_page),
-    DirectiveSpec::new("access_log", HSL, Args::ONE_MORE, set_access_log),
-    DirectiveSpec::new("open_file_cache", HSL, Args::TAKE12, set_open_file_cache),
+    DirectiveSpec::multi("add_header", HSL, Args::TAKE23, modules::set_add_header),
+    DirectiveSpec::multi("error_page", HSL, Args::TWO_MORE, modules::set_error_page),
+    DirectiveSpec::new(
+        "access_log",
+        HSL,
+        Args::ONE_MORE,
+        crate::log_format::set_access_log,
+    ),
+    DirectiveSpec::new(
+        "open_file_cache",
+        HSL,
+        Args::TAKE12,
+        modules::set_open_file_cache,
+    ),
     DirectiveSpec::new(
         "open_file_cache_valid",
         HSL,
         Args::TAKE1,
-        set_open_file_cache_valid,
+        modules::set_open_file_cache_valid,
     ),
     DirectiveSpec::new(
         "keepalive_timeout",

@@ -47,6 +47,9 @@ use crate::parse::{HeadParser, HeadStatus, Request};
 use crate::response::{bodiless, wire_status, write_head, Body, Response};
 use crate::settings::{HttpSettings, LingeringClose};
 
+mod output;
+mod stream;
+
 /// Something the glue must act on, returned by [`Connection::poll`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum Event {
@@ -504,108 +507,6 @@ impl Connection {
         self.requests
     }
 
-    /// Takes the queued output (a copy; glues that write in place use
-    /// [`Connection::next_output`] and [`Connection::consume_output`]).
-    pub fn take_output(&mut self) -> Output {
-        let mut segments = Vec::new();
-        while let Some(chunk) = self.next_output() {
-            let (seg, n) = match chunk {
-                Chunk::Bytes(b) => (Segment::Bytes(b.to_vec()), b.len() as u64),
-                Chunk::File { token, offset, len } => (Segment::File { token, offset, len }, len),
-            };
-            segments.push(seg);
-            self.consume_output(n);
-        }
-        Output { segments }
-    }
-
-    /// True when output is queued.
-    pub fn has_output(&self) -> bool {
-        self.seg_head < self.segs.len()
-    }
-
-    /// The next piece of queued output, without copying it.
-    pub fn next_output(&self) -> Option<Chunk<'_>> {
-        match *self.segs.get(self.seg_head)? {
-            OutSeg::Bytes { start, end } => Some(Chunk::Bytes(
-                self.out.get(self.out_pos.max(start)..end).unwrap_or(&[]),
-            )),
-            OutSeg::File { token, offset, len } => Some(Chunk::File {
-                token,
-                offset: offset + self.file_off,
-                len: len - self.file_off,
-            }),
-        }
-    }
-
-    /// True when the chunk [`Connection::next_output`] returns is followed
-    /// by a file region, so the glue can tell the kernel more follows.
-    pub fn file_follows(&self) -> bool {
-        matches!(self.segs.get(self.seg_head + 1), Some(OutSeg::File { .. }))
-    }
-
-    /// Marks `n` bytes of the output as written (in order, across chunks).
-    pub fn consume_output(&mut self, mut n: u64) {
-        while let Some(seg) = self.segs.get(self.seg_head).copied() {
-            match seg {
-                OutSeg::Bytes { start, end } => {
-                    let pos = self.out_pos.max(start);
-                    let take = n.min((end - pos) as u64);
-                    self.out_pos = pos + take as usize;
-                    n -= take;
-                    if self.out_pos < end {
-                        break;
-                    }
-                }
-                OutSeg::File { len, .. } => {
-                    let take = n.min(len - self.file_off);
-                    self.file_off += take;
-                    n -= take;
-                    if self.file_off < len {
-                        break;
-                    }
-                    self.file_off = 0;
-                }
-            }
-            self.seg_head += 1;
-        }
-        if self.seg_head == self.segs.len() {
-            self.clear_output();
-        }
-    }
-
-    fn clear_output(&mut self) {
-        self.out.clear();
-        if self.out.capacity() > KEEP_OUT_CAPACITY {
-            self.out = Vec::new();
-        }
-        self.segs.clear();
-        self.seg_head = 0;
-        self.out_pos = 0;
-        self.file_off = 0;
-    }
-
-    fn push_bytes(&mut self, b: &[u8]) {
-        if b.is_empty() {
-            return;
-        }
-        let start = self.out.len();
-        self.out.extend_from_slice(b);
-        self.extend_bytes_seg(start);
-    }
-
-    /// Records `out[start..]` (just appended) as output.
-    fn extend_bytes_seg(&mut self, start: usize) {
-        let end = self.out.len();
-        if end == start {
-            return;
-        }
-        match self.segs.last_mut() {
-            Some(OutSeg::Bytes { end: e, .. }) if *e == start => *e = end,
-            _ => self.segs.push(OutSeg::Bytes { start, end }),
-        }
-    }
-
     /// Takes the access-log records of requests finished since last time.
     pub fn take_logs(&mut self) -> Vec<LogRecord> {
         std::mem::take(&mut self.logs)
@@ -866,6 +767,17 @@ impl Connection {
     /// `Date:` header value. A HEAD request gets the head only, with the
     /// Content-Length the body would have had.
     pub fn respond(&mut self, resp: Response, now: Msec, date: &str) -> Result<(), NotPending> {
+        self.respond_ref(&resp, now, date)
+    }
+
+    /// [`Connection::respond`] without taking the response (a response is
+    /// a few hundred bytes: the phases hand it down by reference).
+    pub fn respond_ref(
+        &mut self,
+        resp: &Response,
+        now: Msec,
+        date: &str,
+    ) -> Result<(), NotPending> {
         if self.state != State::Pending || self.is_streaming() {
             return Err(NotPending);
         }
@@ -876,118 +788,11 @@ impl Connection {
         // discarded: say so with Connection: close (nginx's special
         // response handler does the same when discarding fails).
         let keep_alive = cur.keep_alive && !resp.close && !self.body_is_bad(&cur.decoder);
-        let (body, all) = self.queue(&resp, keep_alive, cur.head, date);
+        let (body, all) = self.queue(resp, keep_alive, cur.head, date);
         self.last_sent = (body, all);
         cur.log.status = wire_status(resp.status);
         cur.log.body_bytes_sent = body;
         cur.log.bytes_sent = all;
-        cur.log.end = now;
-        self.finish_request(cur, keep_alive, now);
-        Ok(())
-    }
-
-    /// Queues the head of a response whose body follows in pieces
-    /// ([`Connection::send_body`], then [`Connection::finish_body`]): what
-    /// an asynchronous content handler (a paced or proxied body) uses.
-    /// `resp.content_length` must be set; `resp.body` is ignored. For HEAD
-    /// (or a bodiless status) the response is complete at once and false
-    /// is returned; true means the body is awaited.
-    pub fn respond_head(
-        &mut self,
-        resp: &Response,
-        now: Msec,
-        date: &str,
-    ) -> Result<bool, NotPending> {
-        if self.state != State::Pending || self.is_streaming() {
-            return Err(NotPending);
-        }
-        let Some(mut cur) = self.cur.take() else {
-            return Err(NotPending);
-        };
-        let keep_alive = cur.keep_alive && !resp.close && !self.body_is_bad(&cur.decoder);
-        let total = resp.content_length.unwrap_or(0);
-        let head_only = cur.head || bodiless(resp.status);
-        let mut head = resp.clone();
-        head.body = Body::Empty;
-        head.content_length = Some(total);
-        let (_, all) = self.queue(&head, keep_alive, true, date);
-        self.last_sent = (0, all);
-        cur.log.status = wire_status(resp.status);
-        cur.log.bytes_sent = all;
-        cur.log.end = now;
-        if head_only || total == 0 {
-            self.finish_request(cur, keep_alive, now);
-            return Ok(false);
-        }
-        cur.streaming = Some(total);
-        cur.keep_alive = keep_alive;
-        self.cur = Some(cur);
-        Ok(true)
-    }
-
-    /// Body bytes and all bytes (head included) of the last response
-    /// queued (`$body_bytes_sent`, `$bytes_sent`).
-    pub fn last_sent(&self) -> (u64, u64) {
-        self.last_sent
-    }
-
-    /// True while a streamed response awaits body bytes.
-    pub fn is_streaming(&self) -> bool {
-        self.cur.as_ref().is_some_and(|c| c.streaming.is_some())
-    }
-
-    /// Body bytes a streamed response still announces.
-    pub fn body_left(&self) -> u64 {
-        self.cur.as_ref().and_then(|c| c.streaming).unwrap_or(0)
-    }
-
-    /// Queues the next piece of a streamed body (bytes or a file region),
-    /// cut to what the head announced.
-    pub fn send_body(&mut self, body: &Body) -> Result<(), NotPending> {
-        let left = self.body_left();
-        if !self.is_streaming() {
-            return Err(NotPending);
-        }
-        let n = match body {
-            Body::File { token, offset, len } => {
-                let len = (*len).min(left);
-                if len > 0 {
-                    self.segs.push(OutSeg::File {
-                        token: *token,
-                        offset: *offset,
-                        len,
-                    });
-                }
-                len
-            }
-            b => {
-                let bytes = b.bytes().unwrap_or(&[]);
-                let bytes = bytes.get(..(left as usize).min(bytes.len())).unwrap_or(&[]);
-                self.push_bytes(bytes);
-                bytes.len() as u64
-            }
-        };
-        self.last_sent.0 += n;
-        self.last_sent.1 += n;
-        if let Some(cur) = &mut self.cur {
-            cur.streaming = Some(left - n);
-            cur.log.body_bytes_sent += n;
-            cur.log.bytes_sent += n;
-        }
-        Ok(())
-    }
-
-    /// Ends a streamed response. If fewer bytes were sent than announced
-    /// the connection cannot be reused and closes after the output.
-    pub fn finish_body(&mut self, now: Msec) -> Result<(), NotPending> {
-        if !self.is_streaming() {
-            return Err(NotPending);
-        }
-        let Some(mut cur) = self.cur.take() else {
-            return Err(NotPending);
-        };
-        let keep_alive = cur.keep_alive && cur.streaming == Some(0);
-        cur.streaming = None;
         cur.log.end = now;
         self.finish_request(cur, keep_alive, now);
         Ok(())

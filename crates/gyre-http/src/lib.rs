@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access_log;
+pub mod autoindex;
 pub mod body;
 pub mod complex_value;
 pub mod conf;
@@ -19,6 +20,7 @@ pub mod date;
 pub mod glue;
 pub mod location;
 pub mod log_format;
+pub mod map;
 pub mod mime;
 pub mod parse;
 pub mod phases;
@@ -28,6 +30,7 @@ pub mod request;
 pub mod response;
 pub mod rewrite;
 pub mod settings;
+pub mod split_geo;
 pub mod ssl;
 pub mod ssl_ciphers;
 pub mod ssl_session;

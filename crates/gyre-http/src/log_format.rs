@@ -6,7 +6,12 @@
 //! path of [`crate::access_log`] (no variable lookups); a `log_format`
 //! spelling out the same line gives the same bytes.
 
+use std::sync::Arc;
+
+use gyre_core::conf::{ConfCtx, Directive};
+
 use crate::complex_value::ComplexValue;
+use crate::conf::HttpConf;
 use crate::variables::{VarCache, VarEnv, Variables};
 
 /// How variable values are escaped in a line.
@@ -93,6 +98,58 @@ impl LogFormat {
         }
         out.push(b'\n');
     }
+}
+
+// ---- configuration -------------------------------------------------------
+
+/// A setter of the http module's directive table.
+pub fn set_log_format(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let f = LogFormat::parse(&d.args, &mut c.vars)?;
+    if f.name == "combined" || c.log_formats.iter().any(|x| x.name == f.name) {
+        return Err(format!("duplicate \"log_format\" name \"{}\"", f.name));
+    }
+    c.log_formats.push(Arc::new(f));
+    Ok(())
+}
+
+/// A setter of the http module's directive table.
+pub fn set_access_log(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    if d.arg(0) == "off" {
+        let s = c.settings(cx)?;
+        s.access_log = Some(None);
+        s.log_format = None;
+        s.log_if = None;
+        return Ok(());
+    }
+    let mut format = None;
+    let mut cond = None;
+    for (i, a) in d.args.iter().enumerate().skip(1) {
+        if let Some(v) = a.strip_prefix("buffer=") {
+            // Lines are always buffered (64 KiB, flushed every second and
+            // on exit); the size is checked as nginx checks it.
+            gyre_core::conf::parse_size(v).ok_or_else(|| format!("invalid buffer size \"{v}\""))?;
+        } else if let Some(v) = a.strip_prefix("flush=") {
+            gyre_core::conf::parse_time_ms(v)
+                .ok_or_else(|| format!("invalid flush time \"{v}\""))?;
+        } else if let Some(v) = a.strip_prefix("if=") {
+            cond = Some(ComplexValue::compile(v, &mut c.vars)?);
+        } else if a.starts_with("gzip") {
+            return Err(format!("invalid parameter \"{a}\""));
+        } else if i == 1 {
+            if a != "combined" && !c.log_formats.iter().any(|f| f.name == *a) {
+                return Err(format!("unknown log format \"{a}\""));
+            }
+            format = Some(a.clone());
+        } else {
+            return Err(format!("invalid parameter \"{a}\""));
+        }
+    }
+    let path = cx.full_path(d.arg(0));
+    let s = c.settings(cx)?;
+    s.access_log = Some(Some(path));
+    s.log_format = format;
+    s.log_if = cond;
+    Ok(())
 }
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";

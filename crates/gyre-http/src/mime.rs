@@ -81,3 +81,62 @@ pub fn for_path<'a>(types: &'a MimeTypes, path: &str, default: &'a Arc<str>) -> 
         _ => default,
     }
 }
+
+/// The last extension looked up and its type: consecutive requests for
+/// files of one kind skip the hash (a worker has one `types` map).
+#[derive(Debug, Default)]
+pub struct TypeCache {
+    ext: [u8; 16],
+    len: usize,
+    ty: Option<Arc<str>>,
+}
+
+/// [`for_path`] through a [`TypeCache`].
+pub fn for_path_cached(
+    types: &MimeTypes,
+    cache: &mut TypeCache,
+    path: &str,
+    default: &Arc<str>,
+) -> Arc<str> {
+    let name = &path[memchr::memrchr(b'/', path.as_bytes()).map_or(0, |i| i + 1)..];
+    let Some(dot) = memchr::memrchr(b'.', name.as_bytes()) else {
+        return default.clone();
+    };
+    let ext = &name.as_bytes()[dot + 1..];
+    if ext.len() > cache.ext.len() || name.len() == 1 {
+        return for_path(types, path, default).clone();
+    }
+    if cache.len == ext.len() && cache.ext[..ext.len()].eq_ignore_ascii_case(ext) {
+        if let Some(t) = &cache.ty {
+            return t.clone();
+        }
+    }
+    let t = for_path(types, path, default);
+    if !Arc::ptr_eq(t, default) {
+        cache.ext[..ext.len()].copy_from_slice(ext);
+        cache.len = ext.len();
+        cache.ty = Some(t.clone());
+    }
+    t.clone()
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::*;
+
+    #[test]
+    fn cached_lookup_agrees_with_the_map() {
+        let types = builtin();
+        let d: Arc<str> = "text/plain".into();
+        let mut c = TypeCache::default();
+        for p in [
+            "/a.css", "/b.CSS", "/c.html", "/d", "/e.zzz", "/.css", "/f.css", "/x.y/z",
+        ] {
+            assert_eq!(
+                for_path_cached(&types, &mut c, p, &d),
+                for_path(&types, p, &d).clone(),
+                "{p}"
+            );
+        }
+    }
+}

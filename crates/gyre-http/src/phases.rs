@@ -59,7 +59,11 @@ pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
     };
     if locs().any(|l| !l.script.is_empty()) {
         v.push(Phase::Rewrite);
-        v.push(Phase::PostRewrite);
+        // Only a `rewrite` can change the URI; scripts of `return`, `set`
+        // and `if` alone need no second look.
+        if locs().any(|l| crate::rewrite::changes_uri(&l.script)) {
+            v.push(Phase::PostRewrite);
+        }
     }
     if conf.servers.iter().any(|s| s.set.try_files.is_some())
         || locs().any(|l| l.set.try_files.is_some())
@@ -105,14 +109,16 @@ pub struct Ctx<'a> {
 
 /// A handler's verdict.
 ///
-/// The response travels inline: boxing it would cost an allocation per
-/// request, the thing the request path avoids.
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
+/// A response is never moved around: a handler fills the one it is lent
+/// (`out`) and says [`Step::Respond`], or names an error status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
     Next,
     Jump(usize),
-    Finalize(Response),
+    /// Finalize with nginx's page for this status.
+    Error(u16),
+    /// Finalize with the response the handler filled in.
+    Respond,
     /// The handler queued its response itself.
     Done,
     /// Suspended until `r.wake`.
@@ -144,23 +150,34 @@ fn rewrite_index(conf: &HttpConf) -> usize {
 
 /// Runs the phases from `r.st.phase` until the response is queued or a
 /// handler suspends.
-pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Status {
+/// Runs the phases from `r.st.phase` until the response is queued or a
+/// handler suspends. `out` is the response handlers fill in (reused).
+pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status {
     loop {
         let Some(&ph) = cx.conf.phases.get(r.st.phase) else {
-            return finish(cx, r, Response::error(500));
+            out.set_error(500);
+            send(cx, r, out);
+            return Status::Done;
         };
         let step = match ph {
-            Phase::ServerRewrite => server_rewrite(cx, r),
+            Phase::ServerRewrite => server_rewrite(cx, r, out),
             Phase::FindConfig => find_config(cx, r),
-            Phase::Rewrite => location_rewrite(cx, r),
+            Phase::Rewrite => location_rewrite(cx, r, out),
             Phase::PostRewrite => post_rewrite(cx, r),
             Phase::TryFiles => try_files(cx, r),
-            Phase::Content => content(cx, r),
+            Phase::Content => content(cx, r, out),
         };
         match step {
             Step::Next => r.st.phase += 1,
             Step::Jump(i) => r.st.phase = i,
-            Step::Finalize(resp) => match finalize(cx, r, resp) {
+            Step::Error(code) => {
+                out.set_error(code);
+                match finalize(cx, r, out) {
+                    Some(i) => r.st.phase = i,
+                    None => return Status::Done,
+                }
+            }
+            Step::Respond => match finalize(cx, r, out) {
                 Some(i) => r.st.phase = i,
                 None => return Status::Done,
             },
@@ -174,18 +191,19 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Status {
 /// port: 497; no client certificate: 496). The response goes through
 /// [`finalize`], so an `error_page 497 …` of the server applies, as nginx's
 /// users rely on (`error_page 497 https://$host$request_uri;`).
-pub fn run_refused(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: Response) -> Status {
-    match finalize(cx, r, resp) {
+pub fn run_refused(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response, code: u16) -> Status {
+    out.set_error(code);
+    match finalize(cx, r, out) {
         Some(i) => {
             r.st.phase = i;
-            run(cx, r)
+            run(cx, r, out)
         }
         None => Status::Done,
     }
 }
 
 /// Resumes a suspended content handler.
-pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Status {
+pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status {
     r.wake = None;
     let step = match std::mem::replace(&mut r.content, Content::None) {
         Content::None => return Status::Done,
@@ -193,16 +211,20 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Status {
     };
     match step {
         Step::Again => Status::Again,
-        Step::Finalize(resp) => finish(cx, r, resp),
+        Step::Error(code) => {
+            out.set_error(code);
+            send(cx, r, out);
+            Status::Done
+        }
+        Step::Respond => {
+            send(cx, r, out);
+            Status::Done
+        }
         _ => Status::Done,
     }
 }
 
-fn finish(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: Response) -> Status {
-    send(cx, r, resp);
-    Status::Done
-}
-
+#[inline]
 fn script_ctx<'a>(cx: &'a mut Ctx<'_>) -> rewrite::Env<'a> {
     rewrite::Env {
         conf: cx.conf,
@@ -213,20 +235,21 @@ fn script_ctx<'a>(cx: &'a mut Ctx<'_>) -> rewrite::Env<'a> {
     }
 }
 
-fn server_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+fn server_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
     let Some(server) = cx.conf.servers.get(r.st.server) else {
         return Step::Next;
     };
     let script = server.srv_script.clone();
-    match rewrite::run(&script, &mut script_ctx(cx), r) {
-        rewrite::End::Finalize(resp) => Step::Finalize(resp),
+    match rewrite::run(&script, &mut script_ctx(cx), r, out) {
+        rewrite::End::Respond => Step::Respond,
         _ => Step::Next,
     }
 }
 
+#[inline]
 fn find_config(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     let Some(server) = cx.conf.servers.get(r.st.server) else {
-        return Step::Finalize(Response::error(500));
+        return Step::Error(500);
     };
     let found = crate::location::find(&server.tree, &r.st.uri, cx.matches, &mut r.st.caps);
     r.st.loc = found.unwrap_or_else(|| HttpConf::server_loc(server).clone());
@@ -238,7 +261,7 @@ fn find_config(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
         }
     }
     if r.st.loc.internal && r.st.uri_changes == crate::request::URI_CHANGES {
-        return Step::Finalize(Response::error(404));
+        return Step::Error(404);
     }
     if let crate::body::BodyKind::Length(n) = r.st.req.body {
         let max = r.st.loc.client_max_body_size;
@@ -247,23 +270,25 @@ fn find_config(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
                 "client intended to send too large body: {n} bytes, request: \"{}\"",
                 r.st.req.request_line()
             );
-            return Step::Finalize(Response::error(413));
+            return Step::Error(413);
         }
     }
     Step::Next
 }
 
-fn location_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
-    let script = r.st.loc.script.clone();
-    if script.is_empty() {
+#[inline]
+fn location_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
+    if r.st.loc.script.is_empty() {
         return Step::Next;
     }
-    match rewrite::run(&script, &mut script_ctx(cx), r) {
-        rewrite::End::Finalize(resp) => Step::Finalize(resp),
+    let script = r.st.loc.script.clone();
+    match rewrite::run(&script, &mut script_ctx(cx), r, out) {
+        rewrite::End::Respond => Step::Respond,
         _ => Step::Next,
     }
 }
 
+#[inline]
 fn post_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     if !r.st.uri_changed {
         return Step::Next;
@@ -275,14 +300,18 @@ fn post_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
             "rewrite or internal redirection cycle while processing \"{}\"",
             r.st.uri
         );
-        return Step::Finalize(Response::error(500));
+        return Step::Error(500);
     }
     Step::Jump(find_config_index(cx.conf))
 }
 
 /// An internal redirect to `uri` (with `?args`), or to a named location:
 /// the phase to go on from, or a 500 when the redirect budget is spent.
-fn internal_redirect(cx: &mut Ctx<'_>, r: &mut HttpRequest, target: &str) -> Result<usize, u16> {
+pub fn internal_redirect(
+    cx: &mut Ctx<'_>,
+    r: &mut HttpRequest,
+    target: &str,
+) -> Result<usize, u16> {
     r.st.uri_changes = r.st.uri_changes.saturating_sub(1);
     if r.st.uri_changes == 0 {
         log::error!(
@@ -305,6 +334,7 @@ fn internal_redirect(cx: &mut Ctx<'_>, r: &mut HttpRequest, target: &str) -> Res
             r.st.uri.push_str(u);
             r.st.args.clear();
             r.st.args.push_str(a);
+            r.st.args_set = true;
         }
         None => {
             r.st.uri.clear();
@@ -343,10 +373,10 @@ fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
         }
     }
     match &tf.last {
-        TryLast::Code(c) => Step::Finalize(Response::error(*c)),
+        TryLast::Code(c) => Step::Error(*c),
         TryLast::Named(n) => match internal_redirect(cx, r, &n.clone()) {
             Ok(i) => Step::Jump(i),
-            Err(code) => Step::Finalize(Response::error(code)),
+            Err(code) => Step::Error(code),
         },
         TryLast::Uri(cv) => {
             cx.scratch.clear();
@@ -355,25 +385,33 @@ fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
                 cv.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
             }
             let target = String::from_utf8_lossy(cx.scratch).into_owned();
+            // nginx splits the arguments off the URI here: an empty
+            // `$args` is then found (logged empty, not `-`).
+            r.st.args_set = true;
+            if !target.contains('?') {
+                r.st.args.clear();
+            }
             match internal_redirect(cx, r, &target) {
                 Ok(i) => Step::Jump(i),
-                Err(code) => Step::Finalize(Response::error(code)),
+                Err(code) => Step::Error(code),
             }
         }
     }
 }
 
-fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+#[inline]
+fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
     if r.st.loc.stub_status {
-        return Step::Finalize(crate::static_handler::stub_status(cx, r));
+        return crate::static_handler::stub_status(cx, r, out);
     }
-    crate::static_handler::serve(cx, r)
+    crate::static_handler::serve(cx, r, out)
 }
 
 /// nginx's `ngx_http_finalize_request` / special response: an error
 /// status with an `error_page` becomes an internal redirect (the phase to
 /// go on from is returned); otherwise the response is queued.
-fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Option<usize> {
+#[inline]
+fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Option<usize> {
     let status = resp.status;
     if status >= 300 && !r.st.error_page {
         let loc = r.st.loc.clone();
@@ -390,19 +428,16 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Option
             }
             match internal_redirect(cx, r, &ep.uri) {
                 Ok(i) => return Some(i),
-                Err(code) => resp = Response::error(code),
+                Err(code) => resp.set_error(code),
             }
         }
     }
     if r.st.error_page && !r.st.uri_overwrite && r.st.err_status != 0 {
         if resp.status == 200 {
             resp.status = r.st.err_status;
-            resp.headers
-                .retain(|(k, _)| k != "ETag" && k != "Accept-Ranges");
-            resp.last_modified = None;
             resp.close = Response::error(resp.status).close;
         } else if resp.status != r.st.err_status && resp.status >= 300 {
-            resp = Response::error(r.st.err_status);
+            resp.set_error(r.st.err_status);
         }
     }
     send(cx, r, resp);
@@ -410,16 +445,29 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Option
 }
 
 /// `add_header`, then the machine.
-fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) {
-    prepare(cx, r, &mut resp);
-    let _ = cx.m.respond(resp, cx.now, cx.date);
+#[inline]
+fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
+    absolute_redirect(r, resp);
+    // nginx's header and range filters: Last-Modified only on 200, 206
+    // and 304, Accept-Ranges only on 200.
+    if resp.status != 200 {
+        if resp.status != 206 && resp.status != 304 {
+            resp.last_modified = None;
+        }
+        resp.headers.retain(|(k, _)| k != "Accept-Ranges");
+    }
+    prepare(cx, r, resp);
+    let _ = cx.m.respond_ref(resp, cx.now, cx.date);
     (r.st.body_bytes_sent, r.st.bytes_sent) = cx.m.last_sent();
 }
 
 /// What every response gets before it is queued: `add_header`, the
 /// location's keep-alive settings, its access log.
+#[inline]
 pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
-    add_headers(r, resp);
+    expires(cx, r, resp);
+    charset(r, resp);
+    add_headers(cx, r, resp);
     r.st.status = resp.status;
     let loc = &r.st.loc;
     let st = cx.m.settings_mut();
@@ -439,20 +487,346 @@ pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
 
 /// The location's `add_header`s (without `always`, only on nginx's list of
 /// successful and redirect codes).
-pub fn add_headers(r: &HttpRequest, resp: &mut Response) {
-    for (k, v, always) in &r.st.loc.add_header {
+#[inline]
+pub fn add_headers(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
+    if r.st.loc.add_header.is_empty() {
+        return;
+    }
+    let loc = r.st.loc.clone();
+    for (k, v, always) in &loc.add_header {
         if *always
             || matches!(
                 resp.status,
                 200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
             )
         {
-            resp.headers.push((k.into(), v.into()));
+            let value: crate::response::Text = if v.is_literal() {
+                (&v.text).into()
+            } else {
+                cx.scratch.clear();
+                let env = r.st.env(cx.conf, Some(resp), cx.now, cx.unix_ms);
+                v.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
+                String::from_utf8_lossy(cx.scratch).into_owned().into()
+            };
+            // nginx skips a header whose value is empty.
+            if !value.is_empty() {
+                resp.headers.push((k.into(), value));
+            }
         }
     }
+}
+
+/// nginx's default `charset_types`.
+const CHARSET_TYPES: &[&str] = &[
+    "text/html",
+    "text/xml",
+    "text/plain",
+    "text/vnd.wap.wml",
+    "application/javascript",
+    "application/rss+xml",
+];
+
+/// `charset NAME`: `; charset=NAME` on the text types.
+#[inline]
+fn charset(r: &HttpRequest, resp: &mut Response) {
+    let Some(cs) = &r.st.loc.charset else {
+        return;
+    };
+    let Some(ct) = &resp.content_type else {
+        return;
+    };
+    if ct.contains(';') || !CHARSET_TYPES.iter().any(|t| ct.eq_ignore_ascii_case(t)) {
+        return;
+    }
+    resp.content_type = Some(format!("{}; charset={cs}", &**ct).into());
+}
+
+/// `expires`: `Expires` and `Cache-Control` on nginx's success and
+/// redirect codes.
+#[inline]
+fn expires(cx: &Ctx<'_>, r: &HttpRequest, resp: &mut Response) {
+    use crate::conf::Expires;
+    let e = r.st.loc.expires;
+    if e == Expires::Off
+        || !matches!(
+            resp.status,
+            200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
+        )
+    {
+        return;
+    }
+    let now = (cx.unix_ms / 1000) as i64;
+    let (at, cc): (i64, crate::response::Text) = match e {
+        Expires::Off => return,
+        Expires::Epoch => (1, "no-cache".into()),
+        Expires::Max => (2_145_916_555, "max-age=315360000".into()),
+        Expires::Access(t) if t < 0 => (now + t, "no-cache".into()),
+        Expires::Access(t) => (now + t, format!("max-age={t}").into()),
+        Expires::Daily(t) => {
+            let midnight = now - now % 86_400;
+            let mut at = midnight + t as i64;
+            if at <= now {
+                at += 86_400;
+            }
+            (at, format!("max-age={}", at - now).into())
+        }
+    };
+    let mut date = String::new();
+    gyre_core::event::clock::format_http_date(at.max(0) as u64, &mut date);
+    resp.headers
+        .retain(|(k, _)| !k.eq_ignore_ascii_case("Cache-Control"));
+    resp.headers.push(("Expires".into(), date.into()));
+    resp.headers.push(("Cache-Control".into(), cc));
+}
+
+/// nginx's `absolute_redirect on`: a `Location` starting with `/` gets the
+/// scheme, the request's host and a port other than the default.
+#[inline]
+fn absolute_redirect(r: &HttpRequest, resp: &mut Response) {
+    let Some(loc) = &resp.location else {
+        return;
+    };
+    if !loc.starts_with('/') {
+        return;
+    }
+    let host = r.st.req.host().map(str::to_string).unwrap_or_else(|| {
+        r.st.conn
+            .local
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default()
+    });
+    let scheme = if r.st.conn.tls { "https" } else { "http" };
+    let port = r.st.conn.local.map_or(80, |a| a.port());
+    let default_port = if r.st.conn.tls { 443 } else { 80 };
+    let abs = if port == default_port {
+        format!("{scheme}://{host}{}", &**loc)
+    } else {
+        format!("{scheme}://{host}:{port}{}", &**loc)
+    };
+    resp.location = Some(abs.into());
 }
 
 /// When a suspended request wants to run (for the connection handler).
 pub fn wake_of(r: &HttpRequest) -> Option<Wake> {
     r.wake
+}
+
+#[cfg(test)]
+mod tests {
+    //! The engine without sockets: a configuration read from text, a
+    //! connection machine fed raw bytes, a virtual clock.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::conn::Event;
+    use crate::settings::HttpSettings;
+    use crate::variables::ConnInfo;
+
+    struct Site {
+        conf: HttpConf,
+        dir: PathBuf,
+    }
+
+    fn site(name: &str, server_body: &str, files: &[(&str, &str)]) -> Site {
+        let dir = std::env::temp_dir().join(format!("gyre-phases-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (f, text) in files {
+            let p = dir.join("html").join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        std::fs::create_dir_all(dir.join("html")).unwrap();
+        let text = format!(
+            "events {{}}\nhttp {{ access_log off; server {{ listen 127.0.0.1:1; root html;\n{server_body}\n}} }}\n"
+        );
+        let cf = gyre_core::conf::load_str(
+            &text,
+            "conf/gyre.conf".as_ref(),
+            &dir,
+            None,
+            &[&crate::conf::HTTP_MODULE],
+        )
+        .unwrap();
+        Site {
+            conf: cf.module::<HttpConf>().unwrap().clone(),
+            dir,
+        }
+    }
+
+    /// One request through the phases: its status, the machine's output so
+    /// far, and the request (to resume).
+    struct Run {
+        m: Connection,
+        r: HttpRequest,
+        files: FileCache,
+        matches: MatchCache,
+        open: Vec<(u64, Rc<FileInfo>)>,
+        fpath: PathBuf,
+        scratch: Vec<u8>,
+    }
+
+    impl Run {
+        fn new(s: &Site, raw: &str) -> (Run, Status) {
+            let mut m = Connection::new(HttpSettings::default(), 0);
+            m.on_read(raw.as_bytes(), 0);
+            let Some(Event::Request(req)) = m.poll(0, "D") else {
+                panic!("no request")
+            };
+            let loc = HttpConf::server_loc(&s.conf.servers[0]).clone();
+            let mut r = HttpRequest::new(req, 0, loc, ConnInfo::default(), 0);
+            r.reset_vars(&s.conf);
+            let mut run = Run {
+                m,
+                r,
+                files: FileCache::new(),
+                matches: MatchCache::default(),
+                open: Vec::new(),
+                fpath: PathBuf::new(),
+                scratch: Vec::new(),
+            };
+            let st = run.step(s, 0, false);
+            (run, st)
+        }
+
+        fn step(&mut self, s: &Site, now: Msec, resume: bool) -> Status {
+            let sink = |_: &crate::conf::LocConf| 1;
+            let mut cx = Ctx {
+                conf: &s.conf,
+                files: &mut self.files,
+                matches: &mut self.matches,
+                m: &mut self.m,
+                open: &mut self.open,
+                zone: None,
+                now,
+                unix_ms: 0,
+                date: "D",
+                fpath: &mut self.fpath,
+                scratch: &mut self.scratch,
+                last_call: false,
+                sink: &sink,
+            };
+            let mut out = Response::new(0);
+            if resume {
+                super::resume(&mut cx, &mut self.r, &mut out)
+            } else {
+                super::run(&mut cx, &mut self.r, &mut out)
+            }
+        }
+
+        fn output(&mut self) -> String {
+            String::from_utf8_lossy(&self.m.take_output().bytes()).into_owned()
+        }
+    }
+
+    fn body(out: &str) -> &str {
+        out.split_once("\r\n\r\n").map_or("", |(_, b)| b)
+    }
+
+    #[test]
+    fn rewrite_last_finds_a_regex_location_and_return_reads_its_captures() {
+        let s = site(
+            "rewrite",
+            r#"location /old/ { rewrite ^/old/(.*)$ /new/$1?x=1 last; }
+               location ~ ^/new/(?<name>[a-z]+)$ { set $v "$name-$1"; return 200 "$v $uri $args $arg_x\n"; }"#,
+            &[],
+        );
+        let (mut run, st) = Run::new(&s, "GET /old/abc?y=2 HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(st, Status::Done);
+        let out = run.output();
+        assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
+        assert_eq!(body(&out), "abc-abc /new/abc x=1&y=2 1\n");
+        std::fs::remove_dir_all(&s.dir).unwrap();
+    }
+
+    #[test]
+    fn a_rewrite_cycle_ends_with_500_after_ten_changes() {
+        let s = site(
+            "cycle",
+            "location /a { rewrite ^ /b last; }\nlocation /b { rewrite ^ /a last; }",
+            &[],
+        );
+        let (mut run, st) = Run::new(&s, "GET /a HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(st, Status::Done);
+        assert!(run.output().starts_with("HTTP/1.1 500 "));
+        assert_eq!(run.r.st.uri_changes, 0);
+        std::fs::remove_dir_all(&s.dir).unwrap();
+    }
+
+    #[test]
+    fn spa_try_files_falls_back_and_error_page_goes_to_a_named_location() {
+        let s = site(
+            "spa",
+            "location / { try_files $uri $uri/ /index.html; }\n\
+             location /api/ { error_page 404 = @api; }\n\
+             location @api { return 200 \"api $uri\"; }\n\
+             location /x/ { try_files $uri =404; }",
+            &[("index.html", "spa\n"), ("a.txt", "a\n")],
+        );
+        let (mut run, _) = Run::new(&s, "GET /deep/route HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(body(&run.output()), "spa\n");
+        assert_eq!(run.r.st.uri, "/index.html");
+        let (mut run, _) = Run::new(&s, "GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(body(&run.output()), "a\n");
+        let (mut run, _) = Run::new(&s, "GET /api/none HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(body(&run.output()), "api /api/none");
+        let (mut run, _) = Run::new(&s, "GET /x/none HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert!(run.output().starts_with("HTTP/1.1 404 "));
+        std::fs::remove_dir_all(&s.dir).unwrap();
+    }
+
+    #[test]
+    fn limit_rate_suspends_and_resumes_on_the_virtual_clock() {
+        let data = "x".repeat(2500);
+        let s = site(
+            "rate",
+            "location / { limit_rate 1000; }",
+            &[("f.txt", &data)],
+        );
+        let (mut run, st) = Run::new(&s, "GET /f.txt HTTP/1.1\r\nHost: h\r\n\r\n");
+        // The head and the first second's 1000 bytes, then a wait for
+        // the output to drain.
+        assert_eq!(st, Status::Again);
+        assert_eq!(run.r.wake, Some(Wake::Drained));
+        let out = run.output();
+        assert!(out.contains("Content-Length: 2500\r\n"), "{out}");
+        assert_eq!(body(&out).len(), 1000);
+        // Drained at t=10: nothing more is due until the second is over
+        // (nginx's delay: 1 ms past the allowance, rounded to seconds).
+        assert_eq!(run.step(&s, 10, true), Status::Again);
+        assert_eq!(run.r.wake, Some(Wake::At(11)));
+        assert_eq!(run.step(&s, 11, true), Status::Again);
+        assert_eq!(run.output().len(), 0);
+        // A second later: the next 1000 bytes; then the last 500.
+        assert_eq!(run.step(&s, 1000, true), Status::Again);
+        assert_eq!(run.output().len(), 1000);
+        assert_eq!(run.step(&s, 1001, true), Status::Again);
+        assert_eq!(run.step(&s, 2000, true), Status::Done);
+        assert_eq!(run.output().len(), 500);
+        assert!(!run.m.is_streaming());
+        std::fs::remove_dir_all(&s.dir).unwrap();
+    }
+
+    #[test]
+    fn only_the_phases_in_use_are_built() {
+        let s = site("build", "location = /r { return 200 ok; }", &[]);
+        assert_eq!(
+            &*s.conf.phases,
+            &[Phase::FindConfig, Phase::Rewrite, Phase::Content]
+        );
+        let s3 = site("build3", "location /a { rewrite ^ /b; }", &[]);
+        assert_eq!(
+            &*s3.conf.phases,
+            &[
+                Phase::FindConfig,
+                Phase::Rewrite,
+                Phase::PostRewrite,
+                Phase::Content
+            ]
+        );
+        std::fs::remove_dir_all(&s3.dir).unwrap();
+        let s2 = site("build2", "location / { }", &[]);
+        assert_eq!(&*s2.conf.phases, &[Phase::FindConfig, Phase::Content]);
+        std::fs::remove_dir_all(&s.dir).unwrap();
+        std::fs::remove_dir_all(&s2.dir).unwrap();
+    }
 }

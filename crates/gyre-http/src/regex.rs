@@ -51,7 +51,11 @@ impl Regex {
                 // Display is "PCRE2: error compiling pattern at offset N: MSG".
                 let shown = e.to_string();
                 let msg = shown.rsplit_once(": ").map_or(shown.as_str(), |(_, m)| m);
-                format!("pcre2_compile() failed: {msg} in \"{pattern}\" at \"{rest}\"")
+                if rest.is_empty() {
+                    format!("pcre2_compile() failed: {msg} in \"{pattern}\"")
+                } else {
+                    format!("pcre2_compile() failed: {msg} in \"{pattern}\" at \"{rest}\"")
+                }
             })?;
         let names = re
             .capture_names()
@@ -67,6 +71,11 @@ impl Regex {
             names,
             name_vars: Vec::new(),
         })
+    }
+
+    /// Whether `subject` matches (no captures kept).
+    pub fn is_match(&self, subject: &[u8]) -> bool {
+        self.re.is_match(subject).unwrap_or(false)
     }
 
     /// The group number of a named capture.
@@ -146,12 +155,16 @@ mod tests {
 
     #[test]
     fn compile_error_is_nginx_text() {
+        // nginx leaves out ` at "..."` when the error is at the end.
         let e = Regex::compile("^/(foo", false, 0).unwrap_err();
-        assert!(
-            e.starts_with(
-                "pcre2_compile() failed: missing closing parenthesis in \"^/(foo\" at \""
-            ),
-            "{e}"
+        assert_eq!(
+            e,
+            "pcre2_compile() failed: missing closing parenthesis in \"^/(foo\""
+        );
+        let e = Regex::compile("a)b", false, 0).unwrap_err();
+        assert_eq!(
+            e,
+            "pcre2_compile() failed: unmatched closing parenthesis in \"a)b\" at \")b\""
         );
     }
 }

@@ -34,6 +34,8 @@ pub struct ReqState {
     pub uri: String,
     /// `$args`, without `?`.
     pub args: String,
+    /// `$args` was set by a redirect (so an empty one is found).
+    pub args_set: bool,
     pub caps: Captures,
     /// What the captures index into (the subject of the last match).
     pub cap_src: String,
@@ -105,6 +107,7 @@ impl HttpRequest {
                 loc,
                 uri: String::new(),
                 args: String::new(),
+                args_set: false,
                 caps: Captures::new(),
                 cap_src: String::new(),
                 phase: 0,
@@ -142,6 +145,7 @@ impl HttpRequest {
         let st = &mut self.st;
         st.server = server;
         st.loc = loc;
+        st.args_set = false;
         st.caps.clear();
         st.cap_src.clear();
         st.phase = 0;
@@ -204,6 +208,9 @@ impl ReqState {
             start: self.start,
             now,
             unix_ms,
+            as_get: self.as_get,
+            args_set: self.args_set,
+            request_line: None,
         }
     }
 

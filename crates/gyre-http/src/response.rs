@@ -218,6 +218,30 @@ impl Response {
         r
     }
 
+    /// Makes this an empty response with `status`, in place (keeping the
+    /// header list's storage): what the phases use instead of moving
+    /// responses around.
+    pub fn reset(&mut self, status: u16) {
+        self.status = status;
+        self.content_type = None;
+        self.content_length = None;
+        self.last_modified = None;
+        self.location = None;
+        self.headers.clear();
+        self.body = Body::Empty;
+        self.close = false;
+    }
+
+    /// [`Response::error`] in place.
+    pub fn set_error(&mut self, status: u16) {
+        self.reset(status);
+        self.close = matches!(status, 400 | 413 | 414 | 494..=497 | 500 | 501);
+        if let Some(page) = error_page(status) {
+            self.content_type = Some(Text::Static("text/html"));
+            self.body = Body::Static(page);
+        }
+    }
+
     /// Appends a header written after the standard ones.
     pub fn header(mut self, name: &str, value: &str) -> Response {
         self.headers

@@ -9,7 +9,9 @@
 
 use std::sync::Arc;
 
-use gyre_core::conf::Directive;
+use gyre_core::conf::{ConfCtx, Directive};
+
+use crate::conf::HttpConf;
 
 use crate::complex_value::ComplexValue;
 use crate::regex::{MatchCache, Regex};
@@ -82,9 +84,8 @@ pub enum Op {
     Break,
 }
 
-/// How a script ended (the response inline, as in [`crate::phases::Step`]).
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
+/// How a script ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
     /// Ran to the end (or `rewrite` without a flag changed the URI).
     Continue,
@@ -92,8 +93,8 @@ pub enum End {
     Break,
     /// `rewrite … last`: stop here, find the location again.
     Last,
-    /// `return` or a redirecting `rewrite`.
-    Finalize(Response),
+    /// `return` or a redirecting `rewrite`: the response is filled in.
+    Respond,
 }
 
 /// What a script needs besides the request.
@@ -106,12 +107,13 @@ pub struct Env<'a> {
 }
 
 /// Runs `ops` for `r`.
-pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest) -> End {
+pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest, out: &mut Response) -> End {
     for op in ops {
         match op {
             Op::Break => return End::Break,
             Op::Return { code, text, lit } => {
-                return End::Finalize(return_response(*code, text.as_ref(), lit.as_ref(), e, r));
+                return_response(*code, text.as_ref(), lit.as_ref(), e, r, out);
+                return End::Respond;
             }
             Op::Set { var, value } => {
                 e.scratch.clear();
@@ -121,7 +123,7 @@ pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest) -> End {
             }
             Op::If { cond, ops } => {
                 if test(cond, e, r) {
-                    match run(ops, e, r) {
+                    match run(ops, e, r, out) {
                         End::Continue => {}
                         end => return end,
                     }
@@ -146,7 +148,7 @@ pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest) -> End {
                 if loc.rewrite_log {
                     log::info!("\"{}\" matches \"{}\"", re.source, r.st.uri);
                 }
-                if let Some(end) = apply_rewrite(repl, *flag, *external, e, r) {
+                if let Some(end) = apply_rewrite(repl, *flag, *external, e, r, out) {
                     return end;
                 }
             }
@@ -173,6 +175,7 @@ fn apply_rewrite(
     external: bool,
     e: &mut Env<'_>,
     r: &mut HttpRequest,
+    out: &mut Response,
 ) -> Option<End> {
     e.scratch.clear();
     {
@@ -206,9 +209,9 @@ fn apply_rewrite(
             location.push_str(&args);
         }
         let code = if flag == Flag::Permanent { 301 } else { 302 };
-        let mut resp = Response::error(code);
-        resp.location = Some(location.into());
-        return Some(End::Finalize(resp));
+        out.set_error(code);
+        out.location = Some(location.into());
+        return Some(End::Respond);
     }
     let args = match own_args {
         Some(a) if keep_args && !r.st.args.is_empty() => format!("{a}&{}", r.st.args),
@@ -242,15 +245,29 @@ fn return_response(
     lit: Option<&Arc<[u8]>>,
     e: &mut Env<'_>,
     r: &mut HttpRequest,
-) -> Response {
+    out: &mut Response,
+) {
     let Some(text) = text else {
         if code == 444 {
-            let mut resp = Response::new(444);
-            resp.close = true;
-            return resp;
+            out.reset(444);
+            out.close = true;
+            return;
         }
-        return Response::error(code);
+        out.set_error(code);
+        return;
     };
+    let redirect = matches!(code, 301 | 302 | 303 | 307 | 308);
+    if let (Some(l), false) = (lit, redirect) {
+        // A text without variables: the shared bytes, no copy.
+        out.reset(code);
+        out.content_type = Some((&r.st.loc.default_type).into());
+        if r.st.is_head() {
+            out.content_length = Some(l.len() as u64);
+        } else {
+            out.body = Body::shared(l.clone());
+        }
+        return;
+    }
     let value: Text = if text.is_literal() {
         Text::Shared(text.text.clone())
     } else {
@@ -259,24 +276,22 @@ fn return_response(
         text.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
         Text::Owned(String::from_utf8_lossy(e.scratch).into_owned())
     };
-    if matches!(code, 301 | 302 | 303 | 307 | 308) {
-        let mut resp = Response::error(code);
-        resp.location = Some(value);
-        return resp;
+    if redirect {
+        out.set_error(code);
+        out.location = Some(value);
+        return;
     }
-    let mut resp = Response::new(code);
-    resp.content_type = Some((&r.st.loc.default_type).into());
+    out.reset(code);
+    out.content_type = Some((&r.st.loc.default_type).into());
     let len = value.len() as u64;
     if r.st.is_head() {
-        resp.content_length = Some(len);
+        out.content_length = Some(len);
     } else {
-        resp.body = match (lit, value) {
-            (Some(l), _) => Body::shared(l.clone()),
-            (None, Text::Owned(s)) => Body::Bytes(s.into_bytes()),
-            (None, v) => Body::Bytes(v.as_bytes().to_vec()),
+        out.body = match value {
+            Text::Owned(s) => Body::Bytes(s.into_bytes()),
+            v => Body::Bytes(v.as_bytes().to_vec()),
         };
     }
-    resp
 }
 
 fn test(cond: &Cond, e: &mut Env<'_>, r: &mut HttpRequest) -> bool {
@@ -337,6 +352,61 @@ fn test(cond: &Cond, e: &mut Env<'_>, r: &mut HttpRequest) -> bool {
 }
 
 // ---- configuration -------------------------------------------------------
+
+/// A setter of the module's directive table.
+pub fn set_return(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let op = parse_return(d, &mut c.vars)?;
+    c.script(cx)?.push(op);
+    Ok(())
+}
+
+/// A setter of the module's directive table.
+pub fn set_rewrite(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let op = parse_rewrite(d, &mut c.vars, &mut c.regexes)?;
+    c.script(cx)?.push(op);
+    Ok(())
+}
+
+/// A setter of the module's directive table.
+pub fn set_set(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let op = parse_set(d, &mut c.vars)?;
+    c.script(cx)?.push(op);
+    Ok(())
+}
+
+/// A setter of the module's directive table.
+pub fn set_break(c: &mut HttpConf, _: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    c.script(cx)?.push(Op::Break);
+    Ok(())
+}
+
+/// A setter of the module's directive table.
+pub fn set_if(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let cond = parse_if(d, &mut c.vars, &mut c.regexes)?;
+    c.script(cx)?.push(Op::If {
+        cond,
+        ops: Vec::new(),
+    });
+    Ok(())
+}
+
+/// A setter of the module's directive table.
+pub fn set_rewrite_log(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.rewrite_log = Some(v);
+    Ok(())
+}
+
+/// A setter of the module's directive table.
+pub fn set_uninitialized_variable_warn(
+    c: &mut HttpConf,
+    d: &Directive,
+    cx: &ConfCtx,
+) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.uninitialized_variable_warn = Some(v);
+    Ok(())
+}
 
 /// Compiles a regex for the configuration, indexing its named captures as
 /// variables.

@@ -60,6 +60,8 @@ struct Cached {
 /// `Path` walks its components; this is looked up on every request).
 #[derive(Default)]
 pub struct FileCache {
+    /// The last extension's MIME type (see [`crate::mime::TypeCache`]).
+    pub mime: crate::mime::TypeCache,
     entries: HashMap<Box<[u8]>, Cached, foldhash::fast::RandomState>,
 }
 

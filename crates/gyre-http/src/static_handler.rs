@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 use std::rc::Rc;
 
+use crate::conf::IfModifiedSince;
 use crate::phases::{Ctx, Step};
 use crate::range::{self, RangeDecision};
 use crate::request::{Content, HttpRequest, Wake};
@@ -48,77 +49,106 @@ pub fn map_path(r: &mut HttpRequest, uri: &str, out: &mut PathBuf, cx: &mut Ctx<
 }
 
 /// The static content handler.
-pub fn serve(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
-    if !r.st.is_get_or_head() {
-        return Step::Finalize(Response::error(405));
+pub fn serve(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
+    // nginx's static module lets POST look the file up (a missing one is
+    // a 404, an existing one a 405); other methods are refused at once.
+    if !r.st.is_get_or_head() && r.st.req.method() != "POST" {
+        return Step::Error(405);
     }
     let mut fpath = std::mem::take(cx.fpath);
     let uri = std::mem::take(&mut r.st.uri);
     map_path(r, &uri, &mut fpath, cx);
-    let step = serve_path(cx, r, &uri, &mut fpath);
-    r.st.uri = uri;
+    let step = serve_path(cx, r, &uri, &fpath, out);
+    // An index redirect set a new URI; otherwise the URI is given back.
+    if r.st.uri.is_empty() {
+        r.st.uri = uri;
+    }
     *cx.fpath = fpath;
     step
 }
 
-fn serve_path(cx: &mut Ctx<'_>, r: &mut HttpRequest, path: &str, fpath: &mut PathBuf) -> Step {
+fn serve_path(
+    cx: &mut Ctx<'_>,
+    r: &mut HttpRequest,
+    path: &str,
+    fpath: &std::path::Path,
+    out: &mut Response,
+) -> Step {
     let loc = r.st.loc.clone();
     let now = cx.now;
-    // Set when a directory request is answered by its index file.
-    let mut index_uri: Option<String> = None;
-    let mut opened = cx.files.open(fpath, now, loc.open_file_cache);
+    let opened = cx.files.open(fpath, now, loc.open_file_cache);
     if path.ends_with('/') {
         if !matches!(opened, Open::Dir) {
-            return Step::Finalize(Response::error(match opened {
+            return Step::Error(match opened {
                 Open::Forbidden => 403,
                 Open::Error(_) => 500,
                 _ => 404,
-            }));
+            });
         }
-        opened = Open::NotFound;
+        // The index module: the first index file that exists is served
+        // by an internal redirect to its URI (which may pick another
+        // location).
         for idx in &loc.index {
             let candidate = fpath.join(idx);
-            match cx.files.open(&candidate, now, loc.open_file_cache) {
-                Open::NotFound => continue,
-                o => {
-                    opened = o;
-                    *fpath = candidate;
-                    index_uri = Some(format!("{path}{idx}"));
-                    break;
-                }
+            if let Open::NotFound = cx.files.open(&candidate, now, loc.open_file_cache) {
+                continue;
             }
+            let target = format!("{path}{idx}");
+            return match crate::phases::internal_redirect(cx, r, &target) {
+                Ok(i) => Step::Jump(i),
+                Err(code) => Step::Error(code),
+            };
         }
-        if matches!(opened, Open::NotFound) {
-            log::error!("directory index of \"{}\" is forbidden", fpath.display());
-            return Step::Finalize(Response::error(403));
+        // The autoindex module, after the index module declined.
+        if let Some(ai) = loc.autoindex {
+            return match crate::autoindex::render(fpath, path, ai) {
+                Ok((body, ty)) => {
+                    out.reset(200);
+                    out.content_type = Some(ty.into());
+                    if r.st.is_head() {
+                        out.content_length = Some(body.len() as u64);
+                    } else {
+                        out.body = Body::Bytes(body);
+                    }
+                    Step::Respond
+                }
+                Err(e) => {
+                    log::error!("opendir() \"{}\" failed ({e})", fpath.display());
+                    Step::Error(500)
+                }
+            };
         }
+        log::error!("directory index of \"{}\" is forbidden", fpath.display());
+        return Step::Error(403);
     }
+    let index_uri: Option<String> = None;
     match opened {
+        Open::File(_) if !r.st.is_get_or_head() => Step::Error(405),
         Open::File(info) => {
             let uri_path = index_uri.as_deref().unwrap_or(path);
-            file_response(cx, r, info, uri_path)
+            file_response(cx, r, info, uri_path, out)
         }
         Open::Dir => {
-            let mut resp = Response::error(301);
+            out.set_error(301);
             let mut loc_hdr = format!("{path}/");
             if !r.st.args.is_empty() {
                 loc_hdr.push('?');
                 loc_hdr.push_str(&r.st.args);
             }
-            resp.location = Some(loc_hdr.into());
-            Step::Finalize(resp)
+            out.location = Some(loc_hdr.into());
+            Step::Respond
         }
         Open::NotFound => {
             log::error!(
                 "open() \"{}\" failed (2: No such file or directory)",
                 fpath.display()
             );
-            Step::Finalize(Response::error(404))
+            Step::Error(404)
         }
-        Open::Forbidden => Step::Finalize(Response::error(403)),
+        Open::Forbidden => Step::Error(403),
         Open::Error(code) => {
             log::error!("open() \"{}\" failed ({code})", fpath.display());
-            Step::Finalize(Response::error(500))
+            Step::Error(500)
         }
     }
 }
@@ -128,21 +158,37 @@ fn file_response(
     r: &mut HttpRequest,
     info: Rc<FileInfo>,
     uri_path: &str,
+    resp: &mut Response,
 ) -> Step {
     let loc = r.st.loc.clone();
     let req = &r.st.req;
-    let ctype = crate::mime::for_path(&cx.conf.types, uri_path, &loc.default_type);
-    let not_modified = match req.if_none_match() {
-        Some(inm) => etag_matches(inm, &info.etag),
-        None => req.if_modified_since() == Some(info.mtime),
-    };
-    let mut resp = Response::new(200);
+    let ctype = crate::mime::for_path_cached(
+        &cx.conf.types,
+        &mut cx.files.mime,
+        uri_path,
+        &loc.default_type,
+    );
+    // nginx's not-modified filter: every condition sent must hold.
+    let (ims, inm) = (req.if_modified_since(), req.if_none_match());
+    let not_modified = (ims.is_some() || inm.is_some())
+        && ims.is_none_or(|t| match loc.if_modified_since {
+            IfModifiedSince::Off => false,
+            IfModifiedSince::Exact => t == info.mtime,
+            IfModifiedSince::Before => t >= info.mtime,
+        })
+        // `*` matches even without an ETag (nginx's ngx_http_test_if_match).
+        && inm.is_none_or(|h| h.trim_ascii() == b"*" || (loc.etag && etag_matches(h, &info.etag)));
+    resp.reset(200);
     resp.content_type = Some(ctype.into());
     resp.last_modified = Some((&info.last_modified).into());
-    resp.headers.push(("ETag".into(), (&info.etag).into()));
+    if loc.etag {
+        resp.headers.push(("ETag".into(), (&info.etag).into()));
+    }
     if not_modified && !r.st.error_page {
+        // The not-modified filter drops the type, as nginx's does.
         resp.status = 304;
-        return Step::Finalize(resp);
+        resp.content_type = None;
+        return Step::Respond;
     }
     let (start, len) = match req.range().map(|v| range::decide(v, info.size)) {
         Some(RangeDecision::Partial { start, end }) if !r.st.error_page => {
@@ -153,19 +199,19 @@ fn file_response(
             (start, end - start)
         }
         Some(RangeDecision::NotSatisfiable) if !r.st.error_page => {
-            let mut e = Response::error(416);
-            e.headers.push((
+            resp.set_error(416);
+            resp.headers.push((
                 "Content-Range".into(),
                 format!("bytes */{}", info.size).into(),
             ));
-            return Step::Finalize(e);
+            return Step::Respond;
         }
         _ => (0, info.size),
     };
     resp.headers.push(("Accept-Ranges".into(), "bytes".into()));
     if r.st.is_head() {
         resp.content_length = Some(len);
-        return Step::Finalize(resp);
+        return Step::Respond;
     }
     resp.body = match &info.content {
         Some(bytes) => Body::Shared {
@@ -186,15 +232,15 @@ fn file_response(
     if loc.limit_rate > 0 && len > 0 && !r.st.error_page {
         return start_paced(cx, r, resp);
     }
-    Step::Finalize(resp)
+    Step::Respond
 }
 
 /// Queues the head of a paced response, then its first piece.
-fn start_paced(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut resp: Response) -> Step {
+fn start_paced(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Step {
     let body = std::mem::replace(&mut resp.body, Body::Empty);
     resp.content_length = Some(body.len());
-    crate::phases::prepare(cx, r, &mut resp);
-    match cx.m.respond_head(&resp, cx.now, cx.date) {
+    crate::phases::prepare(cx, r, resp);
+    match cx.m.respond_head(resp, cx.now, cx.date) {
         Ok(true) => pace(cx, r, Paced { body, sent: 0 }),
         _ => Step::Done,
     }
@@ -207,9 +253,14 @@ pub fn pace(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut p: Paced) -> Step {
     let rate = loc.limit_rate.max(1);
     let total = p.body.len();
     let elapsed = cx.now.wrapping_sub(r.st.start) / 1000;
-    let allowed = (rate * (elapsed + 1) + loc.limit_rate_after) as i64 - p.sent as i64;
+    // Saturating: the rate and the threshold come from the configuration.
+    let budget = rate
+        .saturating_mul(elapsed + 1)
+        .saturating_add(loc.limit_rate_after)
+        .min(i64::MAX as u64);
+    let allowed = budget as i64 - p.sent as i64;
     if allowed <= 0 {
-        let delay = (-allowed) as u64 * 1000 / rate + 1;
+        let delay = ((-allowed) as u64).saturating_mul(1000) / rate + 1;
         r.wake = Some(Wake::At(cx.now.wrapping_add(delay)));
         r.content = Content::Paced(p);
         return Step::Again;
@@ -252,12 +303,12 @@ fn etag_matches(header: &[u8], etag: &str) -> bool {
 }
 
 /// stub_status's page.
-pub fn stub_status(cx: &mut Ctx<'_>, r: &HttpRequest) -> Response {
+pub fn stub_status(cx: &mut Ctx<'_>, r: &HttpRequest, resp: &mut Response) -> Step {
     if !r.st.is_get_or_head() {
-        return Response::error(405);
+        return Step::Error(405);
     }
     let snap = cx.zone.map(|z| z.stats().snapshot()).unwrap_or_default();
-    let mut resp = Response::new(200);
+    resp.reset(200);
     resp.content_type = Some("text/plain".into());
     let body = crate::stub_status::render(&snap).into_bytes();
     if r.st.is_head() {
@@ -265,5 +316,5 @@ pub fn stub_status(cx: &mut Ctx<'_>, r: &HttpRequest) -> Response {
     } else {
         resp.body = Body::Bytes(body);
     }
-    resp
+    Step::Respond
 }

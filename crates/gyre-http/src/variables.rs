@@ -80,6 +80,12 @@ pub enum VarKind {
     LimitRate,
     /// `$remote_user`: not found until auth_basic exists.
     RemoteUser,
+    /// The result of a `map` block.
+    Map(std::sync::Arc<crate::map::Map>),
+    /// The result of a `split_clients` block.
+    Split(std::sync::Arc<crate::split_geo::SplitClients>),
+    /// The result of a `geo` block.
+    Geo(std::sync::Arc<crate::split_geo::Geo>),
     /// Made by `set` or a named regex capture: holds what was assigned.
     User,
 }
@@ -144,6 +150,23 @@ impl Variables {
         Ok(i)
     }
 
+    /// Declares the result variable of a `map`.
+    pub fn define_map(&mut self, name: &str, m: crate::map::Map) -> Result<VarIndex, String> {
+        self.define(name, VarKind::Map(std::sync::Arc::new(m)))
+    }
+
+    /// Declares a variable made by a block (`map`, `split_clients`, `geo`).
+    pub fn define(&mut self, name: &str, kind: VarKind) -> Result<VarIndex, String> {
+        let i = self.index(name)?;
+        match self.kinds.get_mut(usize::from(i)) {
+            Some(k) if *k == VarKind::Unresolved => {
+                *k = kind;
+                Ok(i)
+            }
+            _ => Err(format!("the duplicate \"{name}\" variable")),
+        }
+    }
+
     /// Resolves every index once the configuration is read.
     pub fn resolve(&mut self) -> Result<(), String> {
         for (n, k) in self.names.iter().zip(self.kinds.iter_mut()) {
@@ -168,6 +191,12 @@ impl Variables {
     /// The name of an index.
     pub fn name(&self, i: VarIndex) -> &str {
         self.names.get(usize::from(i)).map_or("", String::as_str)
+    }
+
+    /// The index of a known name (tests).
+    #[cfg(test)]
+    fn define_user_index(&self, name: &str) -> VarIndex {
+        self.names.iter().position(|n| n == name).unwrap_or(0) as VarIndex
     }
 
     /// True for a variable made by `set` or a named capture.
@@ -274,6 +303,12 @@ pub struct VarEnv<'a> {
     pub start: Msec,
     pub now: Msec,
     pub unix_ms: u64,
+    /// Served as GET after an error-page redirect (`$request_method`).
+    pub as_get: bool,
+    /// `$args` was set by a redirect: empty is found, not "not found".
+    pub args_set: bool,
+    /// `$request` of a head refused before it became a request.
+    pub request_line: Option<&'a str>,
 }
 
 const UNCOMPUTED: u32 = u32::MAX;
@@ -284,6 +319,8 @@ const NOT_FOUND: u32 = u32::MAX - 1;
 pub struct VarCache {
     slots: Vec<(u32, u32)>,
     buf: Vec<u8>,
+    /// Scratch for a map's source value and result.
+    tmp: (Vec<u8>, Vec<u8>),
 }
 
 impl VarCache {
@@ -313,6 +350,38 @@ impl VarCache {
                 UNCOMPUTED | NOT_FOUND => None,
                 s => self.buf.get(s as usize..slot.1 as usize),
             };
+        }
+        let derived = match kind {
+            VarKind::Map(m) => Some((&m.source, m.volatile)),
+            VarKind::Split(s) => Some((&s.source, false)),
+            VarKind::Geo(g) => Some((&g.source, false)),
+            _ => None,
+        };
+        if let Some((source, volatile)) = derived {
+            if slot.0 != UNCOMPUTED && !volatile {
+                return self.buf.get(slot.0 as usize..slot.1 as usize);
+            }
+            let (mut src, mut val) = std::mem::take(&mut self.tmp);
+            src.clear();
+            val.clear();
+            source.eval(vars, self, env, &mut src);
+            let chosen = match kind {
+                VarKind::Map(m) => m.find(&src),
+                VarKind::Split(s) => s.find(&src),
+                VarKind::Geo(g) => g.find(&src),
+                _ => None,
+            };
+            if let Some(v) = chosen {
+                v.eval(vars, self, env, &mut val);
+            }
+            let start = self.buf.len();
+            self.buf.extend_from_slice(&val);
+            let end = self.buf.len();
+            if let Some(s) = self.slots.get_mut(usize::from(i)) {
+                *s = (start as u32, end as u32);
+            }
+            self.tmp = (src, val);
+            return self.buf.get(start..end);
         }
         if slot.0 != UNCOMPUTED && kind.cacheable() {
             return match slot.0 {
@@ -394,10 +463,37 @@ pub const NGINX_VERSION: &str = "1.22.1";
 /// Computes a built-in variable into `out`; false when not found.
 fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
     let req = env.req;
+    // A refused head: what its request line says, nothing without one.
+    if let Some(line) = env.request_line {
+        let mut words = line.split(' ');
+        let (method, target, proto) = (words.next(), words.next(), words.next());
+        let word = match kind {
+            VarKind::RequestMethod => Some(method),
+            VarKind::Uri => Some(target.map(|t| t.split('?').next().unwrap_or(t))),
+            VarKind::ServerProtocol => Some(proto),
+            _ => None,
+        };
+        if let Some(w) = word {
+            return match w.filter(|w| !w.is_empty()) {
+                Some(w) => {
+                    out.extend_from_slice(w.as_bytes());
+                    true
+                }
+                None => false,
+            };
+        }
+    }
     match kind {
-        VarKind::Unresolved | VarKind::User | VarKind::RemoteUser => return false,
+        VarKind::Unresolved
+        | VarKind::User
+        | VarKind::RemoteUser
+        | VarKind::Map(_)
+        | VarKind::Split(_)
+        | VarKind::Geo(_) => return false,
         VarKind::Uri => out.extend_from_slice(env.uri.as_bytes()),
         VarKind::RequestUri => out.extend_from_slice(req.target()),
+        // No arguments at all is "not found" (`-` in logs), as nginx.
+        VarKind::Args if env.args.is_empty() && !env.args_set => return false,
         VarKind::Args => out.extend_from_slice(env.args.as_bytes()),
         VarKind::Arg(name) => match arg(env.args.as_bytes(), name) {
             Some(v) => out.extend_from_slice(v),
@@ -470,7 +566,11 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
                 out.extend_from_slice(b"on");
             }
         }
-        VarKind::Request => out.extend_from_slice(req.request_line().as_bytes()),
+        VarKind::Request => match env.request_line {
+            Some(l) => out.extend_from_slice(l.as_bytes()),
+            None => out.extend_from_slice(req.request_line().as_bytes()),
+        },
+        VarKind::RequestMethod if env.as_get => out.extend_from_slice(b"GET"),
         VarKind::RequestMethod => out.extend_from_slice(req.method().as_bytes()),
         VarKind::RequestLength => push_u64(out, req.head_len() as u64),
         VarKind::RequestTime => {
@@ -589,5 +689,207 @@ mod tests {
         assert_eq!(arg(b"a=1&B=2&c", b"b"), Some(&b"2"[..]));
         assert_eq!(arg(b"a=1&c", b"c"), Some(&b""[..]));
         assert_eq!(arg(b"a=1", b"z"), None);
+    }
+}
+
+#[cfg(test)]
+mod eval_tests {
+    //! Variables computed from a parsed request, as the phases see them.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::conn::{Connection, Event};
+    use crate::settings::HttpSettings;
+
+    fn request(raw: &str) -> Box<Request> {
+        let mut m = Connection::new(HttpSettings::default(), 0);
+        m.on_read(raw.as_bytes(), 0);
+        match m.poll(0, "D") {
+            Some(Event::Request(r)) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    struct Fixture {
+        vars: Variables,
+        idx: Vec<VarIndex>,
+        loc: LocConf,
+        caps: Captures,
+    }
+
+    fn fixture(names: &[&str]) -> Fixture {
+        let mut vars = Variables::default();
+        let idx = names.iter().map(|n| vars.index(n).unwrap()).collect();
+        vars.define_user("mine").unwrap();
+        vars.resolve().unwrap();
+        Fixture {
+            vars,
+            idx,
+            loc: crate::conf::HttpConf::server_loc(&Default::default())
+                .as_ref()
+                .clone(),
+            caps: Captures::new(),
+        }
+    }
+
+    fn values(
+        f: &Fixture,
+        req: &Request,
+        uri: &str,
+        args: &str,
+        conn: &ConnInfo,
+    ) -> Vec<Option<String>> {
+        let env = VarEnv {
+            req,
+            uri,
+            args,
+            caps: &f.caps,
+            cap_src: b"",
+            loc: &f.loc,
+            server: None,
+            conn,
+            resp: None,
+            status: 404,
+            body_bytes_sent: 7,
+            bytes_sent: 100,
+            start: 1000,
+            now: 2234,
+            unix_ms: 1_700_000_000_123,
+            as_get: false,
+            args_set: false,
+            request_line: None,
+        };
+        let mut cache = VarCache::default();
+        cache.reset(f.vars.len());
+        f.idx
+            .iter()
+            .map(|&i| {
+                cache
+                    .value(&f.vars, i, &env)
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn request_variables() {
+        let f = fixture(&[
+            "uri",
+            "request_uri",
+            "args",
+            "arg_b",
+            "arg_zz",
+            "is_args",
+            "host",
+            "http_user_agent",
+            "http_x_two",
+            "cookie_sid",
+            "request_method",
+            "server_protocol",
+            "scheme",
+            "https",
+            "status",
+            "body_bytes_sent",
+            "request_time",
+            "msec",
+            "remote_addr",
+            "remote_port",
+            "server_port",
+            "request",
+            "request_length",
+            "connection",
+            "time_iso8601",
+        ]);
+        let raw = "GET /a%20b?x=1&B=2 HTTP/1.1\r\nHost: Example.COM:8080\r\nUser-Agent: t/1\r\n\
+                   X-Two: a\r\nX-Two: b\r\nCookie: k=v; sid=s1\r\n\r\n";
+        let req = request(raw);
+        let conn = ConnInfo {
+            peer: Some("10.0.0.7:5555".parse().unwrap()),
+            local: Some("127.0.0.1:8080".parse().unwrap()),
+            number: 42,
+            requests: 1,
+            tls: false,
+        };
+        let v = values(&f, &req, "/a b", "x=1&B=2", &conn);
+        let head_len = raw.len().to_string();
+        let want = [
+            Some("/a b"),
+            Some("/a%20b?x=1&B=2"),
+            Some("x=1&B=2"),
+            Some("2"),
+            None,
+            Some("?"),
+            Some("example.com"),
+            Some("t/1"),
+            Some("a, b"),
+            Some("s1"),
+            Some("GET"),
+            Some("HTTP/1.1"),
+            Some("http"),
+            Some(""),
+            Some("404"),
+            Some("7"),
+            Some("1.234"),
+            Some("1700000000.123"),
+            Some("10.0.0.7"),
+            Some("5555"),
+            Some("8080"),
+            Some("GET /a%20b?x=1&B=2 HTTP/1.1"),
+            Some(head_len.as_str()),
+            Some("42"),
+            Some("2023-11-14T22:13:20+00:00"),
+        ];
+        for (i, (got, want)) in v.iter().zip(want).enumerate() {
+            assert_eq!(got.as_deref(), want, "variable {i}");
+        }
+        // The connection's TLS flag decides $scheme and $https.
+        let tls = ConnInfo { tls: true, ..conn };
+        let v = values(&f, &req, "/", "", &tls);
+        assert_eq!(v[12].as_deref(), Some("https"));
+        assert_eq!(v[13].as_deref(), Some("on"));
+        // No arguments: $args is not found, $is_args empty.
+        assert_eq!(v[2], None);
+        assert_eq!(v[5].as_deref(), Some(""));
+    }
+
+    #[test]
+    fn set_values_and_the_cache() {
+        let f = fixture(&["http_user_agent", "mine"]);
+        let req = request("GET / HTTP/1.1\r\nHost: h\r\nUser-Agent: ua\r\n\r\n");
+        let conn = ConnInfo::default();
+        let env = VarEnv {
+            req: &req,
+            uri: "/",
+            args: "",
+            caps: &f.caps,
+            cap_src: b"",
+            loc: &f.loc,
+            server: None,
+            conn: &conn,
+            resp: None,
+            status: 0,
+            body_bytes_sent: 0,
+            bytes_sent: 0,
+            start: 0,
+            now: 0,
+            unix_ms: 0,
+            as_get: false,
+            args_set: false,
+            request_line: None,
+        };
+        let mut c = VarCache::default();
+        c.reset(f.vars.len());
+        let mine = f.vars.define_user_index("mine");
+        assert_eq!(c.value(&f.vars, mine, &env), None, "unset");
+        c.set(mine, b"one");
+        c.set(mine, b"two");
+        assert_eq!(c.value(&f.vars, mine, &env), Some(&b"two"[..]));
+        assert_eq!(c.value(&f.vars, f.idx[0], &env), Some(&b"ua"[..]));
+        // Cached: a second read gives the same bytes without recomputing.
+        let before = c.buf.len();
+        assert_eq!(c.value(&f.vars, f.idx[0], &env), Some(&b"ua"[..]));
+        assert_eq!(c.buf.len(), before);
+        c.reset(f.vars.len());
+        assert_eq!(c.value(&f.vars, mine, &env), None, "a new request forgets");
     }
 }

@@ -103,3 +103,57 @@ fn built_in_default_configuration_tests_ok() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("test is successful"));
 }
+
+/// The HTTP configuration language's errors, in nginx 1.22's words (each
+/// checked against `nginx -t` on the same text).
+#[test]
+fn http_config_language_errors_as_nginx() {
+    let p = Prefix::new("cli-http-t");
+    let conf = p.path("conf/gyre.conf");
+    let cases = [
+        (
+            "location ~ ^/(foo { return 200; }",
+            "pcre2_compile() failed: missing closing parenthesis in \"^/(foo\" in {F}:4",
+        ),
+        (
+            "location / { if ($a ~ \"a)b\") { return 403; } }",
+            "pcre2_compile() failed: unmatched closing parenthesis in \"a)b\" at \")b\" in {F}:4",
+        ),
+        (
+            "location / { return 200 $nope; }",
+            "unknown \"nope\" variable",
+        ),
+        (
+            "location = /x { location /x/y { } }",
+            "location \"/x/y\" cannot be inside the exact location \"/x\" in {F}:4",
+        ),
+        (
+            "location /a { location /b { } }",
+            "location \"/b\" is outside location \"/a\" in {F}:4",
+        ),
+        (
+            "location /a { access_log logs/a.log nosuch; }",
+            "unknown log format \"nosuch\" in {F}:4",
+        ),
+        (
+            "location /a { alias $document_root/x; }",
+            "the $document_root variable cannot be used in the \"alias\" directive in {F}:4",
+        ),
+    ];
+    for (server_body, want) in cases {
+        p.conf(&format!(
+            "events {{}}\nhttp {{\n server {{ listen 127.0.0.1:1;\n {server_body}\n }}\n}}\n"
+        ));
+        let o = p.run(&["-t"]);
+        assert_eq!(o.status.code(), Some(1), "{server_body}");
+        let want = want.replace("{F}", &conf.display().to_string());
+        assert_eq!(
+            stderr(&o),
+            format!(
+                "gyre: [emerg] {want}\ngyre: configuration file {} test failed\n",
+                conf.display()
+            ),
+            "{server_body}"
+        );
+    }
+}
