@@ -111,6 +111,8 @@ pub struct CoreStats {
     pub iterations: u64,
     /// Reusable connections closed to free slots.
     pub drained: u64,
+    /// Outbound connects started ([`Core::connect`]).
+    pub connected: u64,
 }
 
 /// Settings for a [`Core`] (the `events {}` block and friends).
