@@ -23,6 +23,7 @@ pub mod response;
 pub mod settings;
 pub mod static_file;
 pub mod stub_status;
+pub mod upstream;
 pub mod uri;
 
 pub use body::BodyKind;

@@ -1,0 +1,426 @@
+//! The upstream block and its balancers against real nginx: the same
+//! `upstream {}` text is read by `nginx -t` and by gyre's parser (errors
+//! compared: message and line), and nginx proxies requests to real backends
+//! that answer with their own port, so the order it picks them in is
+//! compared with gyre's balancer over the block gyre parsed. Skipped (with a
+//! message) when nginx is not installed.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gyre_core::conf::{self, Args, Block, ConfCtx, Context, Directive, DirectiveSpec, ModuleDef};
+use gyre_http::upstream::conf::parse;
+use gyre_http::upstream::{Outcome, Upstream};
+
+fn nginx_bin() -> Option<PathBuf> {
+    let p = std::env::var_os("NGINX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"));
+    if p.exists() {
+        Some(p)
+    } else {
+        println!("skipped: no nginx at {}", p.display());
+        None
+    }
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!(
+            "gyre-upstream-{tag}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("logs")).unwrap();
+        TempDir(d)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+// ------------------------------------------------------- gyre's side
+
+#[derive(Default)]
+struct Nothing;
+
+fn keep(_: &mut Nothing, _: &Directive, _: &ConfCtx) -> Result<(), String> {
+    Ok(())
+}
+
+static TABLE: &[DirectiveSpec<Nothing>] = &[DirectiveSpec::block(
+    "upstream",
+    Context::MAIN,
+    Args::TAKE1,
+    Block::Raw,
+    true,
+    keep,
+)];
+
+static MODULE: ModuleDef<Nothing> = ModuleDef {
+    name: "upstream-test",
+    directives: TABLE,
+    create_conf: Nothing::default,
+    init_conf: conf::no_init,
+};
+
+/// gyre's reading of `upstream u { BODY }` on line 3: the upstream, or
+/// the error as "MESSAGE|LINE" (0: no place).
+fn gyre_read(body: &str) -> Result<Upstream, String> {
+    let text = format!("events {{}}\n\nupstream u {{ {body} }}\n");
+    let dir = std::env::temp_dir();
+    let c = conf::load_str(&text, Path::new("t.conf"), &dir, None, &[&MODULE])
+        .map_err(|e| format!("{}|{}", e.message(), line_of(&e)))?;
+    let d = c
+        .directives()
+        .iter()
+        .find(|d| d.name == "upstream")
+        .unwrap();
+    parse(d)
+        .map(|p| p.upstream)
+        .map_err(|e| format!("{}|{}", e.message(), line_of(&e)))
+}
+
+fn line_of(e: &conf::ConfError) -> usize {
+    match e.location() {
+        Some(conf::Location::File { line, .. }) => *line,
+        _ => 0,
+    }
+}
+
+// ------------------------------------------------------- nginx's side
+
+/// `nginx -t` of the same block on line 3: Ok, or "MESSAGE|LINE".
+fn nginx_read(bin: &Path, body: &str) -> Result<(), String> {
+    let t = TempDir::new("t");
+    let text = format!(
+        "pid logs/n.pid; error_log logs/error.log; events {{}}\nhttp {{ access_log off;\nupstream u {{ {body} }}\n\
+         server {{ listen 127.0.0.1:1; location / {{ proxy_pass http://u; }} }} }}\n"
+    );
+    std::fs::write(t.0.join("n.conf"), text).unwrap();
+    let out = Command::new(bin)
+        .arg("-t")
+        .arg("-q")
+        .arg("-p")
+        .arg(&t.0)
+        .args(["-c", "n.conf", "-e", "logs/error.log"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    if out.status.success() {
+        return Ok(());
+    }
+    let s = String::from_utf8_lossy(&out.stderr).to_string();
+    let line = s
+        .lines()
+        .find(|l| l.contains("[emerg]"))
+        .unwrap_or("")
+        .to_string();
+    // "nginx: [emerg] MESSAGE in /path/n.conf:3"
+    let msg = line.split("[emerg] ").nth(1).unwrap_or("").to_string();
+    match msg.rsplit_once(" in ") {
+        Some((m, place)) if place.contains("n.conf:") => {
+            let l = place.rsplit(':').next().unwrap().parse::<usize>().unwrap();
+            Err(format!("{m}|{l}"))
+        }
+        _ => Err(format!("{msg}|0")),
+    }
+}
+
+#[test]
+fn upstream_block_errors_match_nginx() {
+    let Some(bin) = nginx_bin() else { return };
+    let cases = [
+        "server 127.0.0.1;",
+        "server 127.0.0.1:1 weight=5 max_fails=3 fail_timeout=1m max_conns=10;",
+        "server 127.0.0.1:1 weight=0;",
+        "server 127.0.0.1:1 weight=x;",
+        "server 127.0.0.1:1 foo;",
+        "server 127.0.0.1:1 max_fails=-1;",
+        "server 127.0.0.1:1 fail_timeout=1x;",
+        "server 127.0.0.1:1 fail_timeout=10ms;",
+        "server 127.0.0.1:1 max_conns=x;",
+        "server 127.0.0.1:1 down; server 127.0.0.1:2 backup;",
+        "server 127.0.0.1:1 backup; hash $uri;",
+        "hash $uri; server 127.0.0.1:1 backup;",
+        "ip_hash; server 127.0.0.1:1 backup;",
+        "random; server 127.0.0.1:1 backup;",
+        "least_conn; server 127.0.0.1:1 backup; server 127.0.0.1:2;",
+        "hash $uri; server 127.0.0.1:1 weight=2 max_conns=3;",
+        "server 127.0.0.1:1 down backup;",
+        "server 127.0.0.1:99999;",
+        "server 127.0.0.1:0;",
+        "server [::1];",
+        "server [::1]:0;",
+        "server unix:;",
+        "server unix:/tmp/x.sock;",
+        "server http://127.0.0.1:1;",
+        "server 127.0.0.1:1/x;",
+        "server localhost:1;",
+        "server nosuchhost.invalid:80;",
+        "server;",
+        "server 127.0.0.1:1; hash;",
+        "server 127.0.0.1:1; hash $uri foo;",
+        "server 127.0.0.1:1; hash $uri consistent;",
+        "server 127.0.0.1:1; random two foo;",
+        "server 127.0.0.1:1; random foo;",
+        "server 127.0.0.1:1; random two least_conn;",
+        "server 127.0.0.1:1; least_conn x;",
+        "server 127.0.0.1:1; ip_hash x;",
+        "server 127.0.0.1:1; keepalive 0;",
+        "server 127.0.0.1:1; keepalive x;",
+        "server 127.0.0.1:1; keepalive 1 2;",
+        "server 127.0.0.1:1; keepalive 2; keepalive 3;",
+        "server 127.0.0.1:1; keepalive 16; keepalive_timeout 5s; keepalive_requests 100;",
+        "server 127.0.0.1:1; keepalive_timeout 5x;",
+        "server 127.0.0.1:1; keepalive_requests x;",
+        "server 127.0.0.1:1; zone z 64k;",
+        "server 127.0.0.1:1; zone z 1k;",
+        "server 127.0.0.1:1; zone z x;",
+        "server 127.0.0.1:1; zone z 64k 1;",
+        "zone z; server 127.0.0.1:1;",
+        "server 127.0.0.1:1; foo;",
+        "",
+    ];
+    let mut bad = Vec::new();
+    for body in cases {
+        let n = nginx_read(&bin, body);
+        let g = gyre_read(body).map(|_| ());
+        if n != g {
+            bad.push(format!("{body:?}\n  nginx: {n:?}\n  gyre:  {g:?}"));
+        }
+    }
+    assert!(bad.is_empty(), "differences:\n{}", bad.join("\n"));
+}
+
+// ------------------------------------------------- balancing vs nginx
+
+/// Backends that answer every request with their own port, then close.
+fn backends(n: usize) -> Vec<u16> {
+    (0..n)
+        .map(|_| {
+            let ls = TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = ls.local_addr().unwrap().port();
+            std::thread::spawn(move || {
+                for s in ls.incoming() {
+                    let Ok(mut s) = s else { return };
+                    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                    let mut req = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match s.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(k) => req.extend_from_slice(&buf[..k]),
+                        }
+                    }
+                    let body = port.to_string();
+                    let _ = write!(
+                        s,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+            });
+            port
+        })
+        .collect()
+}
+
+struct Nginx {
+    child: Child,
+    port: u16,
+    _dir: TempDir,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_nginx(bin: &Path, body: &str) -> Nginx {
+    let t = TempDir::new("n");
+    for d in ["cb", "px", "fc", "uw", "sc"] {
+        std::fs::create_dir_all(t.0.join("tmp").join(d)).unwrap();
+    }
+    for _ in 0..3 {
+        let port = free_port();
+        let text = format!(
+            "daemon off; master_process off; pid logs/n.pid; error_log logs/error.log info;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{ access_log off; client_body_temp_path tmp/cb; proxy_temp_path tmp/px;\n\
+             fastcgi_temp_path tmp/fc; uwsgi_temp_path tmp/uw; scgi_temp_path tmp/sc;\n\
+             upstream u {{ {body} }}\n\
+             server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://u; }} }} }}\n"
+        );
+        std::fs::write(t.0.join("n.conf"), text).unwrap();
+        let mut child = Command::new(bin)
+            .arg("-p")
+            .arg(&t.0)
+            .args(["-c", "n.conf", "-e", "logs/error.log"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let end = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < end {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Nginx {
+                    child,
+                    port,
+                    _dir: t,
+                };
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("nginx did not start");
+}
+
+/// GET `path` through nginx; the backend port it reached.
+fn hit(port: u16, path: &str) -> u16 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let body = out.split("\r\n\r\n").nth(1).unwrap_or("");
+    body.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("bad answer {out:?}"))
+}
+
+/// gyre's choice for one request with hash key `key`, freed as a success.
+fn pick(up: &mut Upstream, key: &str) -> u16 {
+    let mut r = up.start(key.as_bytes(), Some([127, 0, 0, 1].into()));
+    let c = r.get(up, 0, &mut || 0).unwrap();
+    let port = up
+        .peers
+        .peer(c)
+        .unwrap()
+        .name
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    r.free(up, Outcome::Ok, 0);
+    port
+}
+
+fn compare(bin: &Path, body: &str, keys: &[String]) {
+    let n = start_nginx(bin, body);
+    let mut up = gyre_read(body).unwrap();
+    let theirs: Vec<u16> = keys
+        .iter()
+        .map(|k| hit(n.port, &format!("/?k={k}")))
+        .collect();
+    let ours: Vec<u16> = keys.iter().map(|k| pick(&mut up, k)).collect();
+    assert_eq!(ours, theirs, "{body}");
+}
+
+#[test]
+fn balancing_sequences_match_nginx() {
+    let Some(bin) = nginx_bin() else { return };
+    let p = backends(4);
+    let s = |i: usize| format!("127.0.0.1:{}", p[i]);
+    let plain: Vec<String> = (0..21).map(|i| format!("r{i}")).collect();
+    let keys: Vec<String> = (0..40).map(|i| format!("user{i}")).collect();
+    compare(
+        &bin,
+        &format!(
+            "server {} weight=5; server {}; server {};",
+            s(0),
+            s(1),
+            s(2)
+        ),
+        &plain,
+    );
+    compare(
+        &bin,
+        &format!(
+            "server {} weight=3; server {} weight=2; server {} down; server {};",
+            s(0),
+            s(1),
+            s(2),
+            s(3)
+        ),
+        &plain,
+    );
+    compare(
+        &bin,
+        &format!(
+            "least_conn; server {} weight=2; server {}; server {};",
+            s(0),
+            s(1),
+            s(2)
+        ),
+        &plain,
+    );
+    compare(
+        &bin,
+        &format!(
+            "hash $arg_k; server {}; server {} weight=3; server {};",
+            s(0),
+            s(1),
+            s(2)
+        ),
+        &keys,
+    );
+    compare(
+        &bin,
+        &format!(
+            "hash $arg_k consistent; server {}; server {} weight=2; server {}; server {};",
+            s(0),
+            s(1),
+            s(2),
+            s(3)
+        ),
+        &keys,
+    );
+    compare(
+        &bin,
+        &format!(
+            "hash $arg_k consistent; server {} down; server {}; server {};",
+            s(0),
+            s(1),
+            s(2)
+        ),
+        &keys,
+    );
+    compare(
+        &bin,
+        &format!(
+            "ip_hash; server {}; server {}; server {};",
+            s(0),
+            s(1),
+            s(2)
+        ),
+        &plain,
+    );
+}
