@@ -424,3 +424,69 @@ fn balancing_sequences_match_nginx() {
         &plain,
     );
 }
+
+/// gyre's requests with a dead peer: a failed attempt is freed as failed
+/// and the request goes on (nginx's `proxy_next_upstream error`); returns
+/// the ports that answered and the "temporarily disabled" warnings.
+fn with_failures(up: &mut Upstream, dead: u16, n: usize) -> (Vec<u16>, usize) {
+    let mut out = Vec::new();
+    let mut warned = 0;
+    for _ in 0..n {
+        let mut r = up.start(b"", None);
+        // Bounded by the peers' tries.
+        for _ in 0..16 {
+            let Some(c) = r.get(up, 0, &mut || 0) else {
+                break;
+            };
+            let port: u16 = up
+                .peers
+                .peer(c)
+                .unwrap()
+                .name
+                .rsplit(':')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            if port == dead {
+                warned += usize::from(r.free(up, Outcome::Failed, 0).disabled);
+                continue;
+            }
+            r.free(up, Outcome::Ok, 0);
+            out.push(port);
+            break;
+        }
+    }
+    (out, warned)
+}
+
+#[test]
+fn passive_health_matches_nginx() {
+    let Some(bin) = nginx_bin() else { return };
+    let p = backends(2);
+    let dead = free_port();
+    for body in [
+        format!(
+            "server 127.0.0.1:{}; server 127.0.0.1:{dead} max_fails=2; server 127.0.0.1:{} weight=2;",
+            p[0], p[1]
+        ),
+        format!(
+            "server 127.0.0.1:{dead}; server 127.0.0.1:{} weight=2; server 127.0.0.1:{} backup;",
+            p[0], p[1]
+        ),
+        format!(
+            "least_conn; server 127.0.0.1:{dead} weight=3; server 127.0.0.1:{}; server 127.0.0.1:{} backup;",
+            p[0], p[1]
+        ),
+    ] {
+        let n = start_nginx(&bin, &body);
+        let theirs: Vec<u16> = (0..12).map(|i| hit(n.port, &format!("/{i}"))).collect();
+        let log = std::fs::read_to_string(n._dir.0.join("logs/error.log")).unwrap();
+        let their_warns = log.matches("upstream server temporarily disabled").count();
+        let mut up = gyre_read(&body).unwrap();
+        let (ours, our_warns) = with_failures(&mut up, dead, 12);
+        assert_eq!(ours, theirs, "{body}");
+        assert_eq!(our_warns, their_warns, "{body}\n{log}");
+        assert!(their_warns >= 1, "the dead server was never disabled: {log}");
+    }
+}
