@@ -258,6 +258,15 @@ fn free_port() -> u16 {
 }
 
 fn start_nginx(bin: &Path, body: &str) -> Nginx {
+    start_nginx_with(
+        bin,
+        &format!("upstream u {{ {body} }}"),
+        "location / { proxy_pass http://u; }",
+    )
+}
+
+/// nginx with `http_extra` in `http {}` and `locations` in its server.
+fn start_nginx_with(bin: &Path, http_extra: &str, locations: &str) -> Nginx {
     let t = TempDir::new("n");
     for d in ["cb", "px", "fc", "uw", "sc"] {
         std::fs::create_dir_all(t.0.join("tmp").join(d)).unwrap();
@@ -269,8 +278,8 @@ fn start_nginx(bin: &Path, body: &str) -> Nginx {
              events {{ worker_connections 64; }}\n\
              http {{ access_log off; client_body_temp_path tmp/cb; proxy_temp_path tmp/px;\n\
              fastcgi_temp_path tmp/fc; uwsgi_temp_path tmp/uw; scgi_temp_path tmp/sc;\n\
-             upstream u {{ {body} }}\n\
-             server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://u; }} }} }}\n"
+             {http_extra}\n\
+             server {{ listen 127.0.0.1:{port}; {locations} }} }}\n"
         );
         std::fs::write(t.0.join("n.conf"), text).unwrap();
         let mut child = Command::new(bin)
@@ -488,5 +497,298 @@ fn passive_health_matches_nginx() {
         assert_eq!(ours, theirs, "{body}");
         assert_eq!(our_warns, their_warns, "{body}\n{log}");
         assert!(their_warns >= 1, "the dead server was never disabled: {log}");
+    }
+}
+
+// ------------------------------------- request building and response parsing
+
+use gyre_http::upstream::http_request::{
+    add_x_forwarded_for, build_head, internal_variable, merged_headers, BodyFraming, ProxyVersion,
+    RequestView,
+};
+use gyre_http::upstream::http_response::{parse_head, Head, HeadOptions};
+use std::sync::{Arc, Mutex};
+
+/// A backend that records each request head and answers `answer(path)`.
+fn recording_backend(answer: fn(&str) -> Vec<u8>) -> (u16, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let ls = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = ls.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    std::thread::spawn(move || {
+        for s in ls.incoming() {
+            let Ok(mut s) = s else { return };
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut req = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => req.extend_from_slice(&buf[..k]),
+                }
+            }
+            let end = req
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map_or(req.len(), |i| i + 4);
+            let head = req[..end].to_vec();
+            let path = String::from_utf8_lossy(&head)
+                .split(' ')
+                .nth(1)
+                .unwrap_or("/")
+                .to_string();
+            seen2.lock().unwrap().push(head);
+            let _ = s.write_all(&answer(&path));
+            let _ = s.shutdown(std::net::Shutdown::Write);
+        }
+    });
+    (port, seen)
+}
+
+fn ok_answer(_: &str) -> Vec<u8> {
+    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec()
+}
+
+/// Sends a raw request to nginx and reads the whole answer.
+fn raw(port: u16, req: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(req).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+/// (proxy directives, the same headers as gyre's configured list, version,
+/// proxy_pass_request_headers).
+type ProxyCase = (String, Vec<(String, String)>, ProxyVersion, bool);
+/// (method, URI, headers, body) of a client request.
+type ClientRequest<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, &'a [u8]);
+
+#[test]
+fn upstream_request_heads_match_nginx() {
+    let Some(bin) = nginx_bin() else { return };
+    let (bport, seen) = recording_backend(ok_answer);
+    let cases: Vec<ProxyCase> = vec![
+        (String::new(), vec![], ProxyVersion::Http10, true),
+        (
+            "proxy_http_version 1.1; proxy_set_header Connection \"\"; \
+             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; proxy_set_header X-Lit lit;"
+                .into(),
+            vec![
+                ("Connection".into(), String::new()),
+                ("X-Forwarded-For".into(), "$proxy_add_x_forwarded_for".into()),
+                ("X-Lit".into(), "lit".into()),
+            ],
+            ProxyVersion::Http11,
+            true,
+        ),
+        (
+            "proxy_pass_request_headers off; proxy_set_header host $proxy_host;".into(),
+            vec![("host".into(), "$proxy_host".into())],
+            ProxyVersion::Http10,
+            false,
+        ),
+    ];
+    let requests: [ClientRequest<'_>; 2] = [
+        (
+            "GET",
+            "/a/b?c=d",
+            vec![
+                ("Host", "example.com"),
+                ("User-Agent", "gyre-test/1"),
+                ("Connection", "keep-alive"),
+                ("Keep-Alive", "300"),
+                ("TE", "trailers"),
+                ("Upgrade", "h2c"),
+                ("X-Forwarded-For", "10.0.0.1"),
+                // (A name with "_" would not be here: the request parser
+                // drops it first, as nginx's ignore_invalid_headers does.)
+                ("Accept", "*/*"),
+            ],
+            b"",
+        ),
+        (
+            "POST",
+            "/post",
+            vec![
+                ("Host", "example.com"),
+                ("Content-Length", "5"),
+                ("Content-Type", "text/plain"),
+            ],
+            b"hello",
+        ),
+    ];
+    for (directives, conf, version, pass) in &cases {
+        let n = start_nginx_with(
+            &bin,
+            "",
+            &format!("location / {{ proxy_pass http://127.0.0.1:{bport}; {directives} }}"),
+        );
+        for (method, uri, headers, body) in &requests {
+            let mut req = format!("{method} {uri} HTTP/1.1\r\n");
+            for (k, v) in headers {
+                req.push_str(&format!("{k}: {v}\r\n"));
+            }
+            req.push_str("\r\n");
+            let mut bytes = req.into_bytes();
+            bytes.extend_from_slice(body);
+            seen.lock().unwrap().clear();
+            // The client asked for keep-alive: wait for the backend to
+            // have the request rather than for nginx to close.
+            let mut s = TcpStream::connect(("127.0.0.1", n.port)).unwrap();
+            s.write_all(&bytes).unwrap();
+            let end = Instant::now() + Duration::from_secs(5);
+            while seen.lock().unwrap().is_empty() {
+                assert!(Instant::now() < end, "the backend got nothing");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            drop(s);
+            let theirs = seen.lock().unwrap().pop().unwrap();
+            let framing = if body.is_empty() {
+                BodyFraming::None
+            } else {
+                BodyFraming::Length(body.len() as u64)
+            };
+            let view = RequestView {
+                method,
+                uri,
+                headers,
+                body: framing,
+            };
+            let set: Vec<(String, String)> = merged_headers(conf)
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = match v.strip_prefix('$') {
+                        Some("proxy_host") => format!("127.0.0.1:{bport}"),
+                        Some("proxy_add_x_forwarded_for") => {
+                            add_x_forwarded_for(headers, "127.0.0.1")
+                        }
+                        Some(var) => internal_variable(var, framing).unwrap(),
+                        None => v,
+                    };
+                    (k, v)
+                })
+                .collect();
+            let mut ours = Vec::new();
+            build_head(&view, *version, &set, *pass, &mut ours);
+            assert_eq!(
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&theirs),
+                "{directives} / {method} {uri}"
+            );
+        }
+    }
+}
+
+fn canned(path: &str) -> Vec<u8> {
+    let r: &[u8] = match path {
+        "/garbage" => b"garbage here\r\n\r\nbody",
+        "/badstatus" => b"HTTP/1.1 2x0 OK\r\nContent-Length: 2\r\n\r\nhi",
+        "/badheader" => b"HTTP/1.1 200 OK\r\nX Y: z\r\nContent-Length: 2\r\n\r\nhi",
+        "/nul" => b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 2\r\n\r\nhi",
+        "/lead" => b"HTTP/1.1 200 OK\r\n X-A: a\r\nContent-Length: 2\r\n\r\nhi",
+        "/cr" => b"HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 2\r\n\r\nhi",
+        "/colonless" => b"HTTP/1.1 200 OK\r\nXYZ\r\nContent-Length: 2\r\n\r\nhi",
+        "/under" => b"HTTP/1.1 200 OK\r\nX_A: a\r\nContent-Length: 2\r\n\r\nhi",
+        "/s099" => b"HTTP/1.1 099 Weird\r\nContent-Length: 2\r\n\r\nhi",
+        "/s600" => b"HTTP/1.1 600 Weird\r\nContent-Length: 2\r\n\r\nhi",
+        "/iis" => b"HTTP/1.1 403.1 Forbidden\r\nContent-Length: 2\r\n\r\nhi",
+        "/lf" => b"HTTP/1.1 200 OK\nContent-Length: 2\n\nhi",
+        "/noreason" => b"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nhi",
+        "/h2" => b"HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\nhi",
+        "/lower" => b"http/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi",
+        "/big" => {
+            let mut v = b"HTTP/1.1 200 OK\r\nX-Big: ".to_vec();
+            v.extend(std::iter::repeat_n(b'a', 5000));
+            v.extend_from_slice(b"\r\nContent-Length: 2\r\n\r\nhi");
+            return v;
+        }
+        "/fits" => {
+            // 4096 bytes of head exactly.
+            let mut v = b"HTTP/1.1 200 OK\r\nX-Big: ".to_vec();
+            let pad = 4096 - v.len() - "\r\n\r\n".len();
+            v.extend(std::iter::repeat_n(b'a', pad));
+            v.extend_from_slice(b"\r\n\r\nhi");
+            return v;
+        }
+        _ => b"HTTP/1.1 404 NF\r\nContent-Length: 0\r\n\r\n",
+    };
+    r.to_vec()
+}
+
+#[test]
+fn upstream_response_heads_match_nginx() {
+    let Some(bin) = nginx_bin() else { return };
+    let (bport, _) = recording_backend(canned);
+    let n = start_nginx_with(
+        &bin,
+        "",
+        &format!("location / {{ proxy_pass http://127.0.0.1:{bport}; proxy_buffer_size 4k; }}"),
+    );
+    let o = HeadOptions {
+        limit: 4096,
+        ..HeadOptions::default()
+    };
+    for path in [
+        "/garbage",
+        "/badstatus",
+        "/badheader",
+        "/nul",
+        "/lead",
+        "/cr",
+        "/colonless",
+        "/under",
+        "/s099",
+        "/s600",
+        "/iis",
+        "/lf",
+        "/noreason",
+        "/h2",
+        "/lower",
+        "/big",
+        "/fits",
+    ] {
+        let before = std::fs::read_to_string(n._dir.0.join("logs/error.log")).unwrap_or_default();
+        let out = raw(
+            n.port,
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        );
+        let after = std::fs::read_to_string(n._dir.0.join("logs/error.log")).unwrap_or_default();
+        let logged = after[before.len()..].to_string();
+        let text = String::from_utf8_lossy(&out);
+        let status_line = text.lines().next().unwrap_or("").to_string();
+        match parse_head(&canned(path), &o) {
+            Head::Done(h, _) => {
+                assert!(
+                    status_line.starts_with(&format!("HTTP/1.1 {:03}", h.status)),
+                    "{path}: nginx answered {status_line:?}, gyre read status {}",
+                    h.status
+                );
+            }
+            Head::Http09 => {
+                assert!(
+                    logged.contains("upstream sent no valid HTTP/1.0 header"),
+                    "{path}: {logged}"
+                );
+                assert!(
+                    out.starts_with(&canned(path)),
+                    "{path}: nginx passes the bytes as they came: {text:?}"
+                );
+            }
+            Head::Invalid(line) => {
+                assert!(
+                    status_line.starts_with("HTTP/1.1 502"),
+                    "{path}: {status_line}"
+                );
+                assert!(
+                    logged.contains(&format!(
+                        "{line} while reading response header from upstream"
+                    )),
+                    "{path}: gyre {line:?}, nginx: {logged}"
+                );
+            }
+            Head::Incomplete => panic!("{path}: incomplete"),
+        }
     }
 }

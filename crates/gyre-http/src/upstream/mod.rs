@@ -20,6 +20,8 @@
 pub mod conf;
 pub mod crc32;
 pub mod hash;
+pub mod http_request;
+pub mod http_response;
 pub mod ip_hash;
 pub mod keepalive;
 pub mod least_conn;
