@@ -119,9 +119,6 @@ pub struct Connection {
     /// Made by [`Core::connect`](crate::event::Core::connect), not
     /// accepted (counted apart in [`Pool`]).
     pub(crate) outbound: bool,
-    /// Why the connect (or its TLS handshake) failed, until the handler
-    /// takes it with [`Core::connect_result`](crate::event::Core::connect_result).
-    pub(crate) connect_error: Option<std::io::Error>,
     lru_prev: u32,
     lru_next: u32,
     next_free: u32,
@@ -147,7 +144,6 @@ impl Connection {
             reusable: false,
             idle: false,
             outbound: false,
-            connect_error: None,
             lru_prev: NIL,
             lru_next: NIL,
             next_free,
@@ -258,7 +254,6 @@ impl Pool {
         x.gen = x.gen.wrapping_add(1);
         x.kind = Kind::Free;
         let outbound = std::mem::replace(&mut x.outbound, false);
-        x.connect_error = None;
         x.next_free = head;
         x.handler = None;
         x.tls = None;

@@ -99,6 +99,8 @@ impl ConnectOptions {
 /// then the caller's handler takes the slot and gets the first write event.
 struct Connecting {
     user: Option<Box<dyn Handler>>,
+    /// An error connect(2) returned at once, reported on the posted event.
+    error: Option<io::Error>,
     tls: Option<TlsConnect>,
     handshaking: bool,
     nodelay: bool,
@@ -112,7 +114,7 @@ impl Handler for Connecting {
             return;
         }
         if !self.handshaking {
-            if let Err(e) = core.test_connect(c) {
+            if let Err(e) = self.error.take().map_or_else(|| core.test_connect(c), Err) {
                 self.finish(core, c, Some(e), false);
                 return;
             }
@@ -161,12 +163,12 @@ impl Connecting {
             core.del_timer(Ev::write(c));
         }
         let level = !core.actions.edge_triggered();
+        let failed = err.is_some();
         if let Some(x) = core.pool.get_mut(c) {
             x.handler = Some(user);
-            if let Some(e) = err {
+            if failed {
                 x.write.ready = false;
                 x.write.error = true;
-                x.connect_error = Some(e);
             }
         }
         if level && !timedout {
@@ -180,6 +182,7 @@ impl Connecting {
         let Some(mut h) = core.pool.get_mut(c).and_then(|x| x.handler.take()) else {
             return;
         };
+        core.connect_error = err.map(|e| (c, e));
         h.handle(
             core,
             Ev {
@@ -188,6 +191,7 @@ impl Connecting {
                 timedout,
             },
         );
+        core.connect_error = None;
         if let Some(x) = core.pool.get_mut(c) {
             if x.handler.is_none() {
                 x.handler = Some(h);
@@ -215,10 +219,15 @@ impl Core {
             (PeerAddr::Unix(p), Some(fd)) => socket::connect_unix(fd, p),
             (_, None) => Err(io::ErrorKind::NotConnected.into()),
         };
+        let (started, error) = match started {
+            Ok(s) => (Some(s), None),
+            Err(e) => (None, Some(e)),
+        };
         if let Some(x) = self.pool.get_mut(c) {
             x.outbound = true;
             x.handler = Some(Box::new(Connecting {
                 user: Some(h),
+                error,
                 tls: o.tls.clone(),
                 handshaking: false,
                 nodelay: o.nodelay && inet.is_some(),
@@ -226,7 +235,7 @@ impl Core {
         }
         self.pool.outbound_n += 1;
         match started {
-            Ok(ConnectStart::Done) | Ok(ConnectStart::InProgress) => {
+            Some(ConnectStart::Done) | Some(ConnectStart::InProgress) => {
                 // Both directions in one registration, as nginx's
                 // ngx_add_conn: the write event says the connect is over,
                 // the read event is wanted for the response anyway.
@@ -236,23 +245,22 @@ impl Core {
                 }
                 self.add_timer(Ev::write(c), o.timeout);
             }
-            Err(e) => {
-                if let Some(x) = self.pool.get_mut(c) {
-                    x.connect_error = Some(e);
-                }
-                self.post(Ev::write(c));
-            }
+            None => self.post(Ev::write(c)),
         }
         Ok(c)
     }
 
-    /// The outcome of a connect, for the first event of a connection made by
-    /// [`Core::connect`]: `Ok` when connected (and handshaken), or why not
-    /// (taken: a second call says `Ok`).
+    /// The outcome of a connect, asked during the first event of a
+    /// connection made by [`Core::connect`]: `Ok` when connected (and
+    /// handshaken), or why not (taken: a second call says `Ok`; after that
+    /// first event the error is gone, and `write.error` is what remains).
     pub fn connect_result(&mut self, c: ConnId) -> io::Result<()> {
-        match self.pool.get_mut(c).and_then(|x| x.connect_error.take()) {
-            Some(e) => Err(e),
-            None => Ok(()),
+        match self.connect_error.take() {
+            Some((id, e)) if id == c => Err(e),
+            other => {
+                self.connect_error = other;
+                Ok(())
+            }
         }
     }
 
@@ -267,16 +275,12 @@ impl Core {
         self.pool.outbound_n
     }
 
-    /// nginx's `ngx_http_upstream_test_connect`: an error found at
-    /// connect(2) time, or the socket's pending error.
+    /// nginx's `ngx_http_upstream_test_connect`: the socket's pending error.
     fn test_connect(&mut self, c: ConnId) -> io::Result<()> {
         let x = self
             .pool
             .get_mut(c)
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
-        if let Some(e) = x.connect_error.take() {
-            return Err(e);
-        }
         let fd =
             x.fd.as_ref()
                 .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;

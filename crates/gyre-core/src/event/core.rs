@@ -217,6 +217,9 @@ pub struct Core {
     exiting: bool,
     /// File bytes read for TLS (no sendfile under TLS), kept for reuse.
     pub(crate) tls_scratch: Vec<u8>,
+    /// Why a connect failed, while its handler's first call runs
+    /// (src/event/connect.rs: kept here, not in every slot).
+    pub(crate) connect_error: Option<(ConnId, io::Error)>,
 }
 
 impl Core {
@@ -266,6 +269,7 @@ impl Core {
             stop: false,
             exiting: false,
             tls_scratch: Vec::new(),
+            connect_error: None,
             opts,
         })
     }
