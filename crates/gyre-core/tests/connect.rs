@@ -59,6 +59,8 @@ struct Outcome {
     /// The bytes read back.
     got: Vec<u8>,
     done: bool,
+    /// Whether the TLS session was resumed (TLS connections only).
+    resumed: Option<bool>,
     /// Events seen after the first one, by kind.
     reads: usize,
     writes: usize,
@@ -103,7 +105,11 @@ impl Handler for Exchange {
                 return;
             }
             match core.connect_result(c) {
-                Ok(()) => self.o.borrow_mut().first = Some(Ok(())),
+                Ok(()) => {
+                    let mut o = self.o.borrow_mut();
+                    o.first = Some(Ok(()));
+                    o.resumed = core.tls_info(c).map(|i| i.resumed);
+                }
                 Err(e) => {
                     let mut o = self.o.borrow_mut();
                     o.first = Some(Err((e.kind(), e.raw_os_error(), e.to_string())));
@@ -636,4 +642,122 @@ fn verify_needs_a_trusted_certificate() {
         e.to_string(),
         "no proxy_ssl_trusted_certificate for proxy_ssl_verify"
     );
+}
+
+#[test]
+fn tls_client_resumes_sessions() {
+    let p = pki();
+    for be in BACKENDS {
+        let (addr, _sni) = tls_echo(p.server.clone());
+        let cfg = client_config(&ClientTlsOptions::default()).unwrap();
+        let mut core = core(be, 16);
+        let mut resumed = Vec::new();
+        for _ in 0..2 {
+            let (h, o) = Exchange::new(b"resume me");
+            core.connect(&tls_opts(addr, cfg.clone()), Box::new(h))
+                .unwrap();
+            run_until(&mut core, |_| o.borrow().done);
+            assert_eq!(o.borrow().got, b"resume me");
+            resumed.push(o.borrow().resumed);
+        }
+        // nginx's proxy_ssl_session_reuse on: the second handshake resumes.
+        assert_eq!(resumed, vec![Some(false), Some(true)], "{be:?}");
+    }
+}
+
+/// Echoes what it reads (for a TLS listener in the same loop).
+struct EchoBack {
+    pending: Vec<u8>,
+}
+
+impl Handler for EchoBack {
+    fn handle(&mut self, core: &mut Core, ev: Ev) {
+        let c = ev.conn;
+        if ev.timedout {
+            core.close(c);
+            return;
+        }
+        // Bounded: each pass moves bytes or stops.
+        for _ in 0..1000 {
+            if !self.pending.is_empty() {
+                match core.send(c, &self.pending) {
+                    Ok(n) => {
+                        self.pending.drain(..n);
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        core.close(c);
+                        return;
+                    }
+                }
+                continue;
+            }
+            let mut buf = [0u8; 8192];
+            match core.recv(c, &mut buf) {
+                Ok(0) => {
+                    core.close(c);
+                    return;
+                }
+                Ok(n) => self.pending.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    core.close(c);
+                    return;
+                }
+            }
+        }
+        if self.pending.is_empty() {
+            core.handle_read_event(c).unwrap();
+        } else {
+            core.disable_read(c).unwrap();
+        }
+        core.handle_write_event(c).unwrap();
+    }
+}
+
+struct EchoProto;
+
+impl gyre_core::conn::Protocol for EchoProto {
+    fn init_connection(&mut self, core: &mut Core, c: ConnId) -> Option<Box<dyn Handler>> {
+        core.handle_read_event(c).ok()?;
+        Some(Box::new(EchoBack {
+            pending: Vec::new(),
+        }))
+    }
+}
+
+#[test]
+fn tls_client_and_server_layers_in_one_loop() {
+    let p = pki();
+    let payload: Vec<u8> = (0..150_000u32).map(|i| (i % 249) as u8).collect();
+    for be in BACKENDS {
+        let mut core = core(be, 16);
+        let ls = Listener::bind(ListenOptions::new("127.0.0.1:0".parse().unwrap())).unwrap();
+        let addr = ls.local_addr();
+        let id = core.add_listener(ls, Box::new(EchoProto)).unwrap();
+        core.set_listener_tls(
+            id,
+            Some(gyre_core::event::tls::TlsListen {
+                config: Rc::new(p.server.clone()),
+                handshake_timeout: 5000,
+                plain_fallback: false,
+            }),
+        );
+        let cfg = client_config(&ClientTlsOptions {
+            verify: true,
+            trusted: Some(&p.ca),
+            server_name: true,
+            alpn: Vec::new(),
+        })
+        .unwrap();
+        let (h, o) = Exchange::new(&payload);
+        let c = core.connect(&tls_opts(addr, cfg), Box::new(h)).unwrap();
+        run_until(&mut core, |_| o.borrow().done);
+        assert!(matches!(o.borrow().first, Some(Ok(()))), "{be:?}");
+        assert!(o.borrow().got == payload, "{be:?}: echo differs");
+        assert!(!core.is_live(c));
+        assert_eq!(core.outbound_connections(), 0);
+        // The server side sees the client's close_notify and closes too.
+        run_until(&mut core, |core| core.connections_in_use() == 1);
+    }
 }
