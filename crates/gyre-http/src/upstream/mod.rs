@@ -15,7 +15,10 @@
 //! - [`least_conn`], [`hash`] (`hash KEY [consistent]`), [`ip_hash`],
 //!   [`random`] (`random [two [least_conn]]`);
 //! - [`keepalive`]: `keepalive N`, `keepalive_timeout`, `keepalive_requests`;
-//! - [`conf`]: the `upstream {}` block with nginx's errors.
+//! - [`conf`]: the `upstream {}` block with nginx's errors; [`set`]: the
+//!   blocks of an http {} block and the implicit upstreams of `proxy_pass`;
+//! - [`http_request`] / [`http_response`]: the HTTP/1.x request head sent
+//!   upstream and the response read back, sans-I/O.
 
 pub mod conf;
 pub mod crc32;
@@ -27,6 +30,7 @@ pub mod keepalive;
 pub mod least_conn;
 pub mod random;
 pub mod round_robin;
+pub mod set;
 
 use std::net::IpAddr;
 
@@ -170,6 +174,14 @@ impl PeerRequest {
     /// `proxy_next_upstream_tries`).
     pub fn tries(&self) -> usize {
         self.rr.tries
+    }
+
+    /// The attempt failed on a connection taken from the keepalive cache
+    /// (the upstream closed it meanwhile): nginx gives the request one more
+    /// try (`u->peer.tries++` in `ngx_http_upstream_next`), so a stale
+    /// cached connection does not use up an attempt. Call before `free`.
+    pub fn cached_connection_failed(&mut self) {
+        self.rr.tries += 1;
     }
 
     /// The peer chosen last, until it is freed.

@@ -398,3 +398,17 @@ fn rr_request_counts_tries_like_nginx() {
     let r = RrRequest::new(&peers);
     assert_eq!(r.tries, 3);
 }
+
+#[test]
+fn a_failed_cached_connection_gives_one_more_try() {
+    let mut up = Upstream::new(
+        Peers::new("u", vec![peer(1, 1), peer(2, 1)], vec![]),
+        Method::RoundRobin,
+    );
+    let mut r = up.start(b"", None);
+    assert_eq!(r.tries(), 2);
+    r.get(&mut up, 0, &mut || 0).unwrap();
+    r.cached_connection_failed();
+    r.free(&mut up, Outcome::Failed, 0);
+    assert_eq!(r.tries(), 2, "the stale cached connection did not count");
+}
