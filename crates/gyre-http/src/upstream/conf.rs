@@ -256,7 +256,12 @@ pub fn parse(d: &Directive) -> Result<Parsed, ConfError> {
         }
         upstream.keepalive = Some(k);
     }
-    upstream.zone = zone;
+    if let Some((z, size)) = &zone {
+        let at = body.iter().find(|c| c.name == "zone").unwrap_or(d);
+        upstream
+            .share(z, *size)
+            .map_err(|e| err(at, e.to_string()))?;
+    }
     Ok(Parsed {
         name,
         upstream,

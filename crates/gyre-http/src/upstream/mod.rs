@@ -15,6 +15,7 @@
 //! - [`least_conn`], [`hash`] (`hash KEY [consistent]`), [`ip_hash`],
 //!   [`random`] (`random [two [least_conn]]`);
 //! - [`keepalive`]: `keepalive N`, `keepalive_timeout`, `keepalive_requests`;
+//! - [`zone`]: `zone NAME SIZE`, the peers' state shared by all workers;
 //! - [`conf`]: the `upstream {}` block with nginx's errors; [`set`]: the
 //!   blocks of an http {} block and the implicit upstreams of `proxy_pass`;
 //! - [`http_request`] / [`http_response`]: the HTTP/1.x request head sent
@@ -31,6 +32,7 @@ pub mod least_conn;
 pub mod random;
 pub mod round_robin;
 pub mod set;
+pub mod zone;
 
 use std::net::IpAddr;
 
@@ -61,8 +63,10 @@ pub struct Upstream {
     pub method: Method,
     /// `keepalive N` and friends, if set.
     pub keepalive: Option<keepalive::KeepaliveConf>,
-    /// `zone NAME SIZE` (accepted; the state stays per worker for now).
+    /// `zone NAME SIZE`.
     pub zone: Option<(String, usize)>,
+    /// The peers' state in shared memory, once [`Upstream::share`] ran.
+    shared: Option<zone::SharedPeers>,
     points: Option<hash::Points>,
     ranges: Option<random::Ranges>,
 }
@@ -83,9 +87,24 @@ impl Upstream {
             method,
             keepalive: None,
             zone: None,
+            shared: None,
             points,
             ranges,
         }
+    }
+
+    /// Puts the peers' state in a shared zone of `size` bytes (`zone NAME
+    /// SIZE`); call before the workers fork. Clones of this upstream (in
+    /// this process or a forked one) then share one state.
+    pub fn share(&mut self, name: &str, size: usize) -> std::io::Result<()> {
+        self.shared = Some(zone::SharedPeers::new(name, size, &self.peers)?);
+        self.zone = Some((name.to_string(), size));
+        Ok(())
+    }
+
+    /// Whether the peers' state is in shared memory.
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
     }
 
     /// The consistent-hash points (for `hash … consistent`).
@@ -146,26 +165,40 @@ impl PeerRequest {
         now: i64,
         rng: &mut dyn FnMut() -> u32,
     ) -> Option<Chosen> {
-        let peers = &mut up.peers;
-        match &mut self.kind {
+        let Upstream {
+            peers,
+            shared,
+            points,
+            ranges,
+            ..
+        } = up;
+        let mut get = |peers: &mut Peers| match &mut self.kind {
             Kind::RoundRobin => self.rr.get(peers, now),
             Kind::LeastConn => least_conn::get(&mut self.rr, peers, now),
             Kind::Hash(h) => h.get(&mut self.rr, peers, &self.key, now),
-            Kind::Chash(h) => match &up.points {
+            Kind::Chash(h) => match points {
                 Some(pts) => h.get(&mut self.rr, peers, pts, &self.key, now),
                 None => self.rr.get(peers, now),
             },
             Kind::IpHash(h) => h.get(&mut self.rr, peers, now),
-            Kind::Random(h, two) => match &up.ranges {
+            Kind::Random(h, two) => match ranges {
                 Some(r) => h.get(&mut self.rr, peers, r, *two, rng, now),
                 None => self.rr.get(peers, now),
             },
+        };
+        match shared {
+            Some(z) => z.with(peers, get),
+            None => get(peers),
         }
     }
 
     /// Reports how the attempt on the last chosen peer went.
     pub fn free(&mut self, up: &mut Upstream, outcome: Outcome, now: i64) -> round_robin::Freed {
-        let f = self.rr.free(&mut up.peers, outcome, now);
+        let rr = &mut self.rr;
+        let f = match &up.shared {
+            Some(z) => z.with(&mut up.peers, |p| rr.free(p, outcome, now)),
+            None => rr.free(&mut up.peers, outcome, now),
+        };
         self.rr.current = None;
         f
     }

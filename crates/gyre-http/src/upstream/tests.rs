@@ -412,3 +412,47 @@ fn a_failed_cached_connection_gives_one_more_try() {
     r.free(&mut up, Outcome::Failed, 0);
     assert_eq!(r.tries(), 2, "the stale cached connection did not count");
 }
+
+#[test]
+fn a_zone_makes_copies_balance_as_one() {
+    let peers = Peers::new("u", vec![peer(1, 5), peer(2, 1), peer(3, 1)], vec![]);
+    // Without a zone two workers each run their own sequence.
+    let mut a = Upstream::new(peers.clone(), Method::RoundRobin);
+    let mut b = a.clone();
+    let mut s = String::new();
+    for i in 0..7 {
+        let up = if i % 2 == 0 { &mut a } else { &mut b };
+        s += &seq(up, 1, 0);
+    }
+    // a a b a … in each, interleaved.
+    assert_eq!(s, "aaaabba", "separate states");
+    // With one, the interleaved picks are the single sequence.
+    let mut a = Upstream::new(peers, Method::RoundRobin);
+    a.share("z", 64 * 1024).unwrap();
+    assert!(a.is_shared());
+    let mut b = a.clone();
+    let mut s = String::new();
+    for i in 0..14 {
+        let up = if i % 2 == 0 { &mut a } else { &mut b };
+        s += &seq(up, 1, 0);
+    }
+    assert_eq!(s, "aabacaaaabacaa");
+    // A failure seen by one is seen by the other.
+    let mut r = a.start(b"", None);
+    let c = r.get(&mut a, 0, &mut || 0).unwrap();
+    assert!(r.free(&mut a, Outcome::Failed, 0).disabled);
+    for _ in 0..6 {
+        let mut r = b.start(b"", None);
+        let c2 = r.get(&mut b, 0, &mut || 0).unwrap();
+        assert_ne!(c2, c, "disabled in the other copy too");
+        r.free(&mut b, Outcome::Ok, 0);
+    }
+}
+
+#[test]
+fn a_zone_too_small_for_its_peers_is_refused() {
+    let many: Vec<Peer> = (1..=600).map(|p| peer(p, 1)).collect();
+    let mut up = Upstream::new(Peers::new("u", many, vec![]), Method::RoundRobin);
+    let e = up.share("z", 32 * 1024).unwrap_err();
+    assert_eq!(e.to_string(), "zone \"z\" is too small");
+}
