@@ -152,6 +152,7 @@ fn upstream_block_errors_match_nginx() {
         "server 127.0.0.1:1 max_conns=x;",
         "server 127.0.0.1:1 down; server 127.0.0.1:2 backup;",
         "server 127.0.0.1:1 backup; hash $uri;",
+        "server 127.0.0.1:1; server 127.0.0.1:2 backup; hash $uri;",
         "hash $uri; server 127.0.0.1:1 backup;",
         "ip_hash; server 127.0.0.1:1 backup;",
         "random; server 127.0.0.1:1 backup;",

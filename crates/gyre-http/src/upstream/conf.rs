@@ -238,11 +238,10 @@ pub fn parse(d: &Directive) -> Result<Parsed, ConfError> {
     if primary.is_empty() {
         return Err(err(d, format!("no servers in upstream \"{name}\"")));
     }
+    // Backups declared before `hash`, `ip_hash` or `random` stay: nginx
+    // keeps them too, and its round-robin fallback (after 20 tries) uses
+    // them.
     let method = method.unwrap_or(Method::RoundRobin);
-    if !matches!(method, Method::RoundRobin | Method::LeastConn) {
-        // Backups declared before a method that ignores them.
-        backup.clear();
-    }
     let mut upstream = Upstream::new(Peers::new(&name, primary, backup), method);
     if let Some(mut k) = keepalive {
         if let Some(t) = ka_timeout {
