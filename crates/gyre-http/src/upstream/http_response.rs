@@ -639,6 +639,114 @@ mod tests {
         }
     }
 
+    /// Inputs built from the tokens heads are made of, by a fixed LCG.
+    fn generated(seed: u64, n: usize) -> Vec<Vec<u8>> {
+        const TOKENS: &[&[u8]] = &[
+            b"HTTP/1.1 ",
+            b"HTTP/1.0 ",
+            b"HTTP/",
+            b"200",
+            b"1",
+            b" OK",
+            b"\r\n",
+            b"\n",
+            b"\r",
+            b"Content-Length: ",
+            b"Transfer-Encoding: chunked",
+            b"Connection: close",
+            b": ",
+            b"X-A",
+            b" ",
+            b"\0",
+            b"_",
+            b"\x7f",
+            b"5",
+            b"chunked",
+            b"HTTP/1.1 100 Continue\r\n\r\n",
+            b"a",
+            b"0\r\n\r\n",
+            b"3\r\nabc\r\n",
+            b";x",
+            b"zz",
+        ];
+        let mut x = seed;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as usize
+        };
+        (0..n)
+            .map(|_| {
+                let len = next() % 24;
+                let mut v = b"HTTP/1.1 200 OK\r\n".to_vec();
+                if next() % 4 == 0 {
+                    v.clear();
+                }
+                for _ in 0..len {
+                    v.extend_from_slice(TOKENS[next() % TOKENS.len()]);
+                }
+                v
+            })
+            .collect()
+    }
+
+    #[test]
+    fn decisions_on_a_prefix_never_change() {
+        for (i, input) in generated(7, 3000).iter().enumerate() {
+            for skip in [false, true] {
+                let o = HeadOptions {
+                    limit: 16 + i % 96,
+                    skip_informational: skip,
+                };
+                let full = parse_head(input, &o);
+                if let Head::Done(_, n) = &full {
+                    assert!(*n <= input.len());
+                }
+                for k in 0..input.len() {
+                    let r = parse_head(&input[..k], &o);
+                    if r != Head::Incomplete {
+                        assert_eq!(
+                            r,
+                            full,
+                            "prefix {k} of {:?}",
+                            String::from_utf8_lossy(input)
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bodies_decode_the_same_however_split() {
+        for input in generated(11, 2000) {
+            for framing in [Framing::Chunked, Framing::Length(7), Framing::UntilClose] {
+                let mut whole = BodyReader::new(framing);
+                let mut a = Vec::new();
+                let ra = whole.feed(&input, &mut a);
+                let mut bytes = BodyReader::new(framing);
+                let mut b = Vec::new();
+                let mut rb = Ok(0);
+                for i in 0..input.len() {
+                    match bytes.feed(&input[i..i + 1], &mut b) {
+                        Ok(n) => rb = rb.map(|t| t + n),
+                        Err(e) => {
+                            rb = Err(e);
+                            break;
+                        }
+                    }
+                }
+                assert_eq!(ra.is_err(), rb.is_err(), "{framing:?} {input:?}");
+                if ra.is_ok() {
+                    assert_eq!(ra, rb);
+                    assert_eq!(a, b);
+                    assert_eq!(whole.is_done(), bytes.is_done());
+                }
+            }
+        }
+    }
+
     #[test]
     fn bodies_and_keepalive() {
         let (h, n) = done(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
