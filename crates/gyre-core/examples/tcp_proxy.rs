@@ -6,8 +6,15 @@
 //! cargo run --release -p gyre-core --example tcp_proxy -- \
 //!     --listen 127.0.0.1:7001 --upstream 127.0.0.1:7000|unix:/path \
 //!     [--backend epoll|poll] [--buffer BYTES] [--connect-timeout-ms N] \
-//!     [--timeout-ms N] [--connections N]
+//!     [--timeout-ms N] [--connections N] \
+//!     [--upstream-tls [--upstream-ca FILE] [--upstream-name NAME]]
 //! ```
+//!
+//! `--upstream-tls` speaks TLS to the upstream (nginx's `proxy_pass https`,
+//! `proxy_ssl on` in stream): without `--upstream-ca` any certificate is
+//! taken and no SNI is sent (nginx's defaults); with it the certificate is
+//! verified against those CAs for `--upstream-name` (default `localhost`),
+//! which is also sent as SNI.
 //!
 //! Each accepted connection gets one upstream connection ([`Core::connect`])
 //! and two buffers of `--buffer` bytes, one per direction, allocated once:
@@ -27,8 +34,10 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use gyre_core::conn::{ConnId, ListenOptions, Listener, Protocol};
+use gyre_core::event::tls::rustls;
+use gyre_core::event::tls_client::{client_config, ClientTlsOptions};
 use gyre_core::event::{
-    Backend, ConnectOptions, Core, CoreOptions, Ev, EvKind, Handler, Next, PeerAddr,
+    Backend, ConnectOptions, Core, CoreOptions, Ev, EvKind, Handler, Next, PeerAddr, TlsConnect,
 };
 use gyre_core::sys_error_text;
 
@@ -256,13 +265,18 @@ impl Session {
                 return;
             }
             if let Err(e) = core.connect_result(ev.conn) {
-                self.finish(
-                    core,
-                    Some(format!(
+                let why = if e.kind() == io::ErrorKind::InvalidData {
+                    // rustls refused the handshake (a certificate, an alert).
+                    format!(
+                        "SSL_do_handshake() failed (SSL: {e}) while SSL handshaking to upstream"
+                    )
+                } else {
+                    format!(
                         "connect() failed ({}) while connecting to upstream",
                         sys_error_text(&e)
-                    )),
-                );
+                    )
+                };
+                self.finish(core, Some(why));
                 return;
             }
             self.connected = true;
@@ -296,6 +310,7 @@ impl Handler for Side {
 
 struct Proxy {
     upstream: PeerAddr,
+    tls: Option<TlsConnect>,
     buffer: usize,
     connect_timeout: u64,
     timeout: u64,
@@ -326,7 +341,8 @@ impl Protocol for Proxy {
             closed: false,
             ctx,
         }));
-        let o = ConnectOptions::new(self.upstream.clone(), self.connect_timeout);
+        let mut o = ConnectOptions::new(self.upstream.clone(), self.connect_timeout);
+        o.tls = self.tls.clone();
         match core.connect(&o, Box::new(Side(s.clone()))) {
             Ok(u) => s.borrow_mut().upstream = u,
             Err(e) => {
@@ -352,6 +368,9 @@ struct Args {
     connect_timeout: u64,
     timeout: u64,
     connections: usize,
+    upstream_tls: bool,
+    upstream_ca: Option<String>,
+    upstream_name: String,
 }
 
 fn number(v: &str) -> Result<u64, String> {
@@ -367,6 +386,9 @@ fn parse_args() -> Result<Args, String> {
         connect_timeout: 60_000,
         timeout: 600_000,
         connections: 1024,
+        upstream_tls: false,
+        upstream_ca: None,
+        upstream_name: "localhost".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -391,10 +413,14 @@ fn parse_args() -> Result<Args, String> {
             "--connect-timeout-ms" => a.connect_timeout = number(&value()?)?,
             "--timeout-ms" => a.timeout = number(&value()?)?,
             "--connections" => a.connections = number(&value()?)? as usize,
+            "--upstream-tls" => a.upstream_tls = true,
+            "--upstream-ca" => a.upstream_ca = Some(value()?),
+            "--upstream-name" => a.upstream_name = value()?,
             "-h" | "--help" => {
                 return Err("usage: tcp_proxy --upstream ADDR:PORT|unix:PATH \
                             [--listen ADDR:PORT] [--backend epoll|poll] [--buffer BYTES] \
-                            [--connect-timeout-ms N] [--timeout-ms N] [--connections N]"
+                            [--connect-timeout-ms N] [--timeout-ms N] [--connections N] \
+                            [--upstream-tls [--upstream-ca FILE] [--upstream-name NAME]]"
                     .into())
             }
             _ => return Err(format!("unknown flag {flag:?}")),
@@ -425,6 +451,20 @@ fn run(args: Args) -> io::Result<()> {
     let Some(upstream) = args.upstream else {
         return Err(io::Error::other("--upstream is required"));
     };
+    let tls = if args.upstream_tls {
+        let verify = args.upstream_ca.is_some();
+        let config = client_config(&ClientTlsOptions {
+            verify,
+            trusted: args.upstream_ca.as_deref().map(std::path::Path::new),
+            server_name: verify,
+            alpn: Vec::new(),
+        })?;
+        let name = rustls::pki_types::ServerName::try_from(args.upstream_name.clone())
+            .map_err(|e| io::Error::other(format!("--upstream-name: {e}")))?;
+        Some(TlsConnect { config, name })
+    } else {
+        None
+    };
     let mut core = Core::new(CoreOptions {
         connections: args.connections,
         backend: args.backend,
@@ -440,6 +480,7 @@ fn run(args: Args) -> io::Result<()> {
         ls,
         Box::new(Proxy {
             upstream,
+            tls,
             buffer: args.buffer,
             connect_timeout: args.connect_timeout,
             timeout: args.timeout,

@@ -2,7 +2,7 @@
 //! on both modules: concurrent echoes, a half-close passed on, a slow reader
 //! of a fast backend (the proxy's memory stays bounded and every byte
 //! arrives), a backend that resets, an unreachable backend, a unix-domain
-//! backend.
+//! backend, a TLS backend (verified, and refused for an unknown issuer).
 #![allow(clippy::unwrap_used)]
 
 mod util;
@@ -320,4 +320,114 @@ fn unix_domain_backend() {
         assert_eq!(got, b"via unix", "{be}");
     }
     let _ = std::fs::remove_file(&path);
+}
+
+struct Pki {
+    dir: std::path::PathBuf,
+    ca: std::path::PathBuf,
+    other_ca: std::path::PathBuf,
+    server: Arc<gyre_core::event::tls::rustls::ServerConfig>,
+}
+
+impl Drop for Pki {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn pki() -> Pki {
+    use util::certs::{Alg, Ca};
+    let dir = std::env::temp_dir().join(format!("gyre-tcp-proxy-pki-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = Ca::new(&dir, "ca");
+    let other = Ca::new(&dir, "other");
+    let leaf = ca.leaf(&dir, "srv", &["backend.test"], Alg::Ecdsa);
+    let server =
+        gyre_core::event::tls_conf::simple_server_config(&leaf.cert, &leaf.key, &[]).unwrap();
+    Pki {
+        ca: ca.pem.clone(),
+        other_ca: other.pem.clone(),
+        dir,
+        server,
+    }
+}
+
+/// A rustls echo backend in threads.
+fn tls_backend(cfg: Arc<gyre_core::event::tls::rustls::ServerConfig>) -> SocketAddr {
+    use gyre_core::event::tls::rustls;
+    let ls = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = ls.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in ls.incoming().take(16) {
+            let Ok(s) = s else { return };
+            let cfg = cfg.clone();
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                let mut t =
+                    rustls::StreamOwned::new(rustls::ServerConnection::new(cfg).unwrap(), s);
+                let mut buf = [0u8; 65536];
+                while let Ok(n) = t.read(&mut buf) {
+                    if n == 0 || t.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                t.conn.send_close_notify();
+                let _ = t.flush();
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn tls_to_the_upstream() {
+    let p = pki();
+    let up = tls_backend(p.server.clone());
+    let ca = p.ca.to_str().unwrap().to_string();
+    for be in BACKENDS {
+        for extra in [
+            vec!["--upstream-tls"],
+            vec![
+                "--upstream-tls",
+                "--upstream-ca",
+                &ca,
+                "--upstream-name",
+                "backend.test",
+            ],
+        ] {
+            let proxy = ProxyProc::start(be, &up.to_string(), &extra);
+            let data = pattern(200_000, 3);
+            let mut s = client(proxy.addr);
+            let mut r = s.try_clone().unwrap();
+            let w = {
+                let data = data.clone();
+                std::thread::spawn(move || {
+                    s.write_all(&data).unwrap();
+                    s.shutdown(Shutdown::Write).unwrap();
+                })
+            };
+            let mut got = Vec::new();
+            r.read_to_end(&mut got).unwrap();
+            w.join().unwrap();
+            assert!(got == data, "{be} {extra:?}: {} bytes", got.len());
+        }
+        // Verified against a CA that did not sign the backend: refused.
+        let other = p.other_ca.to_str().unwrap();
+        let proxy = ProxyProc::start(
+            be,
+            &up.to_string(),
+            &[
+                "--upstream-tls",
+                "--upstream-ca",
+                other,
+                "--upstream-name",
+                "backend.test",
+            ],
+        );
+        let mut s = client(proxy.addr);
+        let mut b = [0u8; 8];
+        assert_eq!(s.read(&mut b).unwrap_or(0), 0, "{be}");
+        let line = proxy.wait_log("while SSL handshaking to upstream");
+        assert!(line.contains("UnknownIssuer"), "{be}: {line}");
+    }
 }
