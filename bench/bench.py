@@ -1942,6 +1942,8 @@ FUZZ_TARGETS = [
     ("resp_parse", "kv.dict", "gyre_kv::RequestParser alone: multibulk and inline, tiny and "
                               "default limits"),
     ("kv_server", "kv.dict", "gyre_kv::Server::feed: every command on arbitrary argv, serverCron"),
+    ("upstream_response", "http.dict", "gyre_http::upstream::http_response: upstream heads at "
+                                       "every limit, prefix decisions, body framing splits"),
 ]
 FUZZ_SECS = int(os.environ.get("BENCH_FUZZ_SECS", "300"))
 

@@ -123,6 +123,9 @@ pub struct Connection {
     /// Between requests: closed at once on graceful shutdown (nginx's
     /// `c->idle`).
     pub(crate) idle: bool,
+    /// Made by [`Core::connect`](crate::event::Core::connect), not
+    /// accepted (counted apart in [`Pool`]).
+    pub(crate) outbound: bool,
     lru_prev: u32,
     lru_next: u32,
     next_free: u32,
@@ -147,6 +150,7 @@ impl Connection {
             close: false,
             reusable: false,
             idle: false,
+            outbound: false,
             lru_prev: NIL,
             lru_next: NIL,
             next_free,
@@ -180,6 +184,9 @@ pub(crate) struct Pool {
     lru_head: u32,
     lru_tail: u32,
     pub(crate) reusable_n: usize,
+    /// Outbound connections in use (nginx counts them in
+    /// `worker_connections` with the accepted ones).
+    pub(crate) outbound_n: usize,
     serial: u64,
 }
 
@@ -196,6 +203,7 @@ impl Pool {
             lru_head: NIL,
             lru_tail: NIL,
             reusable_n: 0,
+            outbound_n: 0,
             serial: 0,
         }
     }
@@ -252,6 +260,7 @@ impl Pool {
         let x = &mut self.conns[c.slot as usize];
         x.gen = x.gen.wrapping_add(1);
         x.kind = Kind::Free;
+        let outbound = std::mem::replace(&mut x.outbound, false);
         x.next_free = head;
         x.handler = None;
         x.tls = None;
@@ -259,6 +268,9 @@ impl Pool {
         let fd = x.fd.take();
         self.free_head = c.slot;
         self.free_n += 1;
+        if outbound {
+            self.outbound_n -= 1;
+        }
         fd
     }
 

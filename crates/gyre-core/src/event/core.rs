@@ -114,6 +114,8 @@ pub struct CoreStats {
     /// TLS connections closed while the socket was full, whose
     /// close_notify was then flushed in the background.
     pub tls_lingered: u64,
+    /// Outbound connects started ([`Core::connect`]).
+    pub connected: u64,
 }
 
 /// Settings for a [`Core`] (the `events {}` block and friends).
@@ -220,6 +222,9 @@ pub struct Core {
     exiting: bool,
     /// File bytes read for TLS (no sendfile under TLS), kept for reuse.
     pub(crate) tls_scratch: Vec<u8>,
+    /// Why a connect failed, while its handler's first call runs
+    /// (src/event/connect.rs: kept here, not in every slot).
+    pub(crate) connect_error: Option<(ConnId, io::Error)>,
 }
 
 impl Core {
@@ -269,6 +274,7 @@ impl Core {
             stop: false,
             exiting: false,
             tls_scratch: Vec::new(),
+            connect_error: None,
             opts,
         })
     }

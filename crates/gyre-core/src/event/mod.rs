@@ -2,6 +2,7 @@
 
 pub mod actions;
 pub mod clock;
+pub mod connect;
 pub mod core;
 pub mod epoll;
 pub mod poll;
@@ -9,10 +10,12 @@ pub mod posted;
 pub mod time_event;
 pub mod timer;
 pub mod tls;
+pub mod tls_client;
 pub mod tls_conf;
 
 pub use self::actions::{Actions, Backend, Interest, Readiness, Trigger};
 pub use self::clock::{msec_before, msec_diff, Clock, Msec};
+pub use self::connect::{ConnectOptions, PeerAddr, TlsConnect};
 pub use self::core::{
     AcceptMutex, Core, CoreOptions, CoreStats, Ev, EvKind, Handler, Notifier, TimeEventHandler,
 };

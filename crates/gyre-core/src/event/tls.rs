@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 pub use rustls;
 use rustls::server::{Acceptor, ClientHello};
-use rustls::{ServerConfig, ServerConnection};
+use rustls::{Connection, ServerConfig};
 
 use super::actions::Interest;
 use super::core::{Core, Ev, EvKind, Handler};
@@ -100,19 +100,20 @@ impl TlsInfo {
     }
 }
 
-enum State {
+pub(super) enum State {
     /// Reading the ClientHello, before a configuration is chosen.
     Hello(Box<Acceptor>),
-    /// Handshaking or established.
-    Conn(Box<ServerConnection>),
+    /// Handshaking or established: a server connection, or a client one
+    /// made by [`Core::connect`] (src/event/tls_client.rs).
+    Conn(Box<Connection>),
 }
 
 /// A connection's TLS state, owned by its pool slot.
 pub(crate) struct Tls {
-    state: State,
-    info: Option<TlsInfo>,
+    pub(super) state: State,
+    pub(super) info: Option<TlsInfo>,
     /// Decrypted bytes not yet read by the protocol.
-    plain_pending: usize,
+    pub(super) plain_pending: usize,
     /// The socket reported end of stream.
     sock_eof: bool,
     /// The protocol saw a short write: call its write handler once the
@@ -137,15 +138,28 @@ impl Tls {
         }
     }
 
-    fn conn(&mut self) -> Option<&mut ServerConnection> {
+    /// The client side of a connection made by [`Core::connect`].
+    pub(super) fn client(conn: rustls::ClientConnection) -> Tls {
+        Tls {
+            state: State::Conn(Box::new(Connection::Client(conn))),
+            ..Tls::new()
+        }
+    }
+
+    fn conn(&mut self) -> Option<&mut Connection> {
         match &mut self.state {
             State::Conn(c) => Some(c),
             State::Hello(_) => None,
         }
     }
 
+    /// A fatal alert was queued: no close_notify, no more data.
+    pub(super) fn closed_by_error(&mut self) {
+        self.closed = true;
+    }
+
     /// Ciphertext waiting for the socket.
-    fn pending_out(&self) -> bool {
+    pub(super) fn pending_out(&self) -> bool {
         match &self.state {
             State::Conn(c) => c.wants_write(),
             State::Hello(_) => false,
@@ -154,10 +168,10 @@ impl Tls {
 }
 
 /// Reads ciphertext from the socket for rustls, remembering what happened.
-struct SockReader<'a> {
-    fd: BorrowedFd<'a>,
+pub(super) struct SockReader<'a> {
+    pub(super) fd: BorrowedFd<'a>,
     /// A read shorter than asked (the socket is drained, with EPOLLRDHUP).
-    short: bool,
+    pub(super) short: bool,
 }
 
 impl Read for SockReader<'_> {
@@ -184,7 +198,7 @@ impl Write for SockWriter<'_> {
 
 /// Result of pushing ciphertext to the socket.
 #[derive(PartialEq, Eq)]
-enum Flush {
+pub(super) enum Flush {
     Done,
     Blocked,
 }
@@ -197,7 +211,7 @@ fn flush(tls: &mut Tls, fd: BorrowedFd<'_>) -> io::Result<Flush> {
     }
 }
 
-fn flush_conn(conn: &mut ServerConnection, fd: BorrowedFd<'_>) -> io::Result<Flush> {
+pub(super) fn flush_conn(conn: &mut Connection, fd: BorrowedFd<'_>) -> io::Result<Flush> {
     // Bounded: every pass either writes bytes or stops.
     while conn.wants_write() {
         match conn.write_tls(&mut SockWriter(fd)) {
@@ -216,7 +230,7 @@ fn broken() -> io::Error {
 
 /// rustls's error as an I/O error for the protocol (it is logged where it
 /// matters: during the handshake).
-fn tls_error(e: rustls::Error) -> io::Error {
+pub(super) fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
@@ -527,7 +541,9 @@ impl Core {
                                 }
                             };
                             match accepted.into_connection(sc) {
-                                Ok(conn) => tls.state = State::Conn(Box::new(conn)),
+                                Ok(conn) => {
+                                    tls.state = State::Conn(Box::new(Connection::Server(conn)))
+                                }
                                 Err((e, mut alert)) => {
                                     let _ = alert.write(&mut SockWriter(fd));
                                     log::info!(
@@ -962,7 +978,7 @@ impl Core {
     }
 }
 
-fn info_of(conn: &ServerConnection) -> TlsInfo {
+pub(super) fn info_of(conn: &Connection) -> TlsInfo {
     TlsInfo {
         version: conn
             .protocol_version()
@@ -970,7 +986,10 @@ fn info_of(conn: &ServerConnection) -> TlsInfo {
         suite: conn
             .negotiated_cipher_suite()
             .map_or(rustls::CipherSuite::Unknown(0), |s| s.suite()),
-        server_name: conn.server_name().map(Into::into),
+        server_name: match conn {
+            Connection::Server(s) => s.server_name().map(Into::into),
+            Connection::Client(_) => None,
+        },
         resumed: matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
         alpn: conn.alpn_protocol().map(Into::into),
         client_verified: conn.peer_certificates().is_some_and(|c| !c.is_empty()),

@@ -151,6 +151,27 @@ impl ShmRegion {
     }
 }
 
+impl ShmRegion {
+    /// Views the start of the region as `n` values of `T`: a zone whose size
+    /// is known only at run time (one slot per upstream peer).
+    ///
+    /// Returns `None` when they do not fit or `T` needs more than page
+    /// alignment; as for [`ShmRegion::zone`], every process must use the
+    /// same `T` and `n` on one region.
+    pub fn slice<T: ShmSafe>(&self, n: usize) -> Option<&[T]> {
+        let bytes = size_of::<T>().checked_mul(n)?;
+        if bytes > self.len || align_of::<T>() > page_size() {
+            return None;
+        }
+        // SAFETY: the mapping is `len >= n * size_of::<T>()` bytes,
+        // page-aligned (so aligned for T), lives as long as `&self`, and
+        // `T: ShmSafe` is valid for every bit pattern and only mutated
+        // through atomics; arrays of ShmSafe values have no padding between
+        // elements.
+        Some(unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<T>(), n) })
+    }
+}
+
 impl Drop for ShmRegion {
     fn drop(&mut self) {
         // SAFETY: `ptr`/`len` describe a mapping we created and still own; no

@@ -273,3 +273,61 @@ pub fn is_listening_socket(fd: std::os::fd::RawFd) -> bool {
 pub fn reuseport(fd: BorrowedFd<'_>) -> bool {
     rnet::sockopt::socket_reuseport(fd).unwrap_or(false)
 }
+
+/// A non-blocking, close-on-exec stream socket for an outbound connection:
+/// the family of `inet`, or AF_UNIX for `None`.
+pub fn stream_socket(inet: Option<&SocketAddr>) -> io::Result<OwnedFd> {
+    let family = match inet {
+        Some(SocketAddr::V4(_)) => AddressFamily::INET,
+        Some(SocketAddr::V6(_)) => AddressFamily::INET6,
+        None => AddressFamily::UNIX,
+    };
+    Ok(rnet::socket_with(
+        family,
+        SocketType::STREAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?)
+}
+
+/// How a non-blocking connect(2) started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectStart {
+    /// Connected at once (usual for unix-domain sockets).
+    Done,
+    /// EINPROGRESS: the outcome comes as write readiness, then SO_ERROR.
+    InProgress,
+}
+
+fn connect_outcome(r: rustix::io::Result<()>) -> io::Result<ConnectStart> {
+    match r {
+        Ok(()) => Ok(ConnectStart::Done),
+        // EINTR on a non-blocking connect: the kernel goes on in the
+        // background, as after EINPROGRESS.
+        Err(e) if e == rustix::io::Errno::INPROGRESS || e == rustix::io::Errno::INTR => {
+            Ok(ConnectStart::InProgress)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// connect(2) of a non-blocking TCP socket.
+pub fn connect_inet(fd: BorrowedFd<'_>, addr: &SocketAddr) -> io::Result<ConnectStart> {
+    connect_outcome(rnet::connect(fd, addr))
+}
+
+/// connect(2) of a non-blocking unix-domain socket. Linux says EAGAIN (not
+/// ECONNREFUSED) when the listener's queue is full; it is returned as is.
+pub fn connect_unix(fd: BorrowedFd<'_>, path: &std::path::Path) -> io::Result<ConnectStart> {
+    let a = rnet::SocketAddrUnix::new(path)?;
+    connect_outcome(rnet::connect(fd, &a))
+}
+
+/// The pending error of a socket (getsockopt SO_ERROR), which also clears
+/// it: how a non-blocking connect's outcome is read.
+pub fn take_error(fd: BorrowedFd<'_>) -> io::Result<()> {
+    match rnet::sockopt::socket_error(fd)? {
+        Ok(()) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
