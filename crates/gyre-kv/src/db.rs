@@ -351,7 +351,9 @@ impl Db {
         self.hasher.hash(key) & self.hash_mask
     }
 
-    /// Node index of `key` (hash already computed).
+    /// Node index of `key` (hash already computed). Inline: every lookup
+    /// runs it.
+    #[inline]
     fn find_hashed(&self, h: u64, key: &[u8]) -> Option<usize> {
         let mut i = *self.map.get(&h)?;
         loop {
@@ -467,17 +469,25 @@ impl Db {
         }
     }
 
+    /// Inline: every lookup asks, and the answer is nearly always no.
+    #[inline]
     fn expire_at_if_needed(&mut self, i: usize, now: i64) -> bool {
         if is_expired(self.nodes[i].expire, now) {
-            self.log_expired(i);
-            self.expiring = true;
-            self.remove_at(i);
-            self.expiring = false;
-            self.stats.expired_keys += 1;
+            self.expire_at(i);
             true
         } else {
             false
         }
+    }
+
+    /// Remove expired node `i` (an expiry, counted in `expired_keys`).
+    #[inline(never)]
+    fn expire_at(&mut self, i: usize) {
+        self.log_expired(i);
+        self.expiring = true;
+        self.remove_at(i);
+        self.expiring = false;
+        self.stats.expired_keys += 1;
     }
 
     /// Whether a change must be noted (WATCH or keyspace events).
@@ -763,7 +773,8 @@ impl Db {
             let n = &mut self.nodes[i];
             self.mem = self.mem.saturating_sub(n.value.mem()) + vlen;
             n.value = value;
-            if !keep_ttl {
+            // The TTL test inline: most keys have none.
+            if !keep_ttl && n.ttl_slot != NONE {
                 self.remove_expire_at(i);
             }
             return p;
