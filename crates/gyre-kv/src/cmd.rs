@@ -236,19 +236,29 @@ fn name_word(b: &[u8]) -> u64 {
 #[inline(always)]
 fn name_hash(name: &[u8]) -> u32 {
     let n = name.len();
-    let mix = |h: u64, w: u64| (h ^ (w | FOLD)).wrapping_mul(NAME_MUL);
-    let mut h = (n as u64).wrapping_mul(NAME_MUL);
-    if n > 8 {
-        let mut i = 0;
-        while i + 8 < n {
-            h = mix(h, word8(name, i));
-            i += 8;
-        }
-        h = mix(h, word8(name, n - 8));
-    } else {
-        h = mix(h, name_word(name));
+    if n <= 8 {
+        return short_hash(n, name_word(name));
     }
+    let mut h = (n as u64).wrapping_mul(NAME_MUL);
+    let mut i = 0;
+    while i + 8 < n {
+        h = mix(h, word8(name, i));
+        i += 8;
+    }
+    h = mix(h, word8(name, n - 8));
     (h >> 32) as u32
+}
+
+/// [`name_hash`] of a name of `n` <= 8 bytes whose [`name_word`] is `w`.
+#[inline(always)]
+fn short_hash(n: usize, w: u64) -> u32 {
+    (mix((n as u64).wrapping_mul(NAME_MUL), w) >> 32) as u32
+}
+
+/// One word of [`name_hash`]: folded, then mixed in by a multiply.
+#[inline(always)]
+fn mix(h: u64, w: u64) -> u64 {
+    (h ^ (w | FOLD)).wrapping_mul(NAME_MUL)
 }
 
 impl CommandTable {
@@ -281,13 +291,20 @@ impl CommandTable {
     #[inline(always)]
     pub(crate) fn get(&self, name: &[u8]) -> Option<&'static CommandSpec> {
         let mask = self.slots.len() - 1;
-        let h = name_hash(name);
+        // A short name's word serves both the hash and the compare.
+        let n = name.len();
+        let w = if n <= 8 { name_word(name) } else { 0 };
+        let h = if n <= 8 {
+            short_hash(n, w)
+        } else {
+            name_hash(name)
+        };
         let mut i = h as usize & mask;
         loop {
             let s = self.slots[i]?;
-            if s.hash == h && s.len as usize == name.len() {
-                let same = if name.len() <= 8 {
-                    name_word(name) | s.fold == s.word
+            if s.hash == h && s.len as usize == n {
+                let same = if n <= 8 {
+                    w | s.fold == s.word
                 } else {
                     s.spec.name.as_bytes().eq_ignore_ascii_case(name)
                 };

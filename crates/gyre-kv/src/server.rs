@@ -1016,7 +1016,7 @@ impl Server {
     /// `Err` carries Redis's error text. Inline: the common case (a known
     /// command without subcommands, right arity) is a table probe and one
     /// compare; the rest is [`Server::lookup_command_slow`].
-    #[inline]
+    #[inline(always)]
     fn lookup_command(&self, argv: Argv<'_>) -> Result<Resolved, Vec<u8>> {
         if let Some(spec) = self.table.get(argv.get(0).unwrap_or_default()) {
             if spec.subcommands.is_empty() && cmd::arity_ok(spec.arity, argv.len()) {
