@@ -161,23 +161,104 @@ impl Resolved {
 
 /// The command table by name, case-insensitive, looked up without
 /// allocating: open addressing (linear probing) in a power-of-two table
-/// at most a quarter full, indexed by FNV-1a of the lowercased name. The
+/// at most a quarter full, indexed by a multiplicative hash of the
+/// case-folded name read a word at a time (see [`name_hash`]). The
 /// names are fixed and few, so a simple hash is enough: no input can make
 /// the table longer, only a miss probe a few slots. Each slot keeps its
 /// name's full hash, so a probe past another command costs one integer
 /// compare, not a case-insensitive name compare (with 240 commands, GET
-/// and SET each passed several).
+/// and SET each passed several); a name of at most 8 bytes (most of them)
+/// is then compared as one word (see [`Slot`]).
 #[derive(Debug)]
 pub(crate) struct CommandTable {
-    slots: Vec<Option<(u32, &'static CommandSpec)>>,
+    slots: Vec<Option<Slot>>,
 }
 
-fn name_hash(name: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for &b in name {
-        h = (h ^ u32::from(b.to_ascii_lowercase())).wrapping_mul(0x0100_0193);
+/// A command in the table: its name's hash and length, and for a name of
+/// at most 8 bytes the lowercased name as a word ([`name_word`]) with bit
+/// 5 set in `fold` at its letters: `name_word(input) | fold == word` is
+/// then exactly `eq_ignore_ascii_case` (a letter matches either case,
+/// anything else only itself).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    hash: u32,
+    len: u32,
+    word: u64,
+    fold: u64,
+    spec: &'static CommandSpec,
+}
+
+/// Bit 5 of every byte: ORed in, it folds ASCII upper case to lower case
+/// (and a few punctuation pairs together, which the name compare after the
+/// hash tells apart), so the hash is case-insensitive without a per-byte
+/// `to_ascii_lowercase`.
+const FOLD: u64 = 0x2020_2020_2020_2020;
+const NAME_MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Eight bytes of `b` from `i` (little-endian; zero if out of range).
+#[inline(always)]
+fn word8(b: &[u8], i: usize) -> u64 {
+    b.get(i..i + 8)
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// Four bytes of `b` from `i` (little-endian; zero if out of range).
+#[inline(always)]
+fn word4(b: &[u8], i: usize) -> u64 {
+    b.get(i..i + 4)
+        .and_then(|w| <[u8; 4]>::try_from(w).ok())
+        .map_or(0, |w| u64::from(u32::from_le_bytes(w)))
+}
+
+/// A name of 1 to 8 bytes as one word, each byte at fixed positions for
+/// its length (so, lengths being equal, words are equal exactly when the
+/// bytes are): 4 to 8 bytes zero-padded little-endian from two
+/// overlapping loads, 1 to 3 bytes as `b[0]`, `b[n/2]`, `b[n-1]` (as
+/// wyhash reads them), no byte loop either way.
+#[inline(always)]
+fn name_word(b: &[u8]) -> u64 {
+    let n = b.len();
+    if n >= 8 {
+        word8(b, 0)
+    } else if n >= 4 {
+        word4(b, 0) | (word4(b, n - 4) << (8 * (n - 4)))
+    } else if n > 0 {
+        u64::from(b[0]) | (u64::from(b[n / 2]) << 8) | (u64::from(b[n - 1]) << 16)
+    } else {
+        0
     }
-    h
+}
+
+/// Case-insensitive hash of a command name: the folded bytes a word at a
+/// time, each word mixed by one multiply, seeded with the length. A GET or
+/// SET name costs about a dozen instructions, against a per-byte loop.
+#[inline(always)]
+fn name_hash(name: &[u8]) -> u32 {
+    let n = name.len();
+    if n <= 8 {
+        return short_hash(n, name_word(name));
+    }
+    let mut h = (n as u64).wrapping_mul(NAME_MUL);
+    let mut i = 0;
+    while i + 8 < n {
+        h = mix(h, word8(name, i));
+        i += 8;
+    }
+    h = mix(h, word8(name, n - 8));
+    (h >> 32) as u32
+}
+
+/// [`name_hash`] of a name of `n` <= 8 bytes whose [`name_word`] is `w`.
+#[inline(always)]
+fn short_hash(n: usize, w: u64) -> u32 {
+    (mix((n as u64).wrapping_mul(NAME_MUL), w) >> 32) as u32
+}
+
+/// One word of [`name_hash`]: folded, then mixed in by a multiply.
+#[inline(always)]
+fn mix(h: u64, w: u64) -> u64 {
+    (h ^ (w | FOLD)).wrapping_mul(NAME_MUL)
 }
 
 impl CommandTable {
@@ -185,24 +266,51 @@ impl CommandTable {
         let size = (specs.clone().count() * 4).next_power_of_two();
         let mut slots = vec![None; size];
         for spec in specs {
-            let h = name_hash(spec.name.as_bytes());
+            let name = spec.name.as_bytes();
+            let h = name_hash(name);
+            let lower = name.to_ascii_lowercase();
+            let letters: Vec<u8> = lower
+                .iter()
+                .map(|b| if b.is_ascii_lowercase() { 0x20 } else { 0 })
+                .collect();
             let mut i = h as usize & (size - 1);
             while slots[i].is_some() {
                 i = (i + 1) & (size - 1);
             }
-            slots[i] = Some((h, spec));
+            slots[i] = Some(Slot {
+                hash: h,
+                len: name.len() as u32,
+                word: name_word(&lower),
+                fold: name_word(&letters),
+                spec,
+            });
         }
         CommandTable { slots }
     }
 
+    #[inline(always)]
     pub(crate) fn get(&self, name: &[u8]) -> Option<&'static CommandSpec> {
         let mask = self.slots.len() - 1;
-        let h = name_hash(name);
+        // A short name's word serves both the hash and the compare.
+        let n = name.len();
+        let w = if n <= 8 { name_word(name) } else { 0 };
+        let h = if n <= 8 {
+            short_hash(n, w)
+        } else {
+            name_hash(name)
+        };
         let mut i = h as usize & mask;
         loop {
-            let (sh, spec) = self.slots[i]?;
-            if sh == h && spec.name.as_bytes().eq_ignore_ascii_case(name) {
-                return Some(spec);
+            let s = self.slots[i]?;
+            if s.hash == h && s.len as usize == n {
+                let same = if n <= 8 {
+                    w | s.fold == s.word
+                } else {
+                    s.spec.name.as_bytes().eq_ignore_ascii_case(name)
+                };
+                if same {
+                    return Some(s.spec);
+                }
             }
             i = (i + 1) & mask;
         }
@@ -376,4 +484,55 @@ pub(crate) fn parse_count(ctx: &mut Ctx<'_>, i: usize) -> Result<i64, Replied> {
         return Err(Replied);
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the table must answer: the spec whose name equals `name` in
+    /// ASCII case-insensitive comparison (a linear search).
+    fn by_search(name: &[u8]) -> Option<&'static CommandSpec> {
+        all().find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+    }
+
+    fn same(a: Option<&'static CommandSpec>, b: Option<&'static CommandSpec>) -> bool {
+        match (a, b) {
+            (Some(x), Some(y)) => std::ptr::eq(x, y),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+
+    /// Every name in upper or lower case is found; every one-byte variation of a name
+    /// (bit 5 flipped, which folds punctuation pairs such as `@` and `` ` ``
+    /// together in the hash, or another byte) and every prefix answers as
+    /// a linear case-insensitive search does.
+    #[test]
+    fn table_lookup_matches_case_insensitive_search() {
+        let table = CommandTable::new(all());
+        for spec in all() {
+            let name = spec.name.as_bytes();
+            // A name defined twice (LASTSAVE is) resolves to its first
+            // definition, as the search does.
+            for v in [name.to_vec(), name.to_ascii_uppercase()] {
+                assert!(table.get(&v).is_some(), "{}", spec.name);
+                assert!(same(table.get(&v), by_search(&v)), "{}", spec.name);
+            }
+            for i in 0..name.len() {
+                for delta in [0x20u8, 0x01, 0x40, 0x80] {
+                    let mut v = name.to_vec();
+                    v[i] ^= delta;
+                    assert!(same(table.get(&v), by_search(&v)), "{:?}", v);
+                }
+                assert!(same(table.get(&name[..i]), by_search(&name[..i])));
+                let mut longer = name.to_vec();
+                longer.push(name[i]);
+                assert!(same(table.get(&longer), by_search(&longer)));
+            }
+        }
+        for v in [&b""[..], b"@et", b"GET\x07", b"g", b"zzzzzzzzzzzzzzzzzz"] {
+            assert!(same(table.get(v), by_search(v)), "{:?}", v);
+        }
+    }
 }

@@ -369,7 +369,9 @@ impl Db {
         self.hasher.hash(key) & self.hash_mask
     }
 
-    /// Node index of `key` (hash already computed).
+    /// Node index of `key` (hash already computed). Inline: every lookup
+    /// runs it.
+    #[inline]
     fn find_hashed(&self, h: u64, key: &[u8]) -> Option<usize> {
         let mut i = *self.map.get(&h)?;
         loop {
@@ -520,17 +522,25 @@ impl Db {
         self.graveyard.len()
     }
 
+    /// Inline: every lookup asks, and the answer is nearly always no.
+    #[inline]
     fn expire_at_if_needed(&mut self, i: usize, now: i64) -> bool {
         if is_expired(self.nodes[i].expire, now) {
-            self.log_expired(i);
-            self.expiring = true;
-            self.delete_at(i);
-            self.expiring = false;
-            self.stats.expired_keys += 1;
+            self.expire_at(i);
             true
         } else {
             false
         }
+    }
+
+    /// Remove expired node `i` (an expiry, counted in `expired_keys`).
+    #[inline(never)]
+    fn expire_at(&mut self, i: usize) {
+        self.log_expired(i);
+        self.expiring = true;
+        self.delete_at(i);
+        self.expiring = false;
+        self.stats.expired_keys += 1;
     }
 
     /// Whether a change must be noted (WATCH or keyspace events).
@@ -863,7 +873,8 @@ impl Db {
             if matches!(old, Value::Obj(_)) {
                 self.bury(old);
             }
-            if !keep_ttl {
+            // The TTL test inline: most keys have none.
+            if !keep_ttl && self.nodes[i].ttl_slot != NONE {
                 self.remove_expire_at(i);
             }
             return p;

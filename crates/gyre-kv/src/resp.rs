@@ -701,6 +701,17 @@ fn push_num(out: &mut Vec<u8>, n: i64) {
 }
 
 fn header(out: &mut Vec<u8>, t: u8, n: i64) {
+    // One- and two-digit numbers (most bulk and array lengths) as one
+    // fixed-size append.
+    if (0..10).contains(&n) {
+        out.extend_from_slice(&[t, b'0' + n as u8, b'\r', b'\n']);
+        return;
+    }
+    if (10..100).contains(&n) {
+        let (tens, ones) = (n / 10, n % 10);
+        out.extend_from_slice(&[t, b'0' + tens as u8, b'0' + ones as u8, b'\r', b'\n']);
+        return;
+    }
     out.push(t);
     push_num(out, n);
     out.extend_from_slice(b"\r\n");
@@ -954,6 +965,17 @@ fn decode_at(buf: &[u8], depth: u32) -> Option<(Reply, usize)> {
 mod tests {
     use super::*;
     use crate::util::Rng;
+
+    /// Every header (short numbers take a fixed-size path) reads as the
+    /// number's decimal text.
+    #[test]
+    fn headers_are_decimal() {
+        for n in (-1200..1200).chain([i64::MIN, i64::MAX, 123_456_789]) {
+            let mut out = Vec::new();
+            write_int(&mut out, n);
+            assert_eq!(out, format!(":{n}\r\n").into_bytes(), "{n}");
+        }
+    }
 
     /// Bytes consumed so far and the command (or why parsing stopped).
     type Outcome = (usize, Result<Vec<Vec<u8>>, String>);

@@ -806,48 +806,19 @@ impl Server {
                 return Flow::Continue;
             }
         };
-        let exec = cmd.parent.is_none() && cmd.spec.name == "exec";
-        let name = cmd.parent.unwrap_or(cmd.spec).name;
-        // Redis's processCommand order: NOAUTH, OOM, MISCONF, the RESP2
-        // subscribed context, LOADING, then MULTI queueing; a refusal
-        // inside MULTI flags the transaction (EXECABORT at EXEC).
-        if st.gate & GATE_NOAUTH != 0 && !crate::auth::runs_without_auth(name) {
-            self.reject(id, st, exec, out, crate::auth::ERR_NOAUTH.as_bytes());
-            return Flow::Continue;
-        }
-        if self.acl_restricted {
-            if let Err(d) = self.acl_check(id, &cmd, argv) {
-                self.reject(id, st, exec, out, d.message(&cmd).as_bytes());
-                return Flow::Continue;
-            }
-        }
-        if self.config.maxmemory > 0 && self.oom_refuses(id, cmd, st.gate & GATE_MULTI != 0, now_ms)
+        // The refusals only apply while one of their conditions holds
+        // (a client gate bit, maxmemory, a failed bgsave, loading): the
+        // common case is this one test.
+        if st.gate & (GATE_NOAUTH | GATE_PUBSUB | GATE_MULTI) != 0
+            || self.config.maxmemory > 0
+            || self.writes_denied()
+            || self.persist.loading.is_some()
+            || self.acl_restricted
+            || self.pause_pending()
         {
-            self.reject(id, st, exec, out, crate::evict::ERR_OOM.as_bytes());
-            return Flow::Continue;
-        }
-        if self.writes_denied() && (cmd.spec.flags.contains(&"write") || cmd.spec.name == "ping") {
-            self.reject(id, st, exec, out, crate::persist::ERR_MISCONF.as_bytes());
-            return Flow::Continue;
-        }
-        if st.gate & GATE_PUBSUB != 0 && st.proto == 2 && !crate::pubsub::allowed_in_context(name) {
-            let m = format!(
-                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
-                cmd.full_name()
-            );
-            self.reject(id, st, exec, out, m.as_bytes());
-            return Flow::Continue;
-        }
-        if self.persist.loading.is_some() && !cmd.spec.flags.contains(&"loading") {
-            self.reject(id, st, exec, out, crate::persist::ERR_LOADING.as_bytes());
-            return Flow::Continue;
-        }
-        if self.pause_pending() && self.pause_postpones(id, &cmd, now_ms) {
-            self.postpone(id);
-            return Flow::Postponed;
-        }
-        if st.gate & GATE_MULTI != 0 && !crate::multi::runs_inside_multi(name) {
-            return self.queue_multi(id, argv, out, st);
+            if let Some(flow) = self.refuse_or_queue(id, cmd, argv, now_ms, out, st) {
+                return flow;
+            }
         }
         let mut ctx = Ctx {
             argv,
@@ -864,6 +835,36 @@ impl Server {
         let dirty_before = self.dirty;
         (cmd.spec.handler)(self, &mut ctx);
         self.settle_dbs(st.db, ctx.db, self.dirty != dirty_before);
+        if self.config.notify_keyspace_events != 0 || !self.blocked.ready_is_empty() {
+            self.after_command(id, cmd, argv, now_ms, &mut ctx);
+        }
+        self.stats.total_commands_processed += 1;
+        self.stats.total_error_replies += ctx.errors;
+        st.db = ctx.db;
+        st.proto = ctx.proto;
+        st.last_cmd = Some(cmd);
+        if ctx.resync {
+            st.gate = self.clients.get(&id).map_or(0, Client::gate);
+        }
+        if ctx.close {
+            Flow::CloseAfterReply
+        } else {
+            Flow::Continue
+        }
+    }
+
+    /// After a command, when keyspace events are on or it made blocked
+    /// clients ready: its keyspace events, then the blocked clients served
+    /// (out of line, see [`Server::run_command`]).
+    #[inline(never)]
+    fn after_command(
+        &mut self,
+        id: ClientId,
+        cmd: Resolved,
+        argv: Argv<'_>,
+        now_ms: i64,
+        ctx: &mut Ctx<'_>,
+    ) {
         if self.config.notify_keyspace_events != 0 {
             if crate::notify::expired_pending(self) {
                 crate::notify::drain_expired(self, Some((id, ctx.proto, &mut *ctx.out)), now_ms);
@@ -882,24 +883,100 @@ impl Server {
             // Pops that served blocked clients are not this command's.
             crate::notify::discard_changes(self);
         }
-        self.stats.total_commands_processed += 1;
-        self.stats.total_error_replies += ctx.errors;
-        st.db = ctx.db;
-        st.proto = ctx.proto;
-        st.last_cmd = Some(cmd);
-        if ctx.resync {
-            st.gate = self.clients.get(&id).map_or(0, Client::gate);
+    }
+
+    /// Redis's refusals of `processCommand`, in its order (NOAUTH, OOM,
+    /// MISCONF, the RESP2 subscribed context, LOADING), then MULTI
+    /// queueing: `Some` when the command was refused or queued (the reply
+    /// is written), `None` when it runs. Out of line: [`Server::run_command`]
+    /// calls it only while one of the conditions can hold.
+    #[inline(never)]
+    fn refuse_or_queue(
+        &mut self,
+        id: ClientId,
+        cmd: Resolved,
+        argv: Argv<'_>,
+        now_ms: i64,
+        out: &mut Vec<u8>,
+        st: &mut Session,
+    ) -> Option<Flow> {
+        let is_exec = || cmd.parent.is_none() && cmd.spec.name == "exec";
+        let name = cmd.parent.unwrap_or(cmd.spec).name;
+        // Redis's processCommand order: NOAUTH, NOPERM, OOM, MISCONF, the
+        // RESP2 subscribed context, LOADING, CLIENT PAUSE, then MULTI
+        // queueing; a refusal inside MULTI flags the transaction
+        // (EXECABORT at EXEC).
+        if st.gate & GATE_NOAUTH != 0 && !crate::auth::runs_without_auth(name) {
+            self.reject(id, st, is_exec(), out, crate::auth::ERR_NOAUTH.as_bytes());
+            return Some(Flow::Continue);
         }
-        if ctx.close {
-            Flow::CloseAfterReply
-        } else {
-            Flow::Continue
+        if self.acl_restricted {
+            if let Err(d) = self.acl_check(id, &cmd, argv) {
+                self.reject(id, st, is_exec(), out, d.message(&cmd).as_bytes());
+                return Some(Flow::Continue);
+            }
         }
+        if self.config.maxmemory > 0 && self.oom_refuses(id, cmd, st.gate & GATE_MULTI != 0, now_ms)
+        {
+            self.reject(id, st, is_exec(), out, crate::evict::ERR_OOM.as_bytes());
+            return Some(Flow::Continue);
+        }
+        if self.writes_denied() && (cmd.spec.flags.contains(&"write") || cmd.spec.name == "ping") {
+            self.reject(
+                id,
+                st,
+                is_exec(),
+                out,
+                crate::persist::ERR_MISCONF.as_bytes(),
+            );
+            return Some(Flow::Continue);
+        }
+        if st.gate & GATE_PUBSUB != 0 && st.proto == 2 && !crate::pubsub::allowed_in_context(name) {
+            let m = format!(
+                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    cmd.full_name()
+                );
+            self.reject(id, st, is_exec(), out, m.as_bytes());
+            return Some(Flow::Continue);
+        }
+        if self.persist.loading.is_some() && !cmd.spec.flags.contains(&"loading") {
+            self.reject(
+                id,
+                st,
+                is_exec(),
+                out,
+                crate::persist::ERR_LOADING.as_bytes(),
+            );
+            return Some(Flow::Continue);
+        }
+        if self.pause_pending() && self.pause_postpones(id, &cmd, now_ms) {
+            self.postpone(id);
+            return Some(Flow::Postponed);
+        }
+        if st.gate & GATE_MULTI != 0 && !crate::multi::runs_inside_multi(name) {
+            return Some(self.queue_multi(id, argv, out, st));
+        }
+        None
     }
 
     /// Resolve `argv` to a command spec (with subcommands), checking arity.
-    /// `Err` carries Redis's error text.
+    /// `Err` carries Redis's error text. Inline: the common case (a known
+    /// command without subcommands, right arity) is a table probe and one
+    /// compare; the rest is [`Server::lookup_command_slow`].
+    #[inline(always)]
     pub(crate) fn lookup_command(&self, argv: Argv<'_>) -> Result<Resolved, Vec<u8>> {
+        if let Some(spec) = self.table.get(argv.get(0).unwrap_or_default()) {
+            if spec.subcommands.is_empty() && cmd::arity_ok(spec.arity, argv.len()) {
+                return Ok(Resolved { parent: None, spec });
+            }
+        }
+        self.lookup_command_slow(argv)
+    }
+
+    /// [`Server::lookup_command`] in full: subcommands and the errors.
+    #[cold]
+    #[inline(never)]
+    fn lookup_command_slow(&self, argv: Argv<'_>) -> Result<Resolved, Vec<u8>> {
         let name = argv.get(0).unwrap_or_default();
         let Some(spec) = self.table.get(name) else {
             return Err(cmd::unknown_command_error(argv));

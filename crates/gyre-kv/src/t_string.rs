@@ -459,7 +459,13 @@ fn set_generic(
 }
 
 fn set(server: &mut Server, ctx: &mut Ctx<'_>) {
-    let Some((flags, expire)) = parse_string_args(ctx, 3, true) else {
+    // A plain `SET key value` has no options to parse.
+    let parsed = if ctx.argc() == 3 {
+        Some((0, None))
+    } else {
+        parse_string_args(ctx, 3, true)
+    };
+    let Some((flags, expire)) = parsed else {
         return;
     };
     set_generic(server, ctx, flags, 1, 2, expire, "set", None);
