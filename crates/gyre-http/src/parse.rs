@@ -540,6 +540,42 @@ impl HeadParser {
         self.line.as_ref().map_or(&[], |l| l.line.of(buf))
     }
 
+    /// The request line, or the part of it that arrived (up to CR or LF),
+    /// as nginx's error log shows a request being read.
+    pub(crate) fn line_so_far<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        if let Some(l) = &self.line {
+            return l.line.of(buf);
+        }
+        if !self.started() {
+            return &[];
+        }
+        // The buffer starts at the request: its first line (after the
+        // empty lines nginx skips) is the request line.
+        let skip = buf
+            .iter()
+            .position(|&b| b != b'\r' && b != b'\n')
+            .unwrap_or(buf.len());
+        let rest = &buf[skip..];
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\r' || b == b'\n')
+            .unwrap_or(rest.len());
+        &rest[..end]
+    }
+
+    /// The value of the first header `name` read so far.
+    pub(crate) fn header_value<'a>(&self, buf: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.of(buf).eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.of(buf))
+    }
+
+    /// True once the request line was parsed.
+    pub(crate) fn line_parsed(&self) -> bool {
+        self.line.is_some()
+    }
+
     /// nginx reads a head into a `client_header_buffer_size` buffer, then
     /// moves the unfinished line into one of the large buffers whenever the
     /// current one fills up; a line that cannot fit one large buffer, or a

@@ -12,7 +12,10 @@
 use std::path::PathBuf;
 use std::rc::Rc;
 
+use gyre_core::errlog::ERROR;
+
 use crate::conf::IfModifiedSince;
+use crate::log_error;
 use crate::phases::{Ctx, Step};
 use crate::range::{self, RangeDecision};
 use crate::request::{Content, HttpRequest, Wake};
@@ -79,6 +82,15 @@ fn serve_path(
     let opened = cx.files.open(fpath, now, loc.open_file_cache);
     if path.ends_with('/') {
         if !matches!(opened, Open::Dir) {
+            if let (Open::NotFound, Some(idx)) = (&opened, loc.index.first()) {
+                // nginx's index module names the first index file.
+                gyre_core::log_ctx!(
+                    ERROR,
+                    &log_error::req(cx.conf, r),
+                    "\"{}\" is not found (2: No such file or directory)",
+                    fpath.join(idx).display()
+                );
+            }
             return Step::Error(match opened {
                 Open::Forbidden => 403,
                 Open::Error(_) => 500,
@@ -113,12 +125,22 @@ fn serve_path(
                     Step::Respond
                 }
                 Err(e) => {
-                    log::error!("opendir() \"{}\" failed ({e})", fpath.display());
+                    gyre_core::log_ctx!(
+                        ERROR,
+                        &log_error::req(cx.conf, r),
+                        "opendir() \"{}\" failed ({e})",
+                        fpath.display()
+                    );
                     Step::Error(500)
                 }
             };
         }
-        log::error!("directory index of \"{}\" is forbidden", fpath.display());
+        gyre_core::log_ctx!(
+            ERROR,
+            &log_error::req(cx.conf, r),
+            "directory index of \"{}\" is forbidden",
+            fpath.display()
+        );
         return Step::Error(403);
     }
     let index_uri: Option<String> = None;
@@ -139,7 +161,9 @@ fn serve_path(
             Step::Respond
         }
         Open::NotFound => {
-            log::error!(
+            gyre_core::log_ctx!(
+                ERROR,
+                &log_error::req(cx.conf, r),
                 "open() \"{}\" failed (2: No such file or directory)",
                 fpath.display()
             );
@@ -147,7 +171,13 @@ fn serve_path(
         }
         Open::Forbidden => Step::Error(403),
         Open::Error(code) => {
-            log::error!("open() \"{}\" failed ({code})", fpath.display());
+            gyre_core::log_ctx!(
+                ERROR,
+                &log_error::req(cx.conf, r),
+                "open() \"{}\" failed ({})",
+                fpath.display(),
+                gyre_core::sys_error_text(&std::io::Error::from_raw_os_error(code))
+            );
             Step::Error(500)
         }
     }
