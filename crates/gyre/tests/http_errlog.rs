@@ -370,3 +370,77 @@ fn redirects_are_nginx_redirects() {
         differences.join("\n")
     );
 }
+
+/// Probes of the kind fail2ban's `nginx-botsearch` bans for (missing
+/// files and directories under well-known admin paths), and an ordinary
+/// missing file it must not count.
+const BOT_PROBES: &[&str] = &[
+    "GET /wp-login.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    "POST /wp-admin.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    "GET /phpmyadmin/index.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    "GET /roundcube/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    "GET /cgi-bin/test.cgi HTTP/1.1\r\nHost: localhost\r\nReferer: http://r/\r\nConnection: close\r\n\r\n",
+    "GET /ordinary.html HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+];
+
+/// `fail2ban-regex LOG FILTER`'s count of matched lines.
+fn fail2ban_matches(bin: &Path, log: &Path, filter: &str) -> usize {
+    let out = Command::new(bin)
+        .arg(log)
+        .arg(format!("/etc/fail2ban/filter.d/{filter}.conf"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // `Lines: 12 lines, 0 ignored, 5 matched, 7 missed`
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Lines:"))
+        .unwrap_or_else(|| panic!("fail2ban-regex said:\n{text}"));
+    let (before, _) = line.split_once(" matched").unwrap();
+    before.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn fail2ban_stock_filters_match_gyre_as_nginx() {
+    let Some(nginx_path) = nginx_bin() else {
+        eprintln!("skipping the fail2ban test: no nginx at $NGINX or /usr/sbin/nginx (apt-get install nginx)");
+        return;
+    };
+    let f2b = PathBuf::from("/usr/bin/fail2ban-regex");
+    if !f2b.exists() || !Path::new("/etc/fail2ban/filter.d/nginx-botsearch.conf").exists() {
+        eprintln!("skipping the fail2ban test: no fail2ban-regex or its nginx filters (apt-get install fail2ban)");
+        return;
+    }
+    let p = Prefix::new("f2b-gyre");
+    let root = site(&p);
+    let nginx = start_nginx(&nginx_path, &root);
+    let root_s = root.display().to_string();
+    let gyre = start_http(&p, 1, move |port| {
+        format!(
+            "access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}"
+        )
+    });
+    for input in BOT_PROBES {
+        exchange(nginx.port, input);
+        exchange(gyre.port, input);
+    }
+    let nginx_log = nginx.prefix.path("logs/error.log");
+    let gyre_log = p.path("logs/error.log");
+    let n = conn_lines(&nginx_log, nginx.port).len();
+    wait_lines(&gyre_log, gyre.port, n);
+    let want = fail2ban_matches(&f2b, &nginx_log, "nginx-botsearch");
+    assert_eq!(
+        want,
+        BOT_PROBES.len() - 1,
+        "nginx's lines: the filter changed?"
+    );
+    for filter in ["nginx-botsearch", "nginx-http-auth"] {
+        let want = fail2ban_matches(&f2b, &nginx_log, filter);
+        let got = fail2ban_matches(&f2b, &gyre_log, filter);
+        assert_eq!(
+            got, want,
+            "{filter}: gyre's log matched {got} times, nginx's {want}"
+        );
+    }
+}
