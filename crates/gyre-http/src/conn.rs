@@ -52,6 +52,7 @@ mod output;
 mod stream;
 
 pub use err_note::{ErrKind, ErrNote};
+pub(crate) use err_note::{HeadErr, Line as HeadLine};
 
 /// Something the glue must act on, returned by [`Connection::poll`].
 #[derive(Debug, PartialEq, Eq)]
@@ -682,6 +683,8 @@ impl Connection {
                 if !self.head.line_parsed() && matches!(status, 400 | 505) {
                     let kind = err_note::line_error(self.head.line_so_far(&self.inbuf), status);
                     self.note = Some(Box::new(err_note::note(kind, &self.head, &self.inbuf)));
+                } else if let Some(n) = err_note::head_note(&self.head, &self.inbuf) {
+                    self.note = Some(Box::new(n));
                 }
                 // A body announced with the refused head is still coming
                 // (nginx sets lingering for 413); other leftovers are

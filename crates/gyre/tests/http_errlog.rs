@@ -134,6 +134,31 @@ const BAD: &[(&str, &str)] = &[
     ("lowercase method", "get / HTTP/1.1\r\nHost: localhost\r\n\r\n"),
     ("invalid version", "GET / HTTP/7.1\r\n\r\n"),
     ("invalid request", "GET x HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+    ("no Host", "GET /x HTTP/1.1\r\n\r\n"),
+    ("two Hosts", "GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+    ("invalid Host", "GET /x HTTP/1.1\r\nHost: a/b\r\n\r\n"),
+    (
+        "invalid Content-Length",
+        "GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n",
+    ),
+    (
+        "two Content-Lengths",
+        "GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\ncontent-length: 2\r\n\r\n",
+    ),
+    (
+        "unknown Transfer-Encoding",
+        "GET /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+    ),
+    (
+        "Transfer-Encoding in HTTP/1.0",
+        "GET /x HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+    ),
+    (
+        "Content-Length and Transfer-Encoding",
+        "GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+    ),
+    ("TRACE", "TRACE / HTTP/1.1\r\nHost: a\r\n\r\n"),
+    ("HTTP/0.9 POST", "POST /\r\n"),
     (
         "rewrite cycle",
         "GET /loop HTTP/1.1\r\nHost: Localhost:99\r\nConnection: close\r\n\r\n",

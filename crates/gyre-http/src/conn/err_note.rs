@@ -16,6 +16,76 @@ pub struct ErrNote {
     pub request_line: String,
     /// The `Host` header's value as sent, once it was read.
     pub host: Option<String>,
+    /// The message when it names what was sent ([`ErrKind::Header`]).
+    pub detail: Option<String>,
+}
+
+impl ErrNote {
+    /// nginx's text for the line.
+    pub fn message(&self) -> &str {
+        self.detail.as_deref().unwrap_or(self.kind.message())
+    }
+}
+
+/// A header line as offsets into the head's buffer: (name, value).
+pub(crate) type Line = ((usize, usize), (usize, usize));
+
+/// Why the parser refused a head after its request line (nginx's checks in
+/// `ngx_http_process_request_headers` and `_header`), kept as offsets so
+/// the refusal itself allocates nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeadErr {
+    NoHost,
+    InvalidHost,
+    DuplicateHost {
+        prev: Line,
+        new: Line,
+    },
+    /// A second Content-Length or Transfer-Encoding.
+    Duplicate {
+        prev: Line,
+        new: Line,
+    },
+    InvalidContentLength,
+    Te10,
+    UnknownTe((usize, usize)),
+    ClAndTe,
+    Connect,
+    Trace,
+}
+
+impl HeadErr {
+    /// nginx's message, with what was sent quoted from `buf`.
+    fn text(self, buf: &[u8]) -> String {
+        let of = |(s, e): (usize, usize)| String::from_utf8_lossy(buf.get(s..e).unwrap_or(&[]));
+        let line = |(n, v): Line| format!("{}: {}", of(n), of(v));
+        match self {
+            HeadErr::NoHost => "client sent HTTP/1.1 request without \"Host\" header".into(),
+            HeadErr::InvalidHost => "client sent invalid host header".into(),
+            HeadErr::DuplicateHost { prev, new } => format!(
+                "client sent duplicate host header: \"{}\", previous value: \"{}\"",
+                line(new),
+                line(prev)
+            ),
+            HeadErr::Duplicate { prev, new } => format!(
+                "client sent duplicate header line: \"{}\", previous value: \"{}\"",
+                line(new),
+                line(prev)
+            ),
+            HeadErr::InvalidContentLength => "client sent invalid \"Content-Length\" header".into(),
+            HeadErr::Te10 => {
+                "client sent HTTP/1.0 request with \"Transfer-Encoding\" header".into()
+            }
+            HeadErr::UnknownTe(v) => {
+                format!("client sent unknown \"Transfer-Encoding\": \"{}\"", of(v))
+            }
+            HeadErr::ClAndTe => "client sent \"Content-Length\" and \"Transfer-Encoding\" \
+                                 headers at the same time"
+                .into(),
+            HeadErr::Connect => "client sent CONNECT method".into(),
+            HeadErr::Trace => "client sent TRACE method".into(),
+        }
+    }
 }
 
 /// What happened (nginx's message and action for it; all at `info`).
@@ -34,6 +104,8 @@ pub enum ErrKind {
     /// `NGX_HTTP_PARSE_INVALID_09_METHOD`: a line without a version whose
     /// method is not GET.
     Invalid09Method,
+    /// A head refused after its request line (the text is the note's).
+    Header,
 }
 
 impl ErrKind {
@@ -47,13 +119,14 @@ impl ErrKind {
             ErrKind::InvalidRequest => "client sent invalid request",
             ErrKind::InvalidVersion => "client sent invalid version",
             ErrKind::Invalid09Method => "client sent invalid method in HTTP/0.9 request",
+            ErrKind::Header => "client sent invalid header",
         }
     }
 
     /// nginx's `c->log->action` at that moment.
     pub fn action(self) -> &'static str {
         match self {
-            ErrKind::TimedOutHeaders => "reading client request headers",
+            ErrKind::TimedOutHeaders | ErrKind::Header => "reading client request headers",
             _ => "reading client request line",
         }
     }
@@ -95,7 +168,17 @@ pub(crate) fn note(kind: ErrKind, head: &HeadParser, buf: &[u8]) -> ErrNote {
         host: head
             .header_value(buf, b"Host")
             .map(|v| String::from_utf8_lossy(v).into_owned()),
+        detail: None,
     }
+}
+
+/// The note for a head the parser refused after its request line, when
+/// the parser said why.
+pub(crate) fn head_note(head: &HeadParser, buf: &[u8]) -> Option<ErrNote> {
+    let err = head.err?;
+    let mut n = note(ErrKind::Header, head, buf);
+    n.detail = Some(err.text(buf));
+    Some(n)
 }
 
 #[cfg(test)]

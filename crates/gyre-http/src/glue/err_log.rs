@@ -31,7 +31,7 @@ impl HttpConn {
             host: n.host.as_deref(),
             action: Some(n.kind.action()),
         };
-        gyre_core::log_ctx!(INFO, &cx, "{}", n.kind.message());
+        gyre_core::log_ctx!(INFO, &cx, "{}", n.message());
     }
 
     /// The first request never came (nginx's `waiting for request`,
