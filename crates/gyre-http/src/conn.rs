@@ -673,6 +673,12 @@ impl Connection {
                     // nginx: "client prematurely closed connection", 400
                     // in the log, nothing sent.
                     if self.head.started() {
+                        let kind = if self.head.line_parsed() {
+                            ErrKind::ClosedHeaders
+                        } else {
+                            ErrKind::ClosedLine
+                        };
+                        self.note = Some(Box::new(err_note::note(kind, &self.head, &self.inbuf)));
                         let rec = self.bare_log(400, now);
                         self.logs.push(rec);
                     }

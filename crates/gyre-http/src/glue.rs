@@ -572,7 +572,10 @@ impl HttpConn {
             let mut buf = shared.buf.borrow_mut();
             let now = core.now();
             match core.recv(c, &mut buf) {
-                Ok(0) => self.machine(now).on_eof(now),
+                Ok(0) => {
+                    self.log_eof(core, c);
+                    self.machine(now).on_eof(now)
+                }
                 Ok(n) => {
                     if self.is_idle() {
                         core.set_keepalive(c, false);

@@ -1,6 +1,6 @@
 //! What the machine tells the error log on its own (nginx's lines from
-//! `ngx_http_process_request_line` and the header timer): a refused
-//! request line and a client that timed out sending its head. The machine
+//! `ngx_http_process_request_line`, `_headers` and the header timer): a
+//! refused head and a client that timed out or closed sending it. The machine
 //! only records the fact and what it saw of the request (allocating on
 //! this error path only); the glue writes the line with the connection's
 //! context (see [`crate::log_error::ConnLog`]).
@@ -95,6 +95,10 @@ pub enum ErrKind {
     TimedOutLine,
     /// The header timer fired after the request line.
     TimedOutHeaders,
+    /// The client closed inside the request line.
+    ClosedLine,
+    /// The client closed inside the headers.
+    ClosedHeaders,
     /// `NGX_HTTP_PARSE_INVALID_METHOD`.
     InvalidMethod,
     /// `NGX_HTTP_PARSE_INVALID_REQUEST`.
@@ -115,6 +119,7 @@ impl ErrKind {
             ErrKind::TimedOutLine | ErrKind::TimedOutHeaders => {
                 "client timed out (110: Connection timed out)"
             }
+            ErrKind::ClosedLine | ErrKind::ClosedHeaders => "client prematurely closed connection",
             ErrKind::InvalidMethod => "client sent invalid method",
             ErrKind::InvalidRequest => "client sent invalid request",
             ErrKind::InvalidVersion => "client sent invalid version",
@@ -126,7 +131,9 @@ impl ErrKind {
     /// nginx's `c->log->action` at that moment.
     pub fn action(self) -> &'static str {
         match self {
-            ErrKind::TimedOutHeaders | ErrKind::Header => "reading client request headers",
+            ErrKind::TimedOutHeaders | ErrKind::ClosedHeaders | ErrKind::Header => {
+                "reading client request headers"
+            }
             _ => "reading client request line",
         }
     }

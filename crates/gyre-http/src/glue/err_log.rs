@@ -48,6 +48,34 @@ impl HttpConn {
         gyre_core::log_ctx!(INFO, &cx, "{TIMED_OUT}");
     }
 
+    /// The client closed between requests: before its first (nginx's
+    /// `client closed connection while waiting for request`) or on a
+    /// kept-alive connection (`client ADDR closed keepalive connection`,
+    /// which nginx writes without the context). A close inside a head is
+    /// the machine's note.
+    pub(super) fn log_eof(&self, core: &Core, c: ConnId) {
+        let number = core.conn(c).map_or(0, |x| x.number);
+        let peer = core.conn(c).and_then(|x| x.peer);
+        if self.is_fresh() {
+            let cx = ConnLog {
+                number,
+                peer,
+                server: Server::Listening(self.port.addr),
+                request_line: "",
+                host: None,
+                action: Some("waiting for request"),
+            };
+            gyre_core::log_ctx!(INFO, &cx, "client closed connection");
+        } else if self.is_idle() {
+            let addr = peer.map(|p| p.ip().to_string()).unwrap_or_default();
+            gyre_core::log_ctx!(
+                INFO,
+                &Bare(number),
+                "client {addr} closed keepalive connection"
+            );
+        }
+    }
+
     /// `send_timeout` expired with output left.
     pub(super) fn log_send_timeout(&self, core: &Core, c: ConnId) {
         const SENDING: &str = "sending response to client";
@@ -65,6 +93,20 @@ impl HttpConn {
             action: Some(SENDING),
         };
         gyre_core::log_ctx!(INFO, &cx, "{TIMED_OUT}");
+    }
+}
+
+/// A line with the connection number only (nginx's lines written while
+/// `c->log->handler` is unset).
+struct Bare(u64);
+
+impl gyre_core::errlog::LogContext for Bare {
+    fn number(&self) -> u64 {
+        self.0
+    }
+
+    fn context(&self, _out: &mut dyn std::fmt::Write) -> std::fmt::Result {
+        Ok(())
     }
 }
 
