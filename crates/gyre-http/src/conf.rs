@@ -138,6 +138,7 @@ pub struct LocSettings {
     pub absolute_redirect: Option<bool>,
     pub server_name_in_redirect: Option<bool>,
     pub port_in_redirect: Option<bool>,
+    pub log_not_found: Option<bool>,
     pub open_file_cache: Option<Option<OpenFileCache>>,
     pub access_log: Option<Option<PathBuf>>,
 }
@@ -208,6 +209,8 @@ pub struct LocConf {
     pub server_name_in_redirect: bool,
     /// `port_in_redirect` (on): a port other than the scheme's is shown.
     pub port_in_redirect: bool,
+    /// `log_not_found` (on): missing files are written to the error log.
+    pub log_not_found: bool,
     pub open_file_cache: Option<OpenFileCache>,
     pub access_log: Option<PathBuf>,
 }
@@ -418,6 +421,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         absolute_redirect: pick(levels, |s| s.absolute_redirect).unwrap_or(true),
         server_name_in_redirect: pick(levels, |s| s.server_name_in_redirect).unwrap_or(false),
         port_in_redirect: pick(levels, |s| s.port_in_redirect).unwrap_or(true),
+        log_not_found: pick(levels, |s| s.log_not_found).unwrap_or(true),
         open_file_cache: pick(levels, |s| s.open_file_cache)
             .unwrap_or(Some(DEFAULT_OPEN_FILE_CACHE)),
         // nginx's default: `access_log logs/access.log combined`.
@@ -928,6 +932,7 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::FLAG,
         modules::set_port_in_redirect,
     ),
+    DirectiveSpec::new("log_not_found", HSL, Args::FLAG, modules::set_log_not_found),
     DirectiveSpec::new(
         "client_header_timeout",
         HS,

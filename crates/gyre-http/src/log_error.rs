@@ -7,6 +7,10 @@
 //! access rules, limits and content handlers all get the same shape
 //! (fail2ban's stock filters match it).
 //!
+//! A module's line is one call, e.g. the access module's
+//! `gyre_core::log_ctx!(ERROR, &log_error::req(cx.conf, r), "access forbidden by rule")`
+//! (add `.with_action("…")` for nginx's `while …`).
+//!
 //! Nothing is formatted unless the line's level is on: the contexts only
 //! borrow the request.
 

@@ -82,7 +82,9 @@ fn serve_path(
     let opened = cx.files.open(fpath, now, loc.open_file_cache);
     if path.ends_with('/') {
         if !matches!(opened, Open::Dir) {
-            if let (Open::NotFound, Some(idx)) = (&opened, loc.index.first()) {
+            if let (Open::NotFound, Some(idx), true) =
+                (&opened, loc.index.first(), loc.log_not_found)
+            {
                 // nginx's index module names the first index file.
                 gyre_core::log_ctx!(
                     ERROR,
@@ -160,6 +162,7 @@ fn serve_path(
             out.location = Some(loc_hdr.into());
             Step::Respond
         }
+        Open::NotFound if !loc.log_not_found => Step::Error(404),
         Open::NotFound => {
             gyre_core::log_ctx!(
                 ERROR,

@@ -36,6 +36,7 @@ const SERVER: &str = "
     location /na/ { absolute_redirect off; }
     location /epurl/ { error_page 404 =301 http://example.com/moved; }
     location /ephost/ { error_page 404 https://$host$request_uri; }
+    location /quiet/ { log_not_found off; }
 ";
 
 fn nginx_bin() -> Option<PathBuf> {
@@ -170,6 +171,14 @@ const BAD: &[(&str, &str)] = &[
     (
         "error_page to a missing page",
         "GET /ep/zz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "log_not_found off",
+        "GET /quiet/x HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "log_not_found off, missing index",
+        "GET /quiet/d/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
     ),
     ("closed inside the request line", "GET /app/"),
     ("closed inside the headers", "GET /app/ HTTP/1.1\r\nHost: a\r\n"),

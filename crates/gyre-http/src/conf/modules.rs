@@ -328,6 +328,16 @@ pub(super) fn set_server_name_in_redirect(
     Ok(())
 }
 
+pub(super) fn set_log_not_found(
+    c: &mut HttpConf,
+    d: &Directive,
+    cx: &ConfCtx,
+) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.log_not_found = Some(v);
+    Ok(())
+}
+
 pub(super) fn set_port_in_redirect(
     c: &mut HttpConf,
     d: &Directive,
