@@ -30,6 +30,9 @@ pub struct ReqLog<'a> {
     peer: Option<SocketAddr>,
     server: &'a str,
     action: Option<&'static str>,
+    /// nginx's `upstream: "http://127.0.0.1:8080/x"` (the peer and URI a
+    /// proxied request is on).
+    upstream: Option<&'a dyn fmt::Display>,
 }
 
 /// The context of `r`'s lines (its server's first `server_name`, as
@@ -41,6 +44,7 @@ pub fn req<'a>(conf: &'a HttpConf, r: &'a HttpRequest) -> ReqLog<'a> {
         peer: r.st.conn.peer,
         server: server_name(conf, r.st.server),
         action: None,
+        upstream: None,
     }
 }
 
@@ -58,6 +62,7 @@ pub fn head<'a>(
         peer,
         server,
         action: None,
+        upstream: None,
     }
 }
 
@@ -65,6 +70,13 @@ impl<'a> ReqLog<'a> {
     /// The same context with nginx's `while ACTION`.
     pub fn with_action(mut self, action: &'static str) -> ReqLog<'a> {
         self.action = Some(action);
+        self
+    }
+
+    /// The same context with nginx's `upstream: "…"` (written as given,
+    /// e.g. `http://127.0.0.1:8080/x`).
+    pub fn with_upstream(mut self, upstream: &'a dyn fmt::Display) -> ReqLog<'a> {
+        self.upstream = Some(upstream);
         self
     }
 }
@@ -94,6 +106,9 @@ impl LogContext for ReqLog<'_> {
         let line = req.request_line();
         if !line.is_empty() {
             write!(out, ", request: \"{line}\"")?;
+        }
+        if let Some(u) = self.upstream {
+            write!(out, ", upstream: \"{u}\"")?;
         }
         if let Some(h) = req.header("Host") {
             write!(out, ", host: \"{}\"", String::from_utf8_lossy(h))?;
@@ -186,5 +201,37 @@ mod tests {
         };
         let line = WithContext(&c, format_args!("x")).to_string();
         assert_eq!(line, "*9 x, client: 127.0.0.1, server: 127.0.0.1:8080");
+    }
+
+    #[test]
+    fn a_request_line_has_upstream_between_request_and_host() {
+        let mut req = Request::default();
+        let mut parser = crate::parse::HeadParser::new(&crate::settings::HttpSettings::default());
+        let head = b"GET /x HTTP/1.1\r\nHost: Example.com:81\r\nReferer: http://r/\r\n\r\n";
+        let crate::parse::HeadStatus::Complete(_) =
+            parser.advance(head, &crate::settings::HttpSettings::default(), &mut req)
+        else {
+            panic!("the head parses");
+        };
+        let peer = Some("10.0.0.1:5000".parse().expect("addr"));
+        let up = "http://127.0.0.1:8080/x";
+        let cx = head_ctx(&req, peer)
+            .with_action("connecting to upstream")
+            .with_upstream(&up);
+        let line = WithContext(
+            &cx,
+            format_args!("connect() failed (111: Connection refused)"),
+        )
+        .to_string();
+        assert_eq!(
+            line,
+            "*3 connect() failed (111: Connection refused) while connecting to upstream, \
+             client: 10.0.0.1, server: localhost, request: \"GET /x HTTP/1.1\", \
+             upstream: \"http://127.0.0.1:8080/x\", host: \"Example.com:81\", referrer: \"http://r/\""
+        );
+    }
+
+    fn head_ctx(req: &Request, peer: Option<SocketAddr>) -> ReqLog<'_> {
+        head(req, 3, peer, "localhost")
     }
 }
