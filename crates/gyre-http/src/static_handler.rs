@@ -82,15 +82,16 @@ fn serve_path(
     let opened = cx.files.open(fpath, now, loc.open_file_cache);
     if path.ends_with('/') {
         if !matches!(opened, Open::Dir) {
-            if let (Open::NotFound, Some(idx), true) =
+            if let (&Open::NotFound(code), Some(idx), true) =
                 (&opened, loc.index.first(), loc.log_not_found)
             {
                 // nginx's index module names the first index file.
                 gyre_core::log_ctx!(
                     ERROR,
                     &log_error::req(cx.conf, r),
-                    "\"{}\" is not found (2: No such file or directory)",
-                    fpath.join(idx).display()
+                    "\"{}\" is not found ({})",
+                    fpath.join(idx).display(),
+                    os_error(code)
                 );
             }
             return Step::Error(match opened {
@@ -104,7 +105,7 @@ fn serve_path(
         // location).
         for idx in &loc.index {
             let candidate = fpath.join(idx);
-            if let Open::NotFound = cx.files.open(&candidate, now, loc.open_file_cache) {
+            if let Open::NotFound(_) = cx.files.open(&candidate, now, loc.open_file_cache) {
                 continue;
             }
             let target = format!("{path}{idx}");
@@ -162,13 +163,14 @@ fn serve_path(
             out.location = Some(loc_hdr.into());
             Step::Respond
         }
-        Open::NotFound if !loc.log_not_found => Step::Error(404),
-        Open::NotFound => {
+        Open::NotFound(_) if !loc.log_not_found => Step::Error(404),
+        Open::NotFound(code) => {
             gyre_core::log_ctx!(
                 ERROR,
                 &log_error::req(cx.conf, r),
-                "open() \"{}\" failed (2: No such file or directory)",
-                fpath.display()
+                "open() \"{}\" failed ({})",
+                fpath.display(),
+                os_error(code)
             );
             Step::Error(404)
         }
@@ -179,11 +181,24 @@ fn serve_path(
                 &log_error::req(cx.conf, r),
                 "open() \"{}\" failed ({})",
                 fpath.display(),
-                gyre_core::sys_error_text(&std::io::Error::from_raw_os_error(code))
+                os_error(code)
             );
             Step::Error(500)
         }
     }
+}
+
+/// nginx's `(2: No such file or directory)` for an errno (formatted only
+/// when the line is written).
+fn os_error(code: i32) -> impl std::fmt::Display {
+    struct E(i32);
+    impl std::fmt::Display for E {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            let text = gyre_core::sys_error_text(&std::io::Error::from_raw_os_error(self.0));
+            f.write_str(&text)
+        }
+    }
+    E(code)
 }
 
 fn file_response(

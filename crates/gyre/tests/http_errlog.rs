@@ -124,6 +124,14 @@ const BAD: &[(&str, &str)] = &[
         "GET /nodir/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
     ),
     (
+        "a file as a directory",
+        "GET /app/index.html/x HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "a file as a directory, with a slash",
+        "GET /app/index.html/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
         "missing file, no Host",
         "GET /nodir/x HTTP/1.0\r\n\r\n",
     ),
