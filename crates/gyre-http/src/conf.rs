@@ -87,8 +87,10 @@ pub struct ErrorPage {
     /// `None`: answer with the original code; `Some(0)`: with the status
     /// the page's request ends with (`=`); `Some(n)`: with `n`.
     pub overwrite: Option<u16>,
-    /// A URI or `@name`.
+    /// A URI, `@name`, or a URL the client is redirected to.
     pub uri: String,
+    /// `uri` compiled, when it has variables (`https://$host$request_uri`).
+    pub uri_cv: Option<ComplexValue>,
 }
 
 /// `add_header NAME VALUE [always]`: (name, value, always).
@@ -133,6 +135,10 @@ pub struct LocSettings {
     pub client_max_body_size: Option<u64>,
     pub sendfile: Option<bool>,
     pub tcp_nodelay: Option<bool>,
+    pub absolute_redirect: Option<bool>,
+    pub server_name_in_redirect: Option<bool>,
+    pub port_in_redirect: Option<bool>,
+    pub log_not_found: Option<bool>,
     pub open_file_cache: Option<Option<OpenFileCache>>,
     pub access_log: Option<Option<PathBuf>>,
 }
@@ -195,6 +201,16 @@ pub struct LocConf {
     pub client_max_body_size: u64,
     pub sendfile: bool,
     pub tcp_nodelay: bool,
+    /// `absolute_redirect` (on): a `Location` starting with `/` gets
+    /// `scheme://host[:port]` in front.
+    pub absolute_redirect: bool,
+    /// `server_name_in_redirect` (off): that host is the server's first
+    /// name instead of the request's `Host`.
+    pub server_name_in_redirect: bool,
+    /// `port_in_redirect` (on): a port other than the scheme's is shown.
+    pub port_in_redirect: bool,
+    /// `log_not_found` (on): missing files are written to the error log.
+    pub log_not_found: bool,
     pub open_file_cache: Option<OpenFileCache>,
     pub access_log: Option<PathBuf>,
 }
@@ -402,6 +418,10 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         client_max_body_size: pick(levels, |s| s.client_max_body_size).unwrap_or(1 << 20),
         sendfile: pick(levels, |s| s.sendfile).unwrap_or(true),
         tcp_nodelay: pick(levels, |s| s.tcp_nodelay).unwrap_or(true),
+        absolute_redirect: pick(levels, |s| s.absolute_redirect).unwrap_or(true),
+        server_name_in_redirect: pick(levels, |s| s.server_name_in_redirect).unwrap_or(false),
+        port_in_redirect: pick(levels, |s| s.port_in_redirect).unwrap_or(true),
+        log_not_found: pick(levels, |s| s.log_not_found).unwrap_or(true),
         open_file_cache: pick(levels, |s| s.open_file_cache)
             .unwrap_or(Some(DEFAULT_OPEN_FILE_CACHE)),
         // nginx's default: `access_log logs/access.log combined`.
@@ -894,6 +914,25 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     ),
     DirectiveSpec::new("sendfile", HSL, Args::FLAG, set_sendfile),
     DirectiveSpec::new("tcp_nodelay", HSL, Args::FLAG, set_tcp_nodelay),
+    DirectiveSpec::new(
+        "absolute_redirect",
+        HSL,
+        Args::FLAG,
+        modules::set_absolute_redirect,
+    ),
+    DirectiveSpec::new(
+        "server_name_in_redirect",
+        HSL,
+        Args::FLAG,
+        modules::set_server_name_in_redirect,
+    ),
+    DirectiveSpec::new(
+        "port_in_redirect",
+        HSL,
+        Args::FLAG,
+        modules::set_port_in_redirect,
+    ),
+    DirectiveSpec::new("log_not_found", HSL, Args::FLAG, modules::set_log_not_found),
     DirectiveSpec::new(
         "client_header_timeout",
         HS,

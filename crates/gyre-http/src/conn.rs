@@ -47,8 +47,12 @@ use crate::parse::{HeadParser, HeadStatus, Request};
 use crate::response::{bodiless, wire_status, write_head, Body, Response};
 use crate::settings::{HttpSettings, LingeringClose};
 
+mod err_note;
 mod output;
 mod stream;
+
+pub use err_note::{ErrKind, ErrNote};
+pub(crate) use err_note::{HeadErr, Line as HeadLine};
 
 /// Something the glue must act on, returned by [`Connection::poll`].
 #[derive(Debug, PartialEq, Eq)]
@@ -257,6 +261,8 @@ pub struct Connection {
     disposition: Disposition,
     /// Body and total bytes of the last response queued.
     last_sent: (u64, u64),
+    /// A fact for the error log (see [`Connection::take_note`]).
+    note: Option<Box<ErrNote>>,
 }
 
 fn reached(now: Msec, deadline: Msec) -> bool {
@@ -289,6 +295,7 @@ impl Connection {
             eof: false,
             disposition: Disposition::Open,
             last_sent: (0, 0),
+            note: None,
         }
     }
 
@@ -325,6 +332,7 @@ impl Connection {
         self.linger_start = now;
         self.eof = false;
         self.disposition = Disposition::Open;
+        self.note = None;
     }
 
     /// Hands a request back after it was answered, so the next one reuses
@@ -390,6 +398,12 @@ impl Connection {
         }
         match self.state {
             State::Head if self.head.started() => {
+                let kind = if self.head.line_parsed() {
+                    ErrKind::TimedOutHeaders
+                } else {
+                    ErrKind::TimedOutLine
+                };
+                self.note = Some(Box::new(err_note::note(kind, &self.head, &self.inbuf)));
                 let rec = self.bare_log(408, now);
                 self.logs.push(rec);
             }
@@ -515,6 +529,12 @@ impl Connection {
     /// Removes the finished requests' records, keeping the vector.
     pub fn drain_logs(&mut self) -> std::vec::Drain<'_, LogRecord> {
         self.logs.drain(..)
+    }
+
+    /// What the machine met that nginx writes to the error log (a refused
+    /// request line, a client that timed out sending its head), once.
+    pub fn take_note(&mut self) -> Option<Box<ErrNote>> {
+        self.note.take()
     }
 
     /// True when records are waiting.
@@ -653,6 +673,12 @@ impl Connection {
                     // nginx: "client prematurely closed connection", 400
                     // in the log, nothing sent.
                     if self.head.started() {
+                        let kind = if self.head.line_parsed() {
+                            ErrKind::ClosedHeaders
+                        } else {
+                            ErrKind::ClosedLine
+                        };
+                        self.note = Some(Box::new(err_note::note(kind, &self.head, &self.inbuf)));
                         let rec = self.bare_log(400, now);
                         self.logs.push(rec);
                     }
@@ -660,6 +686,12 @@ impl Connection {
                 }
             }
             HeadStatus::Error(status) => {
+                if !self.head.line_parsed() && matches!(status, 400 | 505) {
+                    let kind = err_note::line_error(self.head.line_so_far(&self.inbuf), status);
+                    self.note = Some(Box::new(err_note::note(kind, &self.head, &self.inbuf)));
+                } else if let Some(n) = err_note::head_note(&self.head, &self.inbuf) {
+                    self.note = Some(Box::new(n));
+                }
                 // A body announced with the refused head is still coming
                 // (nginx sets lingering for 413); other leftovers are
                 // whatever was pipelined behind the error.

@@ -34,6 +34,7 @@ use crate::settings::HttpSettings;
 use crate::static_file::{FileCache, FileInfo};
 use crate::variables::ConnInfo;
 
+mod err_log;
 mod log_phase;
 
 /// Read buffer shared by every connection of a worker.
@@ -571,7 +572,10 @@ impl HttpConn {
             let mut buf = shared.buf.borrow_mut();
             let now = core.now();
             match core.recv(c, &mut buf) {
-                Ok(0) => self.machine(now).on_eof(now),
+                Ok(0) => {
+                    self.log_eof(core, c);
+                    self.machine(now).on_eof(now)
+                }
                 Ok(n) => {
                     if self.is_idle() {
                         core.set_keepalive(c, false);
@@ -838,9 +842,12 @@ impl Handler for HttpConn {
             self.delayed = false;
         } else if ev.timedout {
             if ev.kind == EvKind::Write {
-                log::info!("client timed out (110: Connection timed out) while sending response");
+                self.log_send_timeout(core, c);
                 self.close(core, c);
                 return;
+            }
+            if self.is_fresh() {
+                self.log_wait_timeout(core, c);
             }
             let Some(m) = self.m.as_mut() else {
                 // Idle (keep-alive) or fresh (no byte yet): nothing to answer.

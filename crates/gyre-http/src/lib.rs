@@ -19,6 +19,7 @@ pub mod conn;
 pub mod date;
 pub mod glue;
 pub mod location;
+pub mod log_error;
 pub mod log_format;
 pub mod map;
 pub mod mime;

@@ -15,6 +15,7 @@
 use std::borrow::Cow;
 
 use crate::body::BodyKind;
+use crate::conn::{HeadErr, HeadLine};
 use crate::settings::HttpSettings;
 use crate::uri;
 
@@ -66,6 +67,10 @@ impl Span {
 
     fn of(self, buf: &[u8]) -> &[u8] {
         buf.get(self.start..self.end).unwrap_or(&[])
+    }
+
+    fn pair(self) -> (usize, usize) {
+        (self.start, self.end)
     }
 }
 
@@ -498,6 +503,8 @@ pub(crate) struct HeadParser {
     content_length: Option<Span>,
     transfer_encoding: Option<Span>,
     connection: Option<ConnectionOption>,
+    /// Why the head was refused, for the error log.
+    pub(crate) err: Option<HeadErr>,
 }
 
 impl HeadParser {
@@ -521,6 +528,7 @@ impl HeadParser {
         self.content_length = None;
         self.transfer_encoding = None;
         self.connection = None;
+        self.err = None;
     }
 
     /// True once any byte of a request line has arrived.
@@ -538,6 +546,42 @@ impl HeadParser {
     /// errors).
     pub(crate) fn request_line<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
         self.line.as_ref().map_or(&[], |l| l.line.of(buf))
+    }
+
+    /// The request line, or the part of it that arrived (up to CR or LF),
+    /// as nginx's error log shows a request being read.
+    pub(crate) fn line_so_far<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        if let Some(l) = &self.line {
+            return l.line.of(buf);
+        }
+        if !self.started() {
+            return &[];
+        }
+        // The buffer starts at the request: its first line (after the
+        // empty lines nginx skips) is the request line.
+        let skip = buf
+            .iter()
+            .position(|&b| b != b'\r' && b != b'\n')
+            .unwrap_or(buf.len());
+        let rest = &buf[skip..];
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\r' || b == b'\n')
+            .unwrap_or(rest.len());
+        &rest[..end]
+    }
+
+    /// The value of the first header `name` read so far.
+    pub(crate) fn header_value<'a>(&self, buf: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.of(buf).eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.of(buf))
+    }
+
+    /// True once the request line was parsed.
+    pub(crate) fn line_parsed(&self) -> bool {
+        self.line.is_some()
     }
 
     /// nginx reads a head into a `client_header_buffer_size` buffer, then
@@ -659,19 +703,31 @@ impl HeadParser {
     fn on_header(&mut self, buf: &[u8], name: Span, value: Span) -> Result<(), u16> {
         let n = name.of(buf);
         let v = value.of(buf);
+        let this = (name.pair(), value.pair());
         if n.eq_ignore_ascii_case(b"Host") {
             if self.host.is_some() {
+                let prev = self.previous(buf, n).unwrap_or(this);
+                self.err = Some(HeadErr::DuplicateHost { prev, new: this });
                 return Err(400);
             }
-            let len = validate_host(v).ok_or(400u16)?;
+            let Some(len) = validate_host(v) else {
+                // Kept: the error line shows the host as sent.
+                self.headers.push((name, value));
+                self.err = Some(HeadErr::InvalidHost);
+                return Err(400);
+            };
             self.host = Some(Span::new(value.start, value.start + len));
         } else if n.eq_ignore_ascii_case(b"Content-Length") {
             if self.content_length.is_some() {
+                let prev = self.previous(buf, n).unwrap_or(this);
+                self.err = Some(HeadErr::Duplicate { prev, new: this });
                 return Err(400);
             }
             self.content_length = Some(value);
         } else if n.eq_ignore_ascii_case(b"Transfer-Encoding") {
             if self.transfer_encoding.is_some() {
+                let prev = self.previous(buf, n).unwrap_or(this);
+                self.err = Some(HeadErr::Duplicate { prev, new: this });
                 return Err(400);
             }
             self.transfer_encoding = Some(value);
@@ -686,6 +742,14 @@ impl HeadParser {
         Ok(())
     }
 
+    /// The first header line named `name` read so far.
+    fn previous(&self, buf: &[u8], name: &[u8]) -> Option<HeadLine> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.of(buf).eq_ignore_ascii_case(name))
+            .map(|(n, v)| (n.pair(), v.pair()))
+    }
+
     /// Whole-head checks, in nginx's order; on success the request is
     /// written into `req`.
     fn finish(
@@ -697,28 +761,38 @@ impl HeadParser {
     ) -> Result<(), u16> {
         // Kept (not taken): a refused head still logs its request line.
         let line = self.line.ok_or(400u16)?;
+        let refuse = |this: &mut HeadParser, e: HeadErr, status: u16| {
+            this.err = Some(e);
+            Err(status)
+        };
         if self.host.is_none() && line.version >= Version::HTTP_11 {
-            return Err(400);
+            return refuse(self, HeadErr::NoHost, 400);
         }
         let mut body = BodyKind::None;
         if let Some(cl) = self.content_length {
-            body = BodyKind::Length(parse_content_length(cl.of(buf)).ok_or(400u16)?);
+            match parse_content_length(cl.of(buf)) {
+                Some(n) => body = BodyKind::Length(n),
+                None => return refuse(self, HeadErr::InvalidContentLength, 400),
+            }
         }
         if let Some(te) = self.transfer_encoding {
             if line.version < Version::HTTP_11 {
-                return Err(400);
+                return refuse(self, HeadErr::Te10, 400);
             }
             if !te.of(buf).eq_ignore_ascii_case(b"chunked") {
-                return Err(501);
+                return refuse(self, HeadErr::UnknownTe(te.pair()), 501);
             }
             if self.content_length.is_some() {
-                return Err(400);
+                return refuse(self, HeadErr::ClAndTe, 400);
             }
             body = BodyKind::Chunked;
         }
         let method = line.method.of(buf);
-        if method == b"CONNECT" || method == b"TRACE" {
-            return Err(405);
+        if method == b"CONNECT" {
+            return refuse(self, HeadErr::Connect, 405);
+        }
+        if method == b"TRACE" {
+            return refuse(self, HeadErr::Trace, 405);
         }
         if let BodyKind::Length(n) = body {
             if st.client_max_body_size != 0 && n > st.client_max_body_size {

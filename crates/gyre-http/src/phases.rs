@@ -19,11 +19,13 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use gyre_core::errlog::ERROR;
 use gyre_core::event::Msec;
 use gyre_core::process::shm::SharedZone;
 
 use crate::conf::{HttpConf, TryLast};
 use crate::conn::Connection;
+use crate::log_error;
 use crate::regex::MatchCache;
 use crate::request::{Content, HttpRequest, Wake};
 use crate::response::Response;
@@ -266,9 +268,10 @@ fn find_config(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     if let crate::body::BodyKind::Length(n) = r.st.req.body {
         let max = r.st.loc.client_max_body_size;
         if max != 0 && n > max {
-            log::error!(
-                "client intended to send too large body: {n} bytes, request: \"{}\"",
-                r.st.req.request_line()
+            gyre_core::log_ctx!(
+                ERROR,
+                &log_error::req(cx.conf, r),
+                "client intended to send too large body: {n} bytes"
             );
             return Step::Error(413);
         }
@@ -296,7 +299,9 @@ fn post_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     r.st.uri_changed = false;
     r.st.uri_changes -= 1;
     if r.st.uri_changes == 0 {
-        log::error!(
+        gyre_core::log_ctx!(
+            ERROR,
+            &log_error::req(cx.conf, r),
             "rewrite or internal redirection cycle while processing \"{}\"",
             r.st.uri
         );
@@ -314,7 +319,9 @@ pub fn internal_redirect(
 ) -> Result<usize, u16> {
     r.st.uri_changes = r.st.uri_changes.saturating_sub(1);
     if r.st.uri_changes == 0 {
-        log::error!(
+        gyre_core::log_ctx!(
+            ERROR,
+            &log_error::req(cx.conf, r),
             "rewrite or internal redirection cycle while internally redirecting to \"{target}\""
         );
         return Err(500);
@@ -322,7 +329,11 @@ pub fn internal_redirect(
     if target.starts_with('@') {
         let server = cx.conf.servers.get(r.st.server);
         let Some(l) = server.and_then(|s| HttpConf::named(s, target)) else {
-            log::error!("could not find named location \"{target}\"");
+            gyre_core::log_ctx!(
+                ERROR,
+                &log_error::req(cx.conf, r),
+                "could not find named location \"{target}\""
+            );
             return Err(500);
         };
         r.st.loc = l.clone();
@@ -423,10 +434,23 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Optio
                 Some(n) => n,
             };
             r.st.uri_overwrite = ep.overwrite == Some(0);
-            if !ep.uri.starts_with('@') && !r.st.req.is_get_or_head() {
+            let target = error_page_target(cx, r, ep);
+            if !target.starts_with(['/', '@']) {
+                // nginx's ngx_http_send_error_page: a URL is a redirect,
+                // 302 unless `=CODE` names another redirect code.
+                let code = ep
+                    .overwrite
+                    .filter(|c| matches!(c, 301 | 302 | 303 | 307 | 308))
+                    .unwrap_or(302);
+                resp.set_error(code);
+                resp.location = Some(target.into_owned().into());
+                send(cx, r, resp);
+                return None;
+            }
+            if !target.starts_with('@') && !r.st.req.is_get_or_head() {
                 r.st.as_get = true;
             }
-            match internal_redirect(cx, r, &ep.uri) {
+            match internal_redirect(cx, r, &target) {
                 Ok(i) => return Some(i),
                 Err(code) => resp.set_error(code),
             }
@@ -444,10 +468,27 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Optio
     None
 }
 
+/// An `error_page`'s URI, its variables evaluated.
+fn error_page_target<'e>(
+    cx: &mut Ctx<'_>,
+    r: &mut HttpRequest,
+    ep: &'e crate::conf::ErrorPage,
+) -> std::borrow::Cow<'e, str> {
+    let Some(cv) = &ep.uri_cv else {
+        return ep.uri.as_str().into();
+    };
+    cx.scratch.clear();
+    {
+        let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
+        cv.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
+    }
+    String::from_utf8_lossy(cx.scratch).into_owned().into()
+}
+
 /// `add_header`, then the machine.
 #[inline]
 fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
-    absolute_redirect(r, resp);
+    absolute_redirect(cx.conf, r, resp);
     // nginx's header and range filters: Last-Modified only on 200, 206
     // and 304, Accept-Ranges only on 200.
     if resp.status != 200 {
@@ -579,26 +620,34 @@ fn expires(cx: &Ctx<'_>, r: &HttpRequest, resp: &mut Response) {
     resp.headers.push(("Cache-Control".into(), cc));
 }
 
-/// nginx's `absolute_redirect on`: a `Location` starting with `/` gets the
-/// scheme, the request's host and a port other than the default.
+/// nginx's header filter with `absolute_redirect on`: a `Location`
+/// starting with `/` gets the scheme, the host (the request's, or the
+/// server's name with `server_name_in_redirect`, or the local address
+/// without a Host) and, with `port_in_redirect`, a port other than the
+/// scheme's.
 #[inline]
-fn absolute_redirect(r: &HttpRequest, resp: &mut Response) {
+fn absolute_redirect(conf: &HttpConf, r: &HttpRequest, resp: &mut Response) {
     let Some(loc) = &resp.location else {
         return;
     };
-    if !loc.starts_with('/') {
+    let lc = &r.st.loc;
+    if !loc.starts_with('/') || !lc.absolute_redirect {
         return;
     }
-    let host = r.st.req.host().map(str::to_string).unwrap_or_else(|| {
-        r.st.conn
-            .local
-            .map(|a| a.ip().to_string())
-            .unwrap_or_default()
-    });
+    let host = if lc.server_name_in_redirect {
+        crate::log_error::server_name(conf, r.st.server).to_string()
+    } else {
+        r.st.req.host().map(str::to_string).unwrap_or_else(|| {
+            r.st.conn
+                .local
+                .map(|a| a.ip().to_string())
+                .unwrap_or_default()
+        })
+    };
     let scheme = if r.st.conn.tls { "https" } else { "http" };
     let port = r.st.conn.local.map_or(80, |a| a.port());
     let default_port = if r.st.conn.tls { 443 } else { 80 };
-    let abs = if port == default_port {
+    let abs = if port == default_port || !lc.port_in_redirect {
         format!("{scheme}://{host}{}", &**loc)
     } else {
         format!("{scheme}://{host}:{port}{}", &**loc)

@@ -10,10 +10,12 @@
 use std::sync::Arc;
 
 use gyre_core::conf::{ConfCtx, Directive};
+use gyre_core::errlog::NOTICE;
 
 use crate::conf::HttpConf;
 
 use crate::complex_value::ComplexValue;
+use crate::log_error;
 use crate::regex::{MatchCache, Regex};
 use crate::request::HttpRequest;
 use crate::response::{Body, Response, Text};
@@ -138,7 +140,13 @@ pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest, out: &mut Response)
                 let loc = r.st.loc.clone();
                 if !e.matches.exec(re, r.st.uri.as_bytes(), &mut r.st.caps) {
                     if loc.rewrite_log {
-                        log::info!("\"{}\" does not match \"{}\"", re.source, r.st.uri);
+                        gyre_core::log_ctx!(
+                            NOTICE,
+                            &log_error::req(e.conf, r),
+                            "\"{}\" does not match \"{}\"",
+                            re.source,
+                            r.st.uri
+                        );
                     }
                     continue;
                 }
@@ -146,7 +154,13 @@ pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest, out: &mut Response)
                 r.st.cap_src.push_str(&r.st.uri);
                 set_named(re, r);
                 if loc.rewrite_log {
-                    log::info!("\"{}\" matches \"{}\"", re.source, r.st.uri);
+                    gyre_core::log_ctx!(
+                        NOTICE,
+                        &log_error::req(e.conf, r),
+                        "\"{}\" matches \"{}\"",
+                        re.source,
+                        r.st.uri
+                    );
                 }
                 if let Some(end) = apply_rewrite(repl, *flag, *external, e, r, out) {
                     return end;
@@ -191,7 +205,9 @@ fn apply_rewrite(
         None => (&new[..], None, true),
     };
     if r.st.loc.rewrite_log {
-        log::info!(
+        gyre_core::log_ctx!(
+            NOTICE,
+            &log_error::req(e.conf, r),
             "rewritten data: \"{path}\", args: \"{}\"",
             own_args.unwrap_or(if keep_args { &r.st.args } else { "" })
         );

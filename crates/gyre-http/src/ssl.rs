@@ -737,25 +737,45 @@ pub fn refuse(
     default: usize,
     req: &Request,
 ) -> Option<Response> {
-    if core.is_plain_on_tls(c) {
-        log::info!(
-            "client sent plain HTTP request to HTTPS port while reading client request headers"
-        );
-        return Some(Response::error(497));
+    let plain = core.is_plain_on_tls(c);
+    let info = core.tls_info(c);
+    if !plain && info.is_none() {
+        return None;
     }
-    let info = core.tls_info(c)?;
-    let server: &ServerConf = match req.host() {
+    let server_i = match req.host() {
         Some(h) if servers.len() > 1 => {
             let list = servers.iter().filter_map(|&i| conf.servers.get(i));
             let pos = pick_by_name(list.map(|s| s.server_names.as_slice()), h);
-            conf.servers
-                .get(pos.and_then(|p| servers.get(p).copied()).unwrap_or(default))?
+            pos.and_then(|p| servers.get(p).copied()).unwrap_or(default)
         }
-        _ => conf.servers.get(default)?,
+        _ => default,
     };
+    let server: &ServerConf = conf.servers.get(server_i)?;
+    let number = core.conn(c).map_or(0, |x| x.number);
+    let peer = core.conn(c).and_then(|x| x.peer);
+    let cx = crate::log_error::head(
+        req,
+        number,
+        peer,
+        crate::log_error::server_name(conf, server_i),
+    )
+    .with_action("reading client request headers");
+    if plain {
+        gyre_core::log_ctx!(
+            gyre_core::errlog::INFO,
+            &cx,
+            "client sent plain HTTP request to HTTPS port"
+        );
+        return Some(Response::error(497));
+    }
+    let info = info?;
     let verify = server.ssl.built.as_ref().map_or(Verify::Off, |b| b.verify);
     if verify == Verify::On && !info.client_verified {
-        log::info!("client sent no required SSL certificate while reading client request headers");
+        gyre_core::log_ctx!(
+            gyre_core::errlog::INFO,
+            &cx,
+            "client sent no required SSL certificate"
+        );
         return Some(Response::error(496));
     }
     None

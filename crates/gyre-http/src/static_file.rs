@@ -44,7 +44,8 @@ pub struct FileInfo {
 pub enum Open {
     File(Rc<FileInfo>),
     Dir,
-    NotFound,
+    /// ENOENT, ENOTDIR or ENAMETOOLONG (the errno, for the error log).
+    NotFound(i32),
     Forbidden,
     /// Another error (logged by the caller, answered with 500).
     Error(i32),
@@ -106,7 +107,7 @@ fn open_uncached(path: &Path) -> Open {
 fn from_error(e: &io::Error) -> Open {
     match e.raw_os_error() {
         // ENOENT, ENOTDIR, ENAMETOOLONG
-        Some(2 | 20 | 36) => Open::NotFound,
+        Some(code @ (2 | 20 | 36)) => Open::NotFound(code),
         Some(13) => Open::Forbidden, // EACCES
         Some(code) => Open::Error(code),
         None => Open::Error(0),
@@ -234,9 +235,12 @@ mod tests {
             panic!()
         };
         assert_eq!(b.content.as_deref(), Some(&b"changed!"[..]));
-        assert!(matches!(c.open(&d.join("nope"), 2100, cfg), Open::NotFound));
+        assert!(matches!(
+            c.open(&d.join("nope"), 2100, cfg),
+            Open::NotFound(_)
+        ));
         assert!(matches!(c.open(&d, 2100, cfg), Open::Dir));
-        assert!(matches!(c.open(&f.join("x"), 2100, cfg), Open::NotFound));
+        assert!(matches!(c.open(&f.join("x"), 2100, cfg), Open::NotFound(_)));
         std::fs::remove_dir_all(&d).unwrap();
     }
 

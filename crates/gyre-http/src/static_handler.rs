@@ -12,7 +12,10 @@
 use std::path::PathBuf;
 use std::rc::Rc;
 
+use gyre_core::errlog::ERROR;
+
 use crate::conf::IfModifiedSince;
+use crate::log_error;
 use crate::phases::{Ctx, Step};
 use crate::range::{self, RangeDecision};
 use crate::request::{Content, HttpRequest, Wake};
@@ -79,6 +82,18 @@ fn serve_path(
     let opened = cx.files.open(fpath, now, loc.open_file_cache);
     if path.ends_with('/') {
         if !matches!(opened, Open::Dir) {
+            if let (&Open::NotFound(code), Some(idx), true) =
+                (&opened, loc.index.first(), loc.log_not_found)
+            {
+                // nginx's index module names the first index file.
+                gyre_core::log_ctx!(
+                    ERROR,
+                    &log_error::req(cx.conf, r),
+                    "\"{}\" is not found ({})",
+                    fpath.join(idx).display(),
+                    os_error(code)
+                );
+            }
             return Step::Error(match opened {
                 Open::Forbidden => 403,
                 Open::Error(_) => 500,
@@ -90,7 +105,7 @@ fn serve_path(
         // location).
         for idx in &loc.index {
             let candidate = fpath.join(idx);
-            if let Open::NotFound = cx.files.open(&candidate, now, loc.open_file_cache) {
+            if let Open::NotFound(_) = cx.files.open(&candidate, now, loc.open_file_cache) {
                 continue;
             }
             let target = format!("{path}{idx}");
@@ -113,12 +128,22 @@ fn serve_path(
                     Step::Respond
                 }
                 Err(e) => {
-                    log::error!("opendir() \"{}\" failed ({e})", fpath.display());
+                    gyre_core::log_ctx!(
+                        ERROR,
+                        &log_error::req(cx.conf, r),
+                        "opendir() \"{}\" failed ({e})",
+                        fpath.display()
+                    );
                     Step::Error(500)
                 }
             };
         }
-        log::error!("directory index of \"{}\" is forbidden", fpath.display());
+        gyre_core::log_ctx!(
+            ERROR,
+            &log_error::req(cx.conf, r),
+            "directory index of \"{}\" is forbidden",
+            fpath.display()
+        );
         return Step::Error(403);
     }
     let index_uri: Option<String> = None;
@@ -138,19 +163,42 @@ fn serve_path(
             out.location = Some(loc_hdr.into());
             Step::Respond
         }
-        Open::NotFound => {
-            log::error!(
-                "open() \"{}\" failed (2: No such file or directory)",
-                fpath.display()
+        Open::NotFound(_) if !loc.log_not_found => Step::Error(404),
+        Open::NotFound(code) => {
+            gyre_core::log_ctx!(
+                ERROR,
+                &log_error::req(cx.conf, r),
+                "open() \"{}\" failed ({})",
+                fpath.display(),
+                os_error(code)
             );
             Step::Error(404)
         }
         Open::Forbidden => Step::Error(403),
         Open::Error(code) => {
-            log::error!("open() \"{}\" failed ({code})", fpath.display());
+            gyre_core::log_ctx!(
+                ERROR,
+                &log_error::req(cx.conf, r),
+                "open() \"{}\" failed ({})",
+                fpath.display(),
+                os_error(code)
+            );
             Step::Error(500)
         }
     }
+}
+
+/// nginx's `(2: No such file or directory)` for an errno (formatted only
+/// when the line is written).
+fn os_error(code: i32) -> impl std::fmt::Display {
+    struct E(i32);
+    impl std::fmt::Display for E {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            let text = gyre_core::sys_error_text(&std::io::Error::from_raw_os_error(self.0));
+            f.write_str(&text)
+        }
+    }
+    E(code)
 }
 
 fn file_response(

@@ -291,6 +291,11 @@ pub(super) fn set_error_page(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> R
     if codes.is_empty() {
         return Err(d.error("invalid number of arguments"));
     }
+    let uri_cv = if uri.contains('$') {
+        Some(ComplexValue::compile(uri, &mut c.vars)?)
+    } else {
+        None
+    };
     c.settings(cx)?
         .error_page
         .get_or_insert_with(Vec::new)
@@ -298,7 +303,48 @@ pub(super) fn set_error_page(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> R
             codes,
             overwrite,
             uri: uri.clone(),
+            uri_cv,
         });
+    Ok(())
+}
+
+pub(super) fn set_absolute_redirect(
+    c: &mut HttpConf,
+    d: &Directive,
+    cx: &ConfCtx,
+) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.absolute_redirect = Some(v);
+    Ok(())
+}
+
+pub(super) fn set_server_name_in_redirect(
+    c: &mut HttpConf,
+    d: &Directive,
+    cx: &ConfCtx,
+) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.server_name_in_redirect = Some(v);
+    Ok(())
+}
+
+pub(super) fn set_log_not_found(
+    c: &mut HttpConf,
+    d: &Directive,
+    cx: &ConfCtx,
+) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.log_not_found = Some(v);
+    Ok(())
+}
+
+pub(super) fn set_port_in_redirect(
+    c: &mut HttpConf,
+    d: &Directive,
+    cx: &ConfCtx,
+) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.port_in_redirect = Some(v);
     Ok(())
 }
 

@@ -17,6 +17,9 @@ use crate::variables::ConnInfo;
 
 impl HttpConn {
     pub(super) fn flush_logs(&mut self, core: &Core, c: ConnId) {
+        // The error-log line of a refused or timed-out head comes first,
+        // as nginx's does.
+        self.log_note(core, c);
         if !self.m.as_ref().is_some_and(|m| m.has_logs()) {
             return;
         }

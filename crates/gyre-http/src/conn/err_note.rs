@@ -1,0 +1,214 @@
+//! What the machine tells the error log on its own (nginx's lines from
+//! `ngx_http_process_request_line`, `_headers` and the header timer): a
+//! refused head and a client that timed out or closed sending it. The machine
+//! only records the fact and what it saw of the request (allocating on
+//! this error path only); the glue writes the line with the connection's
+//! context (see [`crate::log_error::ConnLog`]).
+
+use crate::parse::HeadParser;
+
+/// One fact for the error log, taken with [`super::Connection::take_note`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrNote {
+    pub kind: ErrKind,
+    /// The request line, or what arrived of it (up to CR or LF), as
+    /// nginx's `request: "…"` shows it; empty when nothing did.
+    pub request_line: String,
+    /// The `Host` header's value as sent, once it was read.
+    pub host: Option<String>,
+    /// The message when it names what was sent ([`ErrKind::Header`]).
+    pub detail: Option<String>,
+}
+
+impl ErrNote {
+    /// nginx's text for the line.
+    pub fn message(&self) -> &str {
+        self.detail.as_deref().unwrap_or(self.kind.message())
+    }
+}
+
+/// A header line as offsets into the head's buffer: (name, value).
+pub(crate) type Line = ((usize, usize), (usize, usize));
+
+/// Why the parser refused a head after its request line (nginx's checks in
+/// `ngx_http_process_request_headers` and `_header`), kept as offsets so
+/// the refusal itself allocates nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeadErr {
+    NoHost,
+    InvalidHost,
+    DuplicateHost {
+        prev: Line,
+        new: Line,
+    },
+    /// A second Content-Length or Transfer-Encoding.
+    Duplicate {
+        prev: Line,
+        new: Line,
+    },
+    InvalidContentLength,
+    Te10,
+    UnknownTe((usize, usize)),
+    ClAndTe,
+    Connect,
+    Trace,
+}
+
+impl HeadErr {
+    /// nginx's message, with what was sent quoted from `buf`.
+    fn text(self, buf: &[u8]) -> String {
+        let of = |(s, e): (usize, usize)| String::from_utf8_lossy(buf.get(s..e).unwrap_or(&[]));
+        let line = |(n, v): Line| format!("{}: {}", of(n), of(v));
+        match self {
+            HeadErr::NoHost => "client sent HTTP/1.1 request without \"Host\" header".into(),
+            HeadErr::InvalidHost => "client sent invalid host header".into(),
+            HeadErr::DuplicateHost { prev, new } => format!(
+                "client sent duplicate host header: \"{}\", previous value: \"{}\"",
+                line(new),
+                line(prev)
+            ),
+            HeadErr::Duplicate { prev, new } => format!(
+                "client sent duplicate header line: \"{}\", previous value: \"{}\"",
+                line(new),
+                line(prev)
+            ),
+            HeadErr::InvalidContentLength => "client sent invalid \"Content-Length\" header".into(),
+            HeadErr::Te10 => {
+                "client sent HTTP/1.0 request with \"Transfer-Encoding\" header".into()
+            }
+            HeadErr::UnknownTe(v) => {
+                format!("client sent unknown \"Transfer-Encoding\": \"{}\"", of(v))
+            }
+            HeadErr::ClAndTe => "client sent \"Content-Length\" and \"Transfer-Encoding\" \
+                                 headers at the same time"
+                .into(),
+            HeadErr::Connect => "client sent CONNECT method".into(),
+            HeadErr::Trace => "client sent TRACE method".into(),
+        }
+    }
+}
+
+/// What happened (nginx's message and action for it; all at `info`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrKind {
+    /// The header timer fired before the request line was complete.
+    TimedOutLine,
+    /// The header timer fired after the request line.
+    TimedOutHeaders,
+    /// The client closed inside the request line.
+    ClosedLine,
+    /// The client closed inside the headers.
+    ClosedHeaders,
+    /// `NGX_HTTP_PARSE_INVALID_METHOD`.
+    InvalidMethod,
+    /// `NGX_HTTP_PARSE_INVALID_REQUEST`.
+    InvalidRequest,
+    /// `NGX_HTTP_PARSE_INVALID_VERSION` (answered 505).
+    InvalidVersion,
+    /// `NGX_HTTP_PARSE_INVALID_09_METHOD`: a line without a version whose
+    /// method is not GET.
+    Invalid09Method,
+    /// A head refused after its request line (the text is the note's).
+    Header,
+}
+
+impl ErrKind {
+    /// nginx's text (`ngx_http_client_errors`, or the timer's).
+    pub fn message(self) -> &'static str {
+        match self {
+            ErrKind::TimedOutLine | ErrKind::TimedOutHeaders => {
+                "client timed out (110: Connection timed out)"
+            }
+            ErrKind::ClosedLine | ErrKind::ClosedHeaders => "client prematurely closed connection",
+            ErrKind::InvalidMethod => "client sent invalid method",
+            ErrKind::InvalidRequest => "client sent invalid request",
+            ErrKind::InvalidVersion => "client sent invalid version",
+            ErrKind::Invalid09Method => "client sent invalid method in HTTP/0.9 request",
+            ErrKind::Header => "client sent invalid header",
+        }
+    }
+
+    /// nginx's `c->log->action` at that moment.
+    pub fn action(self) -> &'static str {
+        match self {
+            ErrKind::TimedOutHeaders | ErrKind::ClosedHeaders | ErrKind::Header => {
+                "reading client request headers"
+            }
+            _ => "reading client request line",
+        }
+    }
+}
+
+/// Which of nginx's request-line errors a refused line is, following
+/// `ngx_http_parse_request_line`: a method byte other than `A-Z`, `_`, `-`
+/// (or the line ending inside the method) is an invalid method, a line
+/// without a version whose method is not GET an HTTP/0.9 one, a version
+/// above 1 (the 505) an invalid version, anything else an invalid request.
+pub fn line_error(line: &[u8], status: u16) -> ErrKind {
+    if status == 505 {
+        return ErrKind::InvalidVersion;
+    }
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let Some(sp) = line.iter().position(|&b| b == b' ') else {
+        return ErrKind::InvalidMethod;
+    };
+    let method = &line[..sp];
+    if method.is_empty()
+        || !method
+            .iter()
+            .all(|&b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
+    {
+        return ErrKind::InvalidMethod;
+    }
+    let rest = line[sp..].trim_ascii_start();
+    if !rest.is_empty() && !rest.contains(&b' ') && method != b"GET" {
+        return ErrKind::Invalid09Method;
+    }
+    ErrKind::InvalidRequest
+}
+
+/// A note about the head being read in `buf`.
+pub(crate) fn note(kind: ErrKind, head: &HeadParser, buf: &[u8]) -> ErrNote {
+    ErrNote {
+        kind,
+        request_line: String::from_utf8_lossy(head.line_so_far(buf)).into_owned(),
+        host: head
+            .header_value(buf, b"Host")
+            .map(|v| String::from_utf8_lossy(v).into_owned()),
+        detail: None,
+    }
+}
+
+/// The note for a head the parser refused after its request line, when
+/// the parser said why.
+pub(crate) fn head_note(head: &HeadParser, buf: &[u8]) -> Option<ErrNote> {
+    let err = head.err?;
+    let mut n = note(ErrKind::Header, head, buf);
+    n.detail = Some(err.text(buf));
+    Some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_line_errors_are_classified_as_nginx_does() {
+        for (line, status, want) in [
+            (&b"GARBAGE"[..], 400, ErrKind::InvalidMethod),
+            (b"get / HTTP/1.1", 400, ErrKind::InvalidMethod),
+            (b"G@T / HTTP/1.1", 400, ErrKind::InvalidMethod),
+            (b" / HTTP/1.1", 400, ErrKind::InvalidMethod),
+            (b"GET / HTTP/7.1", 505, ErrKind::InvalidVersion),
+            (b"GET / HTTP/1.1x", 400, ErrKind::InvalidRequest),
+            (b"GET x HTTP/1.1", 400, ErrKind::InvalidRequest),
+            (b"POST /\r", 400, ErrKind::Invalid09Method),
+        ] {
+            assert_eq!(line_error(line, status), want, "{:?}", line);
+        }
+        assert_eq!(
+            ErrKind::TimedOutHeaders.action(),
+            "reading client request headers"
+        );
+    }
+}

@@ -1,0 +1,134 @@
+//! The connection handler's own error-log lines (nginx's
+//! `ngx_http_wait_request_handler`, the header timer, the refused request
+//! line, the send timeout), written with the connection's context. Lines
+//! about a request being served are the phases' (see
+//! [`crate::log_error::req`]).
+
+use gyre_core::conn::ConnId;
+use gyre_core::errlog::INFO;
+use gyre_core::event::Core;
+
+use super::HttpConn;
+use crate::log_error::{self, ConnLog, Server};
+
+/// nginx's text for every timer that fires on a client.
+const TIMED_OUT: &str = "client timed out (110: Connection timed out)";
+
+impl HttpConn {
+    /// The machine's note, if it left one (cheap when it did not).
+    pub(super) fn log_note(&mut self, core: &Core, c: ConnId) {
+        let Some(n) = self.m.as_mut().and_then(|m| m.take_note()) else {
+            return;
+        };
+        // nginx has chosen the virtual server by then if Host was read.
+        let host = n.host.as_deref().map(strip_port);
+        let server = self.pick_server(host);
+        let cx = ConnLog {
+            number: core.conn(c).map_or(0, |x| x.number),
+            peer: core.conn(c).and_then(|x| x.peer),
+            server: Server::Name(log_error::server_name(&self.shared.conf, server)),
+            request_line: &n.request_line,
+            host: n.host.as_deref(),
+            action: Some(n.kind.action()),
+        };
+        gyre_core::log_ctx!(INFO, &cx, "{}", n.message());
+    }
+
+    /// The first request never came (nginx's `waiting for request`,
+    /// named by the listening address: no server is chosen yet).
+    pub(super) fn log_wait_timeout(&self, core: &Core, c: ConnId) {
+        let cx = ConnLog {
+            number: core.conn(c).map_or(0, |x| x.number),
+            peer: core.conn(c).and_then(|x| x.peer),
+            server: Server::Listening(self.port.addr),
+            request_line: "",
+            host: None,
+            action: Some("waiting for request"),
+        };
+        gyre_core::log_ctx!(INFO, &cx, "{TIMED_OUT}");
+    }
+
+    /// The client closed between requests: before its first (nginx's
+    /// `client closed connection while waiting for request`) or on a
+    /// kept-alive connection (`client ADDR closed keepalive connection`,
+    /// which nginx writes without the context). A close inside a head is
+    /// the machine's note.
+    pub(super) fn log_eof(&self, core: &Core, c: ConnId) {
+        let number = core.conn(c).map_or(0, |x| x.number);
+        let peer = core.conn(c).and_then(|x| x.peer);
+        if self.is_fresh() {
+            let cx = ConnLog {
+                number,
+                peer,
+                server: Server::Listening(self.port.addr),
+                request_line: "",
+                host: None,
+                action: Some("waiting for request"),
+            };
+            gyre_core::log_ctx!(INFO, &cx, "client closed connection");
+        } else if self.is_idle() {
+            let addr = peer.map(|p| p.ip().to_string()).unwrap_or_default();
+            gyre_core::log_ctx!(
+                INFO,
+                &Bare(number),
+                "client {addr} closed keepalive connection"
+            );
+        }
+    }
+
+    /// `send_timeout` expired with output left.
+    pub(super) fn log_send_timeout(&self, core: &Core, c: ConnId) {
+        const SENDING: &str = "sending response to client";
+        if let Some(r) = &self.r {
+            let cx = log_error::req(&self.shared.conf, r).with_action(SENDING);
+            gyre_core::log_ctx!(INFO, &cx, "{TIMED_OUT}");
+            return;
+        }
+        let cx = ConnLog {
+            number: core.conn(c).map_or(0, |x| x.number),
+            peer: core.conn(c).and_then(|x| x.peer),
+            server: Server::Name(log_error::server_name(&self.shared.conf, self.port.default)),
+            request_line: "",
+            host: None,
+            action: Some(SENDING),
+        };
+        gyre_core::log_ctx!(INFO, &cx, "{TIMED_OUT}");
+    }
+}
+
+/// A line with the connection number only (nginx's lines written while
+/// `c->log->handler` is unset).
+struct Bare(u64);
+
+impl gyre_core::errlog::LogContext for Bare {
+    fn number(&self) -> u64 {
+        self.0
+    }
+
+    fn context(&self, _out: &mut dyn std::fmt::Write) -> std::fmt::Result {
+        Ok(())
+    }
+}
+
+/// `host:port` → `host` (an IPv6 literal keeps its brackets' content).
+fn strip_port(h: &str) -> &str {
+    match h.rsplit_once(':') {
+        Some((name, port))
+            if port.bytes().all(|b| b.is_ascii_digit())
+                && (!name.contains(':') || name.ends_with(']')) =>
+        {
+            name
+        }
+        _ => h,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_port_is_taken_off_a_host_header() {
+        assert_eq!(super::strip_port("Example.com:8080"), "Example.com");
+        assert_eq!(super::strip_port("localhost"), "localhost");
+        assert_eq!(super::strip_port("[::1]:80"), "[::1]");
+    }
+}
