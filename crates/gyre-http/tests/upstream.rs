@@ -250,6 +250,15 @@ impl Drop for Nginx {
     }
 }
 
+/// The tests that start nginx run one at a time: each picks "free" ports
+/// for nginx and for ports nobody listens on, and a parallel test's
+/// listener taking one of them made nginx's answer a reset (once, under a
+/// loaded full run).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -356,6 +365,7 @@ fn compare(bin: &Path, body: &str, keys: &[String]) {
 
 #[test]
 fn balancing_sequences_match_nginx() {
+    let _serial = serial();
     let Some(bin) = nginx_bin() else { return };
     let p = backends(4);
     let s = |i: usize| format!("127.0.0.1:{}", p[i]);
@@ -472,6 +482,7 @@ fn with_failures(up: &mut Upstream, dead: u16, n: usize) -> (Vec<u16>, usize) {
 
 #[test]
 fn passive_health_matches_nginx() {
+    let _serial = serial();
     let Some(bin) = nginx_bin() else { return };
     let p = backends(2);
     let dead = free_port();
@@ -568,6 +579,7 @@ type ClientRequest<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, &'a [u8]);
 
 #[test]
 fn upstream_request_heads_match_nginx() {
+    let _serial = serial();
     let Some(bin) = nginx_bin() else { return };
     let (bport, seen) = recording_backend(ok_answer);
     let cases: Vec<ProxyCase> = vec![
@@ -720,6 +732,7 @@ fn canned(path: &str) -> Vec<u8> {
 
 #[test]
 fn upstream_response_heads_match_nginx() {
+    let _serial = serial();
     let Some(bin) = nginx_bin() else { return };
     let (bport, _) = recording_backend(canned);
     let n = start_nginx_with(
