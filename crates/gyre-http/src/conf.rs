@@ -135,6 +135,9 @@ pub struct LocSettings {
     pub tcp_nodelay: Option<bool>,
     pub open_file_cache: Option<Option<OpenFileCache>>,
     pub access_log: Option<Option<PathBuf>>,
+    /// `allow`/`deny` of this level (crate::access).
+    pub access: Option<Arc<crate::access::Rules>>,
+    pub satisfy: Option<crate::access::Satisfy>,
 }
 
 /// `open_file_cache max=N [inactive=T]` / `open_file_cache_valid T`.
@@ -197,6 +200,9 @@ pub struct LocConf {
     pub tcp_nodelay: bool,
     pub open_file_cache: Option<OpenFileCache>,
     pub access_log: Option<PathBuf>,
+    /// `allow`/`deny`: the innermost level's that has any (crate::access).
+    pub access: Option<Arc<crate::access::Rules>>,
+    pub satisfy: crate::access::Satisfy,
 }
 
 /// One `location`.
@@ -431,6 +437,8 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
             .unwrap_or(true),
         alias_cv: levels.last().and_then(|s| s.alias_cv.clone()),
         children: LocTree::default(),
+        access: pick(levels, |s| s.access.clone()),
+        satisfy: pick(levels, |s| s.satisfy).unwrap_or_default(),
         log_format: 0,
         log_if: levels
             .iter()
@@ -788,6 +796,9 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::FLAG,
         rewrite::set_uninitialized_variable_warn,
     ),
+    DirectiveSpec::multi("allow", HSL, Args::TAKE1, crate::access::set_rule),
+    DirectiveSpec::multi("deny", HSL, Args::TAKE1, crate::access::set_rule),
+    DirectiveSpec::new("satisfy", HSL, Args::TAKE1, crate::access::set_satisfy),
     DirectiveSpec::new("internal", L, Args::NOARGS, modules::set_internal),
     DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, modules::set_try_files),
     DirectiveSpec::new("limit_rate", HSL, Args::TAKE1, modules::set_limit_rate),

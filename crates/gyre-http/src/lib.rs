@@ -10,6 +10,7 @@
 //! stub_status ([`stub_status`]) and the access log ([`access_log`]).
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod access_log;
 pub mod autoindex;
 pub mod body;

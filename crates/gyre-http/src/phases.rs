@@ -41,6 +41,8 @@ pub enum Phase {
     Rewrite,
     /// Back to find-config when a rewrite changed the URI.
     PostRewrite,
+    /// `allow`/`deny` (crate::access), under `satisfy`.
+    Access,
     TryFiles,
     Content,
 }
@@ -64,6 +66,13 @@ pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
         if locs().any(|l| crate::rewrite::changes_uri(&l.script)) {
             v.push(Phase::PostRewrite);
         }
+    }
+    let fallbacks = || conf.servers.iter().filter_map(|s| s.fallback.as_deref());
+    if fallbacks()
+        .chain(locs().filter_map(|l| l.conf.as_deref()))
+        .any(crate::access::has_checks)
+    {
+        v.push(Phase::Access);
     }
     if conf.servers.iter().any(|s| s.set.try_files.is_some())
         || locs().any(|l| l.set.try_files.is_some())
@@ -164,6 +173,7 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
             Phase::FindConfig => find_config(cx, r),
             Phase::Rewrite => location_rewrite(cx, r, out),
             Phase::PostRewrite => post_rewrite(cx, r),
+            Phase::Access => crate::access::phase(r),
             Phase::TryFiles => try_files(cx, r),
             Phase::Content => content(cx, r, out),
         };
@@ -826,6 +836,13 @@ mod tests {
         std::fs::remove_dir_all(&s3.dir).unwrap();
         let s2 = site("build2", "location / { }", &[]);
         assert_eq!(&*s2.conf.phases, &[Phase::FindConfig, Phase::Content]);
+        // `allow`/`deny` anywhere (here the server level only) add access.
+        let s4 = site("build4", "deny 10.0.0.0/8; location / { }", &[]);
+        assert_eq!(
+            &*s4.conf.phases,
+            &[Phase::FindConfig, Phase::Access, Phase::Content]
+        );
+        std::fs::remove_dir_all(&s4.dir).unwrap();
         std::fs::remove_dir_all(&s.dir).unwrap();
         std::fs::remove_dir_all(&s2.dir).unwrap();
     }
