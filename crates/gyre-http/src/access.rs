@@ -16,9 +16,11 @@ use std::sync::Arc;
 
 use gyre_core::conf::{ConfCtx, Directive};
 
+use crate::auth_basic::Verdict;
 use crate::conf::{HttpConf, LocConf};
-use crate::phases::Step;
+use crate::phases::{Ctx, Step};
 use crate::request::HttpRequest;
+use crate::response::Response;
 
 /// One `allow`/`deny` rule of one family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,21 +229,63 @@ pub fn answer(rules: &Rules, peer: Option<IpAddr>) -> Option<Result<(), u16>> {
 /// Whether a location has anything for the access phase to check.
 pub fn has_checks(l: &LocConf) -> bool {
     l.access.as_ref().is_some_and(|r| !r.is_empty())
+        || (l.auth_basic.is_some() && l.auth_basic_user_file.is_some())
 }
 
 /// The access phase handler (nginx's `ngx_http_core_access_phase` with
-/// post-access): each access module's answer, combined under `satisfy`.
-pub fn phase(r: &HttpRequest) -> Step {
-    let loc = &r.st.loc;
+/// post-access): the access module's and auth_basic's answers, in nginx's
+/// order, combined under `satisfy`.
+pub fn phase(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
+    let loc = r.st.loc.clone();
     let peer = r.st.conn.peer.map(|p| p.ip());
-    let answers = [loc.access.as_ref().and_then(|rules| answer(rules, peer))];
-    match combine(loc.satisfy, &answers) {
+    let by_rule = loc.access.as_ref().and_then(|rules| answer(rules, peer));
+    // Under `satisfy all` a denial ends the phase before auth_basic runs;
+    // under `any` an allowing rule does.
+    let mut realm = None;
+    let decided = match loc.satisfy {
+        Satisfy::All => matches!(by_rule, Some(Err(_))),
+        Satisfy::Any => by_rule == Some(Ok(())),
+    };
+    let by_auth = if decided {
+        None
+    } else {
+        match (&loc.auth_basic, &loc.auth_basic_user_file) {
+            (Some(realm_cv), Some(file_cv)) => {
+                let mut rv = Vec::new();
+                let mut file = Vec::new();
+                {
+                    let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
+                    realm_cv.eval(&cx.conf.vars, &mut r.vars, &env, &mut rv);
+                    if rv != b"off" {
+                        file_cv.eval(&cx.conf.vars, &mut r.vars, &env, &mut file);
+                    }
+                }
+                match crate::auth_basic::check(&r.st.req, rv, &file) {
+                    Verdict::Declined => None,
+                    Verdict::Ok => Some(Ok(())),
+                    Verdict::Challenge(rv) => {
+                        realm = Some(rv);
+                        Some(Err(401))
+                    }
+                    Verdict::Status(c) => Some(Err(c)),
+                }
+            }
+            _ => None,
+        }
+    };
+    match combine(loc.satisfy, &[by_rule, by_auth]) {
         Ok(()) => Step::Next,
-        Err(403) => {
+        Err(403) if by_rule == Some(Err(403)) => {
             // TODO(log context): becomes log_ctx! with the HTTP LogContext
             // (client, server, request, host) once that lands.
             log::error!("access forbidden by rule");
             Step::Error(403)
+        }
+        Err(401) => {
+            out.set_error(401);
+            let v = crate::auth_basic::challenge_value(realm.as_deref().unwrap_or_default());
+            out.headers.push(("WWW-Authenticate".into(), v.into()));
+            Step::Respond
         }
         Err(code) => Step::Error(code),
     }

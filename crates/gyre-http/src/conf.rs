@@ -138,6 +138,9 @@ pub struct LocSettings {
     /// `allow`/`deny` of this level (crate::access).
     pub access: Option<Arc<crate::access::Rules>>,
     pub satisfy: Option<crate::access::Satisfy>,
+    /// `auth_basic` / `auth_basic_user_file` (crate::auth_basic).
+    pub auth_basic: Option<ComplexValue>,
+    pub auth_basic_user_file: Option<ComplexValue>,
 }
 
 /// `open_file_cache max=N [inactive=T]` / `open_file_cache_valid T`.
@@ -203,6 +206,8 @@ pub struct LocConf {
     /// `allow`/`deny`: the innermost level's that has any (crate::access).
     pub access: Option<Arc<crate::access::Rules>>,
     pub satisfy: crate::access::Satisfy,
+    pub auth_basic: Option<ComplexValue>,
+    pub auth_basic_user_file: Option<ComplexValue>,
 }
 
 /// One `location`.
@@ -439,6 +444,8 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         children: LocTree::default(),
         access: pick(levels, |s| s.access.clone()),
         satisfy: pick(levels, |s| s.satisfy).unwrap_or_default(),
+        auth_basic: pick(levels, |s| s.auth_basic.clone()),
+        auth_basic_user_file: pick(levels, |s| s.auth_basic_user_file.clone()),
         log_format: 0,
         log_if: levels
             .iter()
@@ -799,6 +806,18 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     DirectiveSpec::multi("allow", HSL, Args::TAKE1, crate::access::set_rule),
     DirectiveSpec::multi("deny", HSL, Args::TAKE1, crate::access::set_rule),
     DirectiveSpec::new("satisfy", HSL, Args::TAKE1, crate::access::set_satisfy),
+    DirectiveSpec::new(
+        "auth_basic",
+        HSL,
+        Args::TAKE1,
+        crate::auth_basic::set_auth_basic,
+    ),
+    DirectiveSpec::new(
+        "auth_basic_user_file",
+        HSL,
+        Args::TAKE1,
+        crate::auth_basic::set_user_file,
+    ),
     DirectiveSpec::new("internal", L, Args::NOARGS, modules::set_internal),
     DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, modules::set_try_files),
     DirectiveSpec::new("limit_rate", HSL, Args::TAKE1, modules::set_limit_rate),

@@ -12,6 +12,7 @@
 
 pub mod access;
 pub mod access_log;
+pub mod auth_basic;
 pub mod autoindex;
 pub mod body;
 pub mod complex_value;
@@ -19,6 +20,7 @@ pub mod conf;
 pub mod conn;
 pub mod date;
 pub mod glue;
+pub mod htpasswd;
 pub mod location;
 pub mod log_format;
 pub mod map;

@@ -41,7 +41,7 @@ pub enum Phase {
     Rewrite,
     /// Back to find-config when a rewrite changed the URI.
     PostRewrite,
-    /// `allow`/`deny` (crate::access), under `satisfy`.
+    /// `allow`/`deny` and `auth_basic` (crate::access), under `satisfy`.
     Access,
     TryFiles,
     Content,
@@ -173,7 +173,7 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
             Phase::FindConfig => find_config(cx, r),
             Phase::Rewrite => location_rewrite(cx, r, out),
             Phase::PostRewrite => post_rewrite(cx, r),
-            Phase::Access => crate::access::phase(r),
+            Phase::Access => crate::access::phase(cx, r, out),
             Phase::TryFiles => try_files(cx, r),
             Phase::Content => content(cx, r, out),
         };
