@@ -141,6 +141,8 @@ pub struct LocSettings {
     /// `auth_basic` / `auth_basic_user_file` (crate::auth_basic).
     pub auth_basic: Option<ComplexValue>,
     pub auth_basic_user_file: Option<ComplexValue>,
+    /// `limit_req*` (crate::limit_req).
+    pub limit_req: crate::limit_req::LimitReqSet,
 }
 
 /// `open_file_cache max=N [inactive=T]` / `open_file_cache_valid T`.
@@ -208,6 +210,7 @@ pub struct LocConf {
     pub satisfy: crate::access::Satisfy,
     pub auth_basic: Option<ComplexValue>,
     pub auth_basic_user_file: Option<ComplexValue>,
+    pub limit_req: Option<Arc<crate::limit_req::LimitReqConf>>,
 }
 
 /// One `location`.
@@ -277,6 +280,8 @@ pub struct HttpConf {
     pub phases: Arc<[crate::phases::Phase]>,
     /// `log_format`s; 0 is `combined`.
     pub log_formats: Vec<Arc<crate::log_format::LogFormat>>,
+    /// `limit_req_zone`s (and zones `limit_req` names).
+    pub limit_req_zones: Vec<Arc<crate::limit_req::ReqZone>>,
 }
 
 /// Which level a directive is at, from the enclosing blocks.
@@ -446,6 +451,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         satisfy: pick(levels, |s| s.satisfy).unwrap_or_default(),
         auth_basic: pick(levels, |s| s.auth_basic.clone()),
         auth_basic_user_file: pick(levels, |s| s.auth_basic_user_file.clone()),
+        limit_req: crate::limit_req::resolve(levels),
         log_format: 0,
         log_if: levels
             .iter()
@@ -571,6 +577,7 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
         s.named = named;
     }
     c.vars.resolve().map_err(ConfError::new)?;
+    crate::limit_req::check_zones(c).map_err(ConfError::new)?;
     c.phases = crate::phases::build(c);
     crate::ssl::init(c)
 }
@@ -817,6 +824,31 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         HSL,
         Args::TAKE1,
         crate::auth_basic::set_user_file,
+    ),
+    DirectiveSpec::multi("limit_req_zone", H, Args::TAKE3, crate::limit_req::set_zone),
+    DirectiveSpec::multi(
+        "limit_req",
+        HSL,
+        Args::ONE_MORE,
+        crate::limit_req::set_limit_req,
+    ),
+    DirectiveSpec::new(
+        "limit_req_status",
+        HSL,
+        Args::TAKE1,
+        crate::limit_req::set_status,
+    ),
+    DirectiveSpec::new(
+        "limit_req_log_level",
+        HSL,
+        Args::TAKE1,
+        crate::limit_req::set_log_level,
+    ),
+    DirectiveSpec::new(
+        "limit_req_dry_run",
+        HSL,
+        Args::FLAG,
+        crate::limit_req::set_dry_run,
     ),
     DirectiveSpec::new("internal", L, Args::NOARGS, modules::set_internal),
     DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, modules::set_try_files),

@@ -21,6 +21,8 @@ pub mod conn;
 pub mod date;
 pub mod glue;
 pub mod htpasswd;
+pub mod limit_req;
+pub mod limit_zone;
 pub mod location;
 pub mod log_format;
 pub mod map;

@@ -41,6 +41,8 @@ pub enum Phase {
     Rewrite,
     /// Back to find-config when a rewrite changed the URI.
     PostRewrite,
+    /// `limit_req` (crate::limit_req).
+    PreAccess,
     /// `allow`/`deny` and `auth_basic` (crate::access), under `satisfy`.
     Access,
     TryFiles,
@@ -68,6 +70,12 @@ pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
         }
     }
     let fallbacks = || conf.servers.iter().filter_map(|s| s.fallback.as_deref());
+    if fallbacks()
+        .chain(locs().filter_map(|l| l.conf.as_deref()))
+        .any(|l| l.limit_req.is_some())
+    {
+        v.push(Phase::PreAccess);
+    }
     if fallbacks()
         .chain(locs().filter_map(|l| l.conf.as_deref()))
         .any(crate::access::has_checks)
@@ -173,6 +181,7 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
             Phase::FindConfig => find_config(cx, r),
             Phase::Rewrite => location_rewrite(cx, r, out),
             Phase::PostRewrite => post_rewrite(cx, r),
+            Phase::PreAccess => crate::limit_req::phase(cx, r),
             Phase::Access => crate::access::phase(cx, r, out),
             Phase::TryFiles => try_files(cx, r),
             Phase::Content => content(cx, r, out),
@@ -218,6 +227,10 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Stat
     let step = match std::mem::replace(&mut r.content, Content::None) {
         Content::None => return Status::Done,
         Content::Paced(p) => crate::static_handler::pace(cx, r, p),
+        Content::Delayed => {
+            r.st.phase += 1;
+            return run(cx, r, out);
+        }
     };
     match step {
         Step::Again => Status::Again,

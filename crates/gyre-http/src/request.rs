@@ -59,6 +59,8 @@ pub struct ReqState {
     pub body_bytes_sent: u64,
     pub bytes_sent: u64,
     pub conn: ConnInfo,
+    /// `limit_req` was applied (once per request, as nginx's main request).
+    pub limit_req_done: bool,
 }
 
 /// A suspended content handler's state.
@@ -68,6 +70,8 @@ pub enum Content {
     None,
     /// A paced file body (`limit_rate`).
     Paced(crate::static_handler::Paced),
+    /// Delayed by `limit_req`: the phases go on after the timer.
+    Delayed,
 }
 
 /// When a suspended request wants to run again.
@@ -122,6 +126,7 @@ impl HttpRequest {
                 body_bytes_sent: 0,
                 bytes_sent: 0,
                 conn,
+                limit_req_done: false,
             },
             vars: VarCache::default(),
             content: Content::None,
@@ -160,6 +165,7 @@ impl HttpRequest {
         st.body_bytes_sent = 0;
         st.bytes_sent = 0;
         st.conn = conn;
+        st.limit_req_done = false;
         self.content = Content::None;
         self.wake = None;
         self.resp_log = None;
