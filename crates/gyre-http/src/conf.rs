@@ -143,6 +143,8 @@ pub struct LocSettings {
     pub auth_basic_user_file: Option<ComplexValue>,
     /// `limit_req*` (crate::limit_req).
     pub limit_req: crate::limit_req::LimitReqSet,
+    /// `limit_conn*` (crate::limit_conn).
+    pub limit_conn: crate::limit_conn::LimitConnSet,
 }
 
 /// `open_file_cache max=N [inactive=T]` / `open_file_cache_valid T`.
@@ -211,6 +213,7 @@ pub struct LocConf {
     pub auth_basic: Option<ComplexValue>,
     pub auth_basic_user_file: Option<ComplexValue>,
     pub limit_req: Option<Arc<crate::limit_req::LimitReqConf>>,
+    pub limit_conn: Option<Arc<crate::limit_conn::LimitConnConf>>,
 }
 
 /// One `location`.
@@ -282,6 +285,7 @@ pub struct HttpConf {
     pub log_formats: Vec<Arc<crate::log_format::LogFormat>>,
     /// `limit_req_zone`s (and zones `limit_req` names).
     pub limit_req_zones: Vec<Arc<crate::limit_req::ReqZone>>,
+    pub limit_conn_zones: Vec<Arc<crate::limit_conn::ConnZone>>,
 }
 
 /// Which level a directive is at, from the enclosing blocks.
@@ -452,6 +456,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         auth_basic: pick(levels, |s| s.auth_basic.clone()),
         auth_basic_user_file: pick(levels, |s| s.auth_basic_user_file.clone()),
         limit_req: crate::limit_req::resolve(levels),
+        limit_conn: crate::limit_conn::resolve(levels),
         log_format: 0,
         log_if: levels
             .iter()
@@ -578,6 +583,7 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
     }
     c.vars.resolve().map_err(ConfError::new)?;
     crate::limit_req::check_zones(c).map_err(ConfError::new)?;
+    crate::limit_conn::check_zones(c).map_err(ConfError::new)?;
     c.phases = crate::phases::build(c);
     crate::ssl::init(c)
 }
@@ -849,6 +855,36 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         HSL,
         Args::FLAG,
         crate::limit_req::set_dry_run,
+    ),
+    DirectiveSpec::multi(
+        "limit_conn_zone",
+        H,
+        Args::TAKE2,
+        crate::limit_conn::set_zone,
+    ),
+    DirectiveSpec::multi(
+        "limit_conn",
+        HSL,
+        Args::TAKE2,
+        crate::limit_conn::set_limit_conn,
+    ),
+    DirectiveSpec::new(
+        "limit_conn_status",
+        HSL,
+        Args::TAKE1,
+        crate::limit_conn::set_status,
+    ),
+    DirectiveSpec::new(
+        "limit_conn_log_level",
+        HSL,
+        Args::TAKE1,
+        crate::limit_conn::set_log_level,
+    ),
+    DirectiveSpec::new(
+        "limit_conn_dry_run",
+        HSL,
+        Args::FLAG,
+        crate::limit_conn::set_dry_run,
     ),
     DirectiveSpec::new("internal", L, Args::NOARGS, modules::set_internal),
     DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, modules::set_try_files),

@@ -21,6 +21,7 @@ pub mod conn;
 pub mod date;
 pub mod glue;
 pub mod htpasswd;
+pub mod limit_conn;
 pub mod limit_req;
 pub mod limit_zone;
 pub mod location;

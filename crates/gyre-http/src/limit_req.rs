@@ -70,7 +70,7 @@ pub struct LimitReqConf {
 }
 
 /// nginx's `limit_req_log_level` names, to gyre's log levels.
-fn log_level(s: &str) -> Option<Level> {
+pub(crate) fn log_level(s: &str) -> Option<Level> {
     Some(match s {
         "info" => gyre_core::errlog::INFO,
         "notice" => gyre_core::errlog::NOTICE,
@@ -299,31 +299,35 @@ fn leak_ms(st: Option<State>, rate: u64, now: u64) -> (i64, i64) {
 /// it is over the burst. `None`: no slot could be had (nginx's
 /// `NGX_ERROR`).
 fn lookup(zi: &ZoneInner, key: &[u8], burst: u64, now: u64, account: bool) -> Option<(i64, bool)> {
-    zi.zone.with(key, |st| {
-        let fresh = st.is_none();
-        let (excess, ms) = leak_ms(*st, zi.rate, now);
-        let busy = excess as u64 > burst;
-        if account && !busy {
-            let last = match *st {
-                Some(s) if ms == 0 => s.last,
-                _ => now,
-            };
-            *st = Some(State {
-                excess,
-                last,
-                count: 0,
-            });
-        } else if fresh {
-            // nginx keeps the new node (with excess 0) even when it is not
-            // the last limit; the LRU takes it if unused.
-            *st = Some(State {
-                excess: 0,
-                last: now,
-                count: 0,
-            });
-        }
-        (excess, busy)
-    })
+    zi.zone.with(
+        key,
+        |_| true,
+        |st| {
+            let fresh = st.is_none();
+            let (excess, ms) = leak_ms(*st, zi.rate, now);
+            let busy = excess as u64 > burst;
+            if account && !busy {
+                let last = match *st {
+                    Some(s) if ms == 0 => s.last,
+                    _ => now,
+                };
+                *st = Some(State {
+                    excess,
+                    last,
+                    count: 0,
+                });
+            } else if fresh {
+                // nginx keeps the new node (with excess 0) even when it is not
+                // the last limit; the LRU takes it if unused.
+                *st = Some(State {
+                    excess: 0,
+                    last: now,
+                    count: 0,
+                });
+            }
+            (excess, busy)
+        },
+    )
 }
 
 fn thousandths(x: i64) -> String {

@@ -142,8 +142,15 @@ impl Zone {
 
     /// Runs `f` on `key`'s state under its slot's lock, `None` being a key
     /// not in the zone; whatever `f` leaves in the state is stored (a
-    /// `None` left removes the key). `None` when no slot could be had.
-    pub fn with<R>(&self, key: &[u8], f: impl FnOnce(&mut Option<State>) -> R) -> Option<R> {
+    /// `None` left removes the key). A new key may take the place of a
+    /// least recently used one that is `evictable`. `None` when no slot
+    /// could be had.
+    pub fn with<R>(
+        &self,
+        key: &[u8],
+        evictable: impl Fn(&State) -> bool,
+        f: impl FnOnce(&mut Option<State>) -> R,
+    ) -> Option<R> {
         if self.slots < WAYS {
             return None;
         }
@@ -166,6 +173,9 @@ impl Zone {
                 return Some(r);
             }
             let (empty, last) = (sk.0 == 0, s.state().last);
+            if !empty && !evictable(&s.state()) {
+                continue;
+            }
             let better = match pick {
                 None => true,
                 Some((_, _, true)) => false,
@@ -177,6 +187,9 @@ impl Zone {
         }
         let (i, _, _) = pick?;
         let s = self.lock(i)?;
+        if s.key().0 != 0 && s.key() != k && !evictable(&s.state()) {
+            return None;
+        }
         // Another worker may have put the key in meanwhile: look again.
         if s.key() == k {
             let mut st = Some(s.state());
@@ -204,36 +217,75 @@ mod tests {
     fn keys_keep_their_state_and_the_oldest_goes() {
         let z = Zone::new("t", 64 * 1024).unwrap();
         assert_eq!(z.capacity(), 1024);
-        z.with(b"a", |s| {
-            assert!(s.is_none());
-            *s = Some(State {
-                excess: 5,
-                last: 10,
-                count: 0,
-            });
-        })
+        z.with(
+            b"a",
+            |_| true,
+            |s| {
+                assert!(s.is_none());
+                *s = Some(State {
+                    excess: 5,
+                    last: 10,
+                    count: 0,
+                });
+            },
+        )
         .unwrap();
-        assert_eq!(z.with(b"a", |s| s.map(|s| s.excess)).unwrap(), Some(5));
-        assert_eq!(z.with(b"b", |s| s.map(|s| s.excess)).unwrap(), None);
+        assert_eq!(
+            z.with(b"a", |_| true, |s| s.map(|s| s.excess)).unwrap(),
+            Some(5)
+        );
+        assert_eq!(
+            z.with(b"b", |_| true, |s| s.map(|s| s.excess)).unwrap(),
+            None
+        );
         // Fill far beyond the capacity: bounded, and recent keys survive.
         for i in 0..10_000u64 {
-            z.with(&i.to_le_bytes(), |s| {
+            z.with(
+                &i.to_le_bytes(),
+                |_| true,
+                |s| {
+                    *s = Some(State {
+                        excess: 1,
+                        last: 100 + i,
+                        count: 0,
+                    })
+                },
+            )
+            .unwrap();
+        }
+        assert_eq!(
+            z.with(&9_999u64.to_le_bytes(), |_| true, |s| s.map(|s| s.last))
+                .unwrap(),
+            Some(10_099)
+        );
+        // Live states are never evicted: a bucket full of them refuses.
+        let live = |s: &State| s.count == 0;
+        let bucket = |k: &[u8]| (hash(k).0 as usize % z.capacity()) & !(WAYS - 1);
+        let same: Vec<u64> = (1_000_000u64..)
+            .filter(|i| bucket(&i.to_le_bytes()) == bucket(b"new"))
+            .take(WAYS)
+            .collect();
+        for i in &same {
+            z.with(&i.to_le_bytes(), live, |s| {
                 *s = Some(State {
-                    excess: 1,
-                    last: 100 + i,
-                    count: 0,
+                    count: 1,
+                    ..State::default()
                 })
             })
             .unwrap();
         }
-        assert_eq!(
-            z.with(&9_999u64.to_le_bytes(), |s| s.map(|s| s.last))
-                .unwrap(),
-            Some(10_099)
-        );
+        assert!(z
+            .with(b"new", live, |s| *s = Some(State::default()))
+            .is_none());
+        let k = same[3].to_le_bytes();
+        assert_eq!(z.with(&k, live, |s| s.map(|s| s.count)), Some(Some(1)));
         // Removal.
-        z.with(&9_999u64.to_le_bytes(), |s| *s = None).unwrap();
-        assert_eq!(z.with(&9_999u64.to_le_bytes(), |s| *s).unwrap(), None);
+        z.with(&9_999u64.to_le_bytes(), |_| true, |s| *s = None)
+            .unwrap();
+        assert_eq!(
+            z.with(&9_999u64.to_le_bytes(), |_| true, |s| *s).unwrap(),
+            None
+        );
     }
 
     #[test]
@@ -244,11 +296,15 @@ mod tests {
                 let z = z.clone();
                 std::thread::spawn(move || {
                     for _ in 0..1000 {
-                        z.with(b"k", |s| {
-                            let mut st = s.unwrap_or_default();
-                            st.count += 1;
-                            *s = Some(st);
-                        })
+                        z.with(
+                            b"k",
+                            |_| true,
+                            |s| {
+                                let mut st = s.unwrap_or_default();
+                                st.count += 1;
+                                *s = Some(st);
+                            },
+                        )
                         .unwrap();
                     }
                 })
@@ -257,6 +313,9 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        assert_eq!(z.with(b"k", |s| s.map(|s| s.count)).unwrap(), Some(4000));
+        assert_eq!(
+            z.with(b"k", |_| true, |s| s.map(|s| s.count)).unwrap(),
+            Some(4000)
+        );
     }
 }

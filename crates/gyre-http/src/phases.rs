@@ -41,7 +41,7 @@ pub enum Phase {
     Rewrite,
     /// Back to find-config when a rewrite changed the URI.
     PostRewrite,
-    /// `limit_req` (crate::limit_req).
+    /// `limit_req`, then `limit_conn` (crate::limit_req, crate::limit_conn).
     PreAccess,
     /// `allow`/`deny` and `auth_basic` (crate::access), under `satisfy`.
     Access,
@@ -72,7 +72,7 @@ pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
     let fallbacks = || conf.servers.iter().filter_map(|s| s.fallback.as_deref());
     if fallbacks()
         .chain(locs().filter_map(|l| l.conf.as_deref()))
-        .any(|l| l.limit_req.is_some())
+        .any(|l| l.limit_req.is_some() || l.limit_conn.is_some())
     {
         v.push(Phase::PreAccess);
     }
@@ -181,7 +181,10 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
             Phase::FindConfig => find_config(cx, r),
             Phase::Rewrite => location_rewrite(cx, r, out),
             Phase::PostRewrite => post_rewrite(cx, r),
-            Phase::PreAccess => crate::limit_req::phase(cx, r),
+            Phase::PreAccess => match crate::limit_req::phase(cx, r) {
+                Step::Next => crate::limit_conn::phase(cx, r),
+                other => other,
+            },
             Phase::Access => crate::access::phase(cx, r, out),
             Phase::TryFiles => try_files(cx, r),
             Phase::Content => content(cx, r, out),
@@ -227,10 +230,8 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Stat
     let step = match std::mem::replace(&mut r.content, Content::None) {
         Content::None => return Status::Done,
         Content::Paced(p) => crate::static_handler::pace(cx, r, p),
-        Content::Delayed => {
-            r.st.phase += 1;
-            return run(cx, r, out);
-        }
+        // limit_req is done; the phase goes on with limit_conn.
+        Content::Delayed => return run(cx, r, out),
     };
     match step {
         Step::Again => Status::Again,

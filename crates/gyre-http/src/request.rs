@@ -61,6 +61,9 @@ pub struct ReqState {
     pub conn: ConnInfo,
     /// `limit_req` was applied (once per request, as nginx's main request).
     pub limit_req_done: bool,
+    pub limit_conn_done: bool,
+    /// Counts held in `limit_conn` zones, released when dropped.
+    pub held: Vec<crate::limit_conn::Hold>,
 }
 
 /// A suspended content handler's state.
@@ -127,6 +130,8 @@ impl HttpRequest {
                 bytes_sent: 0,
                 conn,
                 limit_req_done: false,
+                limit_conn_done: false,
+                held: Vec::new(),
             },
             vars: VarCache::default(),
             content: Content::None,
@@ -166,6 +171,8 @@ impl HttpRequest {
         st.bytes_sent = 0;
         st.conn = conn;
         st.limit_req_done = false;
+        st.limit_conn_done = false;
+        st.held.clear();
         self.content = Content::None;
         self.wake = None;
         self.resp_log = None;

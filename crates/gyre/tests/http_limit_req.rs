@@ -22,6 +22,7 @@ const HTTP: &str = r#"
     limit_req_zone $binary_remote_addr zone=lvl:1m rate=1r/m;
     limit_req_zone $binary_remote_addr zone=fast:1m rate=20r/s;
     limit_req_zone $arg_k zone=bykey:1m rate=1r/m;
+    limit_conn_zone $binary_remote_addr zone=addr:1m;
 "#;
 
 const SERVER: &str = r#"
@@ -32,6 +33,7 @@ const SERVER: &str = r#"
     location /key/ { limit_req zone=bykey burst=1 nodelay; }
     location /delay/ { limit_req zone=fast burst=5; }
     location /open/ { }
+    location /dl/ { limit_conn addr 1; }
 "#;
 
 fn nginx_bin() -> Option<PathBuf> {
@@ -124,9 +126,10 @@ fn lines_with(path: &Path, needle: &str, at_least: usize) -> Vec<String> {
 }
 
 fn site(p: &Prefix) -> PathBuf {
-    for d in ["one", "two", "dry", "lvl", "key", "delay", "open"] {
+    for d in ["one", "two", "dry", "lvl", "key", "delay", "open", "dl"] {
         p.write(&format!("html/{d}/t.txt"), &format!("{d}\n"));
     }
+    p.write("html/dl/big.bin", &"x".repeat(48 << 20));
     p.path("html")
 }
 
@@ -355,6 +358,21 @@ fn bad_directives_are_config_errors_like_nginx() {
             "value must be between 400 and 599",
         ),
         (z, "limit_req_log_level foo;", "invalid value \"foo\""),
+        (
+            "limit_conn_zone $binary_remote_addr zone=addr:1m;",
+            "limit_conn addr 0;",
+            "invalid number of connections \"0\"",
+        ),
+        (
+            "",
+            "limit_conn nozone 1;",
+            "zero size shared memory zone \"nozone\"",
+        ),
+        (
+            "limit_conn_zone $binary_remote_addr foo;",
+            "",
+            "invalid parameter \"foo\"",
+        ),
     ] {
         p.conf(&format!(
             "{}http {{ {http} server {{ listen 127.0.0.1:{}; location / {{ {loc} }} }} }}\n",
@@ -369,4 +387,92 @@ fn bad_directives_are_config_errors_like_nginx() {
             "{http} {loc}: {err}"
         );
     }
+}
+
+/// Sends a GET and reads only the status line and head (a slow download
+/// goes on behind it).
+fn head_only(port: u16, path: &str) -> (std::net::TcpStream, u16) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut buf = Vec::new();
+    let mut b = [0u8; 512];
+    let end = Instant::now() + Duration::from_secs(5);
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && Instant::now() < end {
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&b[..n]),
+        }
+    }
+    let status = String::from_utf8_lossy(&buf)
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (s, status)
+}
+
+/// One slow download (a client that does not read a file larger than the
+/// socket buffers) holds the address's only `limit_conn` slot: others
+/// are refused (from new connections, so from either worker) until it is
+/// closed; the same as nginx.
+fn conn_script(port: u16) -> Vec<u16> {
+    let mut out = Vec::new();
+    let (a, st) = head_only(port, "/dl/big.bin");
+    out.push(st);
+    for _ in 0..4 {
+        let mut r = Raw::connect(port);
+        out.push(get(&mut r, "/dl/t.txt"));
+    }
+    let mut r = Raw::connect(port);
+    out.push(get(&mut r, "/open/t.txt"));
+    drop(a);
+    // Freed once the server notices the close (bounded wait).
+    let end = Instant::now() + Duration::from_secs(15);
+    let mut freed = 0;
+    while Instant::now() < end {
+        let mut r = Raw::connect(port);
+        if get(&mut r, "/dl/t.txt") == 200 {
+            freed = 200;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    out.push(freed);
+    out
+}
+
+#[test]
+fn limit_conn_counts_slow_downloads_like_nginx() {
+    let p = Prefix::new("limconn-gyre");
+    let root = site(&p);
+    let root_s = root.display().to_string();
+    let gyre = start_http(&p, 2, move |port| {
+        format!("access_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
+    });
+    util::wait_for(Duration::from_secs(10), || gyre.server.workers().len() == 2);
+    let got = conn_script(gyre.port);
+    assert_eq!(got, vec![200, 503, 503, 503, 503, 200, 200], "gyre");
+    // Four refusals, and any the wait for the release met.
+    let lines = lines_with(&p.path("logs/error.log"), "limiting connections", 4);
+    assert!(lines.len() >= 4, "{lines:?}");
+    assert!(lines
+        .iter()
+        .all(|l| l.contains("[error]") && l.contains("limiting connections by zone \"addr\"")));
+    let Some(bin) = nginx_bin() else {
+        eprintln!("skipping the nginx side of the limit_conn test: no nginx");
+        return;
+    };
+    let Some(nginx) = start_nginx(&bin, &root) else {
+        panic!("{} did not start", bin.display());
+    };
+    assert_eq!(conn_script(nginx.port), got, "nginx");
+    let n = lines_with(
+        &nginx.prefix.path("logs/error.log"),
+        "limiting connections by zone \"addr\"",
+        4,
+    );
+    assert!(n.len() >= 4, "{n:?}");
 }
