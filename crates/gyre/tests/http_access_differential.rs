@@ -79,8 +79,9 @@ impl Drop for Nginx {
     }
 }
 
-fn start_nginx(bin: &Path, root: &Path, server: &str) -> Option<Nginx> {
-    let p = Prefix::new("access-nginx");
+/// `name` keeps the prefixes of tests running at once apart.
+fn start_nginx(bin: &Path, root: &Path, server: &str, name: &str) -> Option<Nginx> {
+    let p = Prefix::new(name);
     for t in ["cb", "px", "fc", "uw", "sc"] {
         std::fs::create_dir_all(p.path(&format!("tmp/{t}"))).unwrap();
     }
@@ -168,7 +169,7 @@ fn allow_deny_answer_like_nginx() {
         p.write(&format!("html/{d}/y.secret"), "s\n");
     }
     let root = p.path("html");
-    let Some(nginx) = start_nginx(&bin, &root, SERVER) else {
+    let Some(nginx) = start_nginx(&bin, &root, SERVER, "access-nginx") else {
         panic!(
             "{} did not start on the access configuration",
             bin.display()
@@ -421,7 +422,7 @@ fn auth_basic_answers_like_nginx() {
     let root = p.path("html");
     let nginx = {
         // nginx's own conf directory gets the same relative file.
-        let n = start_nginx(&bin, &root, &server);
+        let n = start_nginx(&bin, &root, &server, "auth-nginx");
         let Some(n) = n else {
             panic!("{} did not start on the auth configuration", bin.display());
         };

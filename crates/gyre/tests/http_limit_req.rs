@@ -56,8 +56,9 @@ impl Drop for Nginx {
     }
 }
 
-fn start_nginx(bin: &Path, root: &Path) -> Option<Nginx> {
-    let p = Prefix::new("limreq-nginx");
+/// `name` keeps the prefixes of tests running at once apart.
+fn start_nginx(bin: &Path, root: &Path, name: &str) -> Option<Nginx> {
+    let p = Prefix::new(name);
     for t in ["cb", "px", "fc", "uw", "sc"] {
         std::fs::create_dir_all(p.path(&format!("tmp/{t}"))).unwrap();
     }
@@ -203,7 +204,7 @@ fn the_same_requests_get_the_same_statuses_as_nginx() {
     };
     let p = Prefix::new("limreq-gyre");
     let root = site(&p);
-    let Some(nginx) = start_nginx(&bin, &root) else {
+    let Some(nginx) = start_nginx(&bin, &root, "limreq-nginx") else {
         panic!(
             "{} did not start on the limit_req configuration",
             bin.display()
@@ -465,7 +466,7 @@ fn limit_conn_counts_slow_downloads_like_nginx() {
         eprintln!("skipping the nginx side of the limit_conn test: no nginx");
         return;
     };
-    let Some(nginx) = start_nginx(&bin, &root) else {
+    let Some(nginx) = start_nginx(&bin, &root, "limconn-nginx") else {
         panic!("{} did not start", bin.display());
     };
     assert_eq!(conn_script(nginx.port), got, "nginx");
