@@ -141,6 +141,16 @@ pub struct LocSettings {
     pub log_not_found: Option<bool>,
     pub open_file_cache: Option<Option<OpenFileCache>>,
     pub access_log: Option<Option<PathBuf>>,
+    /// `allow`/`deny` of this level (crate::access).
+    pub access: Option<Arc<crate::access::Rules>>,
+    pub satisfy: Option<crate::access::Satisfy>,
+    /// `auth_basic` / `auth_basic_user_file` (crate::auth_basic).
+    pub auth_basic: Option<ComplexValue>,
+    pub auth_basic_user_file: Option<ComplexValue>,
+    /// `limit_req*` (crate::limit_req).
+    pub limit_req: crate::limit_req::LimitReqSet,
+    /// `limit_conn*` (crate::limit_conn).
+    pub limit_conn: crate::limit_conn::LimitConnSet,
 }
 
 /// `open_file_cache max=N [inactive=T]` / `open_file_cache_valid T`.
@@ -213,6 +223,13 @@ pub struct LocConf {
     pub log_not_found: bool,
     pub open_file_cache: Option<OpenFileCache>,
     pub access_log: Option<PathBuf>,
+    /// `allow`/`deny`: the innermost level's that has any (crate::access).
+    pub access: Option<Arc<crate::access::Rules>>,
+    pub satisfy: crate::access::Satisfy,
+    pub auth_basic: Option<ComplexValue>,
+    pub auth_basic_user_file: Option<ComplexValue>,
+    pub limit_req: Option<Arc<crate::limit_req::LimitReqConf>>,
+    pub limit_conn: Option<Arc<crate::limit_conn::LimitConnConf>>,
 }
 
 /// One `location`.
@@ -282,6 +299,9 @@ pub struct HttpConf {
     pub phases: Arc<[crate::phases::Phase]>,
     /// `log_format`s; 0 is `combined`.
     pub log_formats: Vec<Arc<crate::log_format::LogFormat>>,
+    /// `limit_req_zone`s (and zones `limit_req` names).
+    pub limit_req_zones: Vec<Arc<crate::limit_req::ReqZone>>,
+    pub limit_conn_zones: Vec<Arc<crate::limit_conn::ConnZone>>,
 }
 
 /// Which level a directive is at, from the enclosing blocks.
@@ -451,6 +471,12 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
             .unwrap_or(true),
         alias_cv: levels.last().and_then(|s| s.alias_cv.clone()),
         children: LocTree::default(),
+        access: pick(levels, |s| s.access.clone()),
+        satisfy: pick(levels, |s| s.satisfy).unwrap_or_default(),
+        auth_basic: pick(levels, |s| s.auth_basic.clone()),
+        auth_basic_user_file: pick(levels, |s| s.auth_basic_user_file.clone()),
+        limit_req: crate::limit_req::resolve(levels),
+        limit_conn: crate::limit_conn::resolve(levels),
         log_format: 0,
         log_if: levels
             .iter()
@@ -576,6 +602,8 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
         s.named = named;
     }
     c.vars.resolve().map_err(ConfError::new)?;
+    crate::limit_req::check_zones(c).map_err(ConfError::new)?;
+    crate::limit_conn::check_zones(c).map_err(ConfError::new)?;
     c.phases = crate::phases::build(c);
     crate::ssl::init(c)
 }
@@ -807,6 +835,76 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         HSL.or(IF),
         Args::FLAG,
         rewrite::set_uninitialized_variable_warn,
+    ),
+    DirectiveSpec::multi("allow", HSL, Args::TAKE1, crate::access::set_rule),
+    DirectiveSpec::multi("deny", HSL, Args::TAKE1, crate::access::set_rule),
+    DirectiveSpec::new("satisfy", HSL, Args::TAKE1, crate::access::set_satisfy),
+    DirectiveSpec::new(
+        "auth_basic",
+        HSL,
+        Args::TAKE1,
+        crate::auth_basic::set_auth_basic,
+    ),
+    DirectiveSpec::new(
+        "auth_basic_user_file",
+        HSL,
+        Args::TAKE1,
+        crate::auth_basic::set_user_file,
+    ),
+    DirectiveSpec::multi("limit_req_zone", H, Args::TAKE3, crate::limit_req::set_zone),
+    DirectiveSpec::multi(
+        "limit_req",
+        HSL,
+        Args::ONE_MORE,
+        crate::limit_req::set_limit_req,
+    ),
+    DirectiveSpec::new(
+        "limit_req_status",
+        HSL,
+        Args::TAKE1,
+        crate::limit_req::set_status,
+    ),
+    DirectiveSpec::new(
+        "limit_req_log_level",
+        HSL,
+        Args::TAKE1,
+        crate::limit_req::set_log_level,
+    ),
+    DirectiveSpec::new(
+        "limit_req_dry_run",
+        HSL,
+        Args::FLAG,
+        crate::limit_req::set_dry_run,
+    ),
+    DirectiveSpec::multi(
+        "limit_conn_zone",
+        H,
+        Args::TAKE2,
+        crate::limit_conn::set_zone,
+    ),
+    DirectiveSpec::multi(
+        "limit_conn",
+        HSL,
+        Args::TAKE2,
+        crate::limit_conn::set_limit_conn,
+    ),
+    DirectiveSpec::new(
+        "limit_conn_status",
+        HSL,
+        Args::TAKE1,
+        crate::limit_conn::set_status,
+    ),
+    DirectiveSpec::new(
+        "limit_conn_log_level",
+        HSL,
+        Args::TAKE1,
+        crate::limit_conn::set_log_level,
+    ),
+    DirectiveSpec::new(
+        "limit_conn_dry_run",
+        HSL,
+        Args::FLAG,
+        crate::limit_conn::set_dry_run,
     ),
     DirectiveSpec::new("internal", L, Args::NOARGS, modules::set_internal),
     DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, modules::set_try_files),

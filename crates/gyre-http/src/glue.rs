@@ -331,6 +331,7 @@ impl Protocol for HttpProtocol {
             port: self.port.clone(),
             r: None,
             delayed: false,
+            held: Vec::new(),
             files: Vec::new(),
             stat: Stat::None,
             send_timeout: fallback.send_timeout,
@@ -377,6 +378,9 @@ struct HttpConn {
     /// The write event's timer is a suspended request's wake-up (nginx's
     /// `wev->delayed`), not the send timeout.
     delayed: bool,
+    /// `limit_conn` counts of finished requests whose output is still
+    /// being written: released once it all went out (or on close).
+    held: Vec<crate::limit_conn::Hold>,
     /// Files referenced by `Segment::File` tokens.
     files: Vec<(u64, Rc<FileInfo>)>,
     stat: Stat,
@@ -474,6 +478,7 @@ impl HttpConn {
         self.set_stat(core, Stat::None);
         self.flush_logs(core, c);
         self.r = None;
+        self.held.clear();
         self.release_machine();
         core.close(c);
     }
@@ -530,7 +535,7 @@ impl HttpConn {
         loop {
             if self.has_output() {
                 match self.write(core, c) {
-                    Ok(true) => {}
+                    Ok(true) => self.held.clear(),
                     Ok(false) => return Flow::Continue,
                     Err(_) => {
                         self.close(core, c);
@@ -716,6 +721,8 @@ impl HttpConn {
 
     /// The log phase, then the request object goes back to the pool.
     fn end_request(&mut self, core: &Core, _c: ConnId, mut r: Box<HttpRequest>) {
+        // limit_conn counts end once the response is written.
+        self.held.append(&mut r.st.held);
         let shared = self.shared.clone();
         if shared.any_access_log && (r.st.loc.log_format != 0 || r.st.loc.log_if.is_some()) {
             self.write_custom_log(core, &mut r, None);

@@ -10,7 +10,9 @@
 //! stub_status ([`stub_status`]) and the access log ([`access_log`]).
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod access_log;
+pub mod auth_basic;
 pub mod autoindex;
 pub mod body;
 pub mod complex_value;
@@ -18,6 +20,10 @@ pub mod conf;
 pub mod conn;
 pub mod date;
 pub mod glue;
+pub mod htpasswd;
+pub mod limit_conn;
+pub mod limit_req;
+pub mod limit_zone;
 pub mod location;
 pub mod log_error;
 pub mod log_format;

@@ -43,6 +43,10 @@ pub enum Phase {
     Rewrite,
     /// Back to find-config when a rewrite changed the URI.
     PostRewrite,
+    /// `limit_req`, then `limit_conn` (crate::limit_req, crate::limit_conn).
+    PreAccess,
+    /// `allow`/`deny` and `auth_basic` (crate::access), under `satisfy`.
+    Access,
     TryFiles,
     Content,
 }
@@ -66,6 +70,19 @@ pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
         if locs().any(|l| crate::rewrite::changes_uri(&l.script)) {
             v.push(Phase::PostRewrite);
         }
+    }
+    let fallbacks = || conf.servers.iter().filter_map(|s| s.fallback.as_deref());
+    if fallbacks()
+        .chain(locs().filter_map(|l| l.conf.as_deref()))
+        .any(|l| l.limit_req.is_some() || l.limit_conn.is_some())
+    {
+        v.push(Phase::PreAccess);
+    }
+    if fallbacks()
+        .chain(locs().filter_map(|l| l.conf.as_deref()))
+        .any(crate::access::has_checks)
+    {
+        v.push(Phase::Access);
     }
     if conf.servers.iter().any(|s| s.set.try_files.is_some())
         || locs().any(|l| l.set.try_files.is_some())
@@ -166,6 +183,11 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
             Phase::FindConfig => find_config(cx, r),
             Phase::Rewrite => location_rewrite(cx, r, out),
             Phase::PostRewrite => post_rewrite(cx, r),
+            Phase::PreAccess => match crate::limit_req::phase(cx, r) {
+                Step::Next => crate::limit_conn::phase(cx, r),
+                other => other,
+            },
+            Phase::Access => crate::access::phase(cx, r, out),
             Phase::TryFiles => try_files(cx, r),
             Phase::Content => content(cx, r, out),
         };
@@ -210,6 +232,8 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Stat
     let step = match std::mem::replace(&mut r.content, Content::None) {
         Content::None => return Status::Done,
         Content::Paced(p) => crate::static_handler::pace(cx, r, p),
+        // limit_req is done; the phase goes on with limit_conn.
+        Content::Delayed => return run(cx, r, out),
     };
     match step {
         Step::Again => Status::Again,
@@ -875,6 +899,13 @@ mod tests {
         std::fs::remove_dir_all(&s3.dir).unwrap();
         let s2 = site("build2", "location / { }", &[]);
         assert_eq!(&*s2.conf.phases, &[Phase::FindConfig, Phase::Content]);
+        // `allow`/`deny` anywhere (here the server level only) add access.
+        let s4 = site("build4", "deny 10.0.0.0/8; location / { }", &[]);
+        assert_eq!(
+            &*s4.conf.phases,
+            &[Phase::FindConfig, Phase::Access, Phase::Content]
+        );
+        std::fs::remove_dir_all(&s4.dir).unwrap();
         std::fs::remove_dir_all(&s.dir).unwrap();
         std::fs::remove_dir_all(&s2.dir).unwrap();
     }

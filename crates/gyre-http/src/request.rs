@@ -59,6 +59,11 @@ pub struct ReqState {
     pub body_bytes_sent: u64,
     pub bytes_sent: u64,
     pub conn: ConnInfo,
+    /// `limit_req` was applied (once per request, as nginx's main request).
+    pub limit_req_done: bool,
+    pub limit_conn_done: bool,
+    /// Counts held in `limit_conn` zones, released when dropped.
+    pub held: Vec<crate::limit_conn::Hold>,
 }
 
 /// A suspended content handler's state.
@@ -68,6 +73,8 @@ pub enum Content {
     None,
     /// A paced file body (`limit_rate`).
     Paced(crate::static_handler::Paced),
+    /// Delayed by `limit_req`: the phases go on after the timer.
+    Delayed,
 }
 
 /// When a suspended request wants to run again.
@@ -122,6 +129,9 @@ impl HttpRequest {
                 body_bytes_sent: 0,
                 bytes_sent: 0,
                 conn,
+                limit_req_done: false,
+                limit_conn_done: false,
+                held: Vec::new(),
             },
             vars: VarCache::default(),
             content: Content::None,
@@ -160,6 +170,9 @@ impl HttpRequest {
         st.body_bytes_sent = 0;
         st.bytes_sent = 0;
         st.conn = conn;
+        st.limit_req_done = false;
+        st.limit_conn_done = false;
+        st.held.clear();
         self.content = Content::None;
         self.wake = None;
         self.resp_log = None;

@@ -78,7 +78,8 @@ pub enum VarKind {
     Pid,
     NginxVersion,
     LimitRate,
-    /// `$remote_user`: not found until auth_basic exists.
+    /// `$remote_user`: the user of an `Authorization: Basic` header,
+    /// checked or not (nginx decodes the header for the variable).
     RemoteUser,
     /// The result of a `map` block.
     Map(std::sync::Arc<crate::map::Map>),
@@ -486,10 +487,13 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
     match kind {
         VarKind::Unresolved
         | VarKind::User
-        | VarKind::RemoteUser
         | VarKind::Map(_)
         | VarKind::Split(_)
         | VarKind::Geo(_) => return false,
+        VarKind::RemoteUser => match crate::auth_basic::basic_user(req) {
+            Some((cred, n)) => out.extend_from_slice(&cred[..n]),
+            None => return false,
+        },
         VarKind::Uri => out.extend_from_slice(env.uri.as_bytes()),
         VarKind::RequestUri => out.extend_from_slice(req.target()),
         // No arguments at all is "not found" (`-` in logs), as nginx.

@@ -1,0 +1,321 @@
+//! The shared-memory zones of `limit_req_zone` (and, later,
+//! `limit_conn_zone`): per-key state counted across all workers, as
+//! nginx's slab zones are.
+//!
+//! A zone is mapped when the configuration is read, in the master, before
+//! the workers fork, and inherited by them (the pattern of
+//! `ssl_session_cache shared:`, see crate::ssl_shared_cache). It is a
+//! fixed-size table of 64-byte slots made only of atomic words (gyre-core's
+//! `sys::shm`): a lock word, a 128-bit hash of the key, and three state
+//! words. `zone=NAME:SIZE` holds SIZE/64 states, about nginx's "16 thousand
+//! 64-byte states" per megabyte. A key hashes to a bucket of [`WAYS`]
+//! slots: its own slot, else an empty one, else the least recently used
+//! (nginx's LRU expiry, bounded by the configured size). A slot's lock is
+//! tried a bounded number of times: a worker that died holding one costs
+//! that slot's key a refusal, never a hang.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use gyre_core::sys::shm::ShmRegion;
+
+const SLOT_WORDS: usize = 8;
+/// Slots a key may live in.
+pub const WAYS: usize = 8;
+const LOCK_TRIES: u32 = 10_000;
+
+/// One key's state, as the module using the zone defines it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct State {
+    /// limit_req: the excess in 1/1000 requests.
+    pub excess: i64,
+    /// The last time the state was used (ms of the monotonic clock).
+    pub last: u64,
+    /// limit_conn: connections counted.
+    pub count: i64,
+}
+
+pub struct Zone {
+    pub name: String,
+    pub size: usize,
+    region: ShmRegion,
+    slots: usize,
+}
+
+impl std::fmt::Debug for Zone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Zone")
+            .field("name", &self.name)
+            .field("slots", &self.slots)
+            .finish()
+    }
+}
+
+impl PartialEq for Zone {
+    fn eq(&self, o: &Zone) -> bool {
+        self.name == o.name
+    }
+}
+
+/// Two independent 64-bit FNV-1a variants: a collision between two keys
+/// of one bucket would need both to agree.
+fn hash(key: &[u8]) -> (u64, u64) {
+    let mut a: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut b: u64 = 0x8422_2325_cbf2_9ce4;
+    for &c in key {
+        a ^= u64::from(c);
+        a = a.wrapping_mul(0x0100_0000_01b3);
+        b = b.wrapping_mul(0x0000_0100_0000_01b3) ^ u64::from(c);
+    }
+    // 0 marks an empty slot.
+    (a | 1, b)
+}
+
+struct Locked<'a> {
+    w: &'a [AtomicU64],
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        self.w[0].store(0, Ordering::Release);
+    }
+}
+
+impl Locked<'_> {
+    fn key(&self) -> (u64, u64) {
+        (
+            self.w[1].load(Ordering::Relaxed),
+            self.w[2].load(Ordering::Relaxed),
+        )
+    }
+    fn state(&self) -> State {
+        State {
+            excess: self.w[3].load(Ordering::Relaxed) as i64,
+            last: self.w[4].load(Ordering::Relaxed),
+            count: self.w[5].load(Ordering::Relaxed) as i64,
+        }
+    }
+    fn store(&self, k: (u64, u64), s: State) {
+        self.w[1].store(k.0, Ordering::Relaxed);
+        self.w[2].store(k.1, Ordering::Relaxed);
+        self.w[3].store(s.excess as u64, Ordering::Relaxed);
+        self.w[4].store(s.last, Ordering::Relaxed);
+        self.w[5].store(s.count as u64, Ordering::Relaxed);
+    }
+}
+
+impl Zone {
+    /// Maps a zone of `size` bytes.
+    pub fn new(name: &str, size: usize) -> Result<Zone, String> {
+        let region = ShmRegion::new(size).map_err(|e| {
+            format!("shared zone \"{name}\" of size {size} cannot be allocated ({e})")
+        })?;
+        let slots = region.words().len() / SLOT_WORDS;
+        Ok(Zone {
+            name: name.to_string(),
+            size,
+            region,
+            slots,
+        })
+    }
+
+    /// States the zone can hold.
+    pub fn capacity(&self) -> usize {
+        self.slots
+    }
+
+    fn lock(&self, i: usize) -> Option<Locked<'_>> {
+        let w = self
+            .region
+            .words()
+            .get(i * SLOT_WORDS..(i + 1) * SLOT_WORDS)?;
+        for _ in 0..LOCK_TRIES {
+            if w[0]
+                .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Some(Locked { w });
+            }
+            std::hint::spin_loop();
+        }
+        None
+    }
+
+    /// Runs `f` on `key`'s state under its slot's lock, `None` being a key
+    /// not in the zone; whatever `f` leaves in the state is stored (a
+    /// `None` left removes the key). A new key may take the place of a
+    /// least recently used one that is `evictable`. `None` when no slot
+    /// could be had.
+    pub fn with<R>(
+        &self,
+        key: &[u8],
+        evictable: impl Fn(&State) -> bool,
+        f: impl FnOnce(&mut Option<State>) -> R,
+    ) -> Option<R> {
+        if self.slots < WAYS {
+            return None;
+        }
+        let k = hash(key);
+        let base = (k.0 as usize % self.slots) & !(WAYS - 1);
+        // Its own slot, else an empty one, else the least recently used.
+        let mut pick: Option<(usize, u64, bool)> = None;
+        for i in base..base + WAYS {
+            let Some(s) = self.lock(i) else {
+                continue;
+            };
+            let sk = s.key();
+            if sk == k {
+                let mut st = Some(s.state());
+                let r = f(&mut st);
+                match st {
+                    Some(st) => s.store(k, st),
+                    None => s.store((0, 0), State::default()),
+                }
+                return Some(r);
+            }
+            let (empty, last) = (sk.0 == 0, s.state().last);
+            if !empty && !evictable(&s.state()) {
+                continue;
+            }
+            let better = match pick {
+                None => true,
+                Some((_, _, true)) => false,
+                Some((_, pl, false)) => empty || gyre_core::event::msec_before(last, pl),
+            };
+            if better {
+                pick = Some((i, last, empty));
+            }
+        }
+        let (i, _, _) = pick?;
+        let s = self.lock(i)?;
+        if s.key().0 != 0 && s.key() != k && !evictable(&s.state()) {
+            return None;
+        }
+        // Another worker may have put the key in meanwhile: look again.
+        if s.key() == k {
+            let mut st = Some(s.state());
+            let r = f(&mut st);
+            match st {
+                Some(st) => s.store(k, st),
+                None => s.store((0, 0), State::default()),
+            }
+            return Some(r);
+        }
+        let mut st = None;
+        let r = f(&mut st);
+        if let Some(st) = st {
+            s.store(k, st);
+        }
+        Some(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_keep_their_state_and_the_oldest_goes() {
+        let z = Zone::new("t", 64 * 1024).unwrap();
+        assert_eq!(z.capacity(), 1024);
+        z.with(
+            b"a",
+            |_| true,
+            |s| {
+                assert!(s.is_none());
+                *s = Some(State {
+                    excess: 5,
+                    last: 10,
+                    count: 0,
+                });
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            z.with(b"a", |_| true, |s| s.map(|s| s.excess)).unwrap(),
+            Some(5)
+        );
+        assert_eq!(
+            z.with(b"b", |_| true, |s| s.map(|s| s.excess)).unwrap(),
+            None
+        );
+        // Fill far beyond the capacity: bounded, and recent keys survive.
+        for i in 0..10_000u64 {
+            z.with(
+                &i.to_le_bytes(),
+                |_| true,
+                |s| {
+                    *s = Some(State {
+                        excess: 1,
+                        last: 100 + i,
+                        count: 0,
+                    })
+                },
+            )
+            .unwrap();
+        }
+        assert_eq!(
+            z.with(&9_999u64.to_le_bytes(), |_| true, |s| s.map(|s| s.last))
+                .unwrap(),
+            Some(10_099)
+        );
+        // Live states are never evicted: a bucket full of them refuses.
+        let live = |s: &State| s.count == 0;
+        let bucket = |k: &[u8]| (hash(k).0 as usize % z.capacity()) & !(WAYS - 1);
+        let same: Vec<u64> = (1_000_000u64..)
+            .filter(|i| bucket(&i.to_le_bytes()) == bucket(b"new"))
+            .take(WAYS)
+            .collect();
+        for i in &same {
+            z.with(&i.to_le_bytes(), live, |s| {
+                *s = Some(State {
+                    count: 1,
+                    ..State::default()
+                })
+            })
+            .unwrap();
+        }
+        assert!(z
+            .with(b"new", live, |s| *s = Some(State::default()))
+            .is_none());
+        let k = same[3].to_le_bytes();
+        assert_eq!(z.with(&k, live, |s| s.map(|s| s.count)), Some(Some(1)));
+        // Removal.
+        z.with(&9_999u64.to_le_bytes(), |_| true, |s| *s = None)
+            .unwrap();
+        assert_eq!(
+            z.with(&9_999u64.to_le_bytes(), |_| true, |s| *s).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn concurrent_updates_are_not_lost() {
+        let z = std::sync::Arc::new(Zone::new("t", 64 * 1024).unwrap());
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let z = z.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        z.with(
+                            b"k",
+                            |_| true,
+                            |s| {
+                                let mut st = s.unwrap_or_default();
+                                st.count += 1;
+                                *s = Some(st);
+                            },
+                        )
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(
+            z.with(b"k", |_| true, |s| s.map(|s| s.count)).unwrap(),
+            Some(4000)
+        );
+    }
+}
