@@ -220,6 +220,9 @@ pub struct Core {
     exiting: bool,
     /// File bytes read for TLS (no sendfile under TLS), kept for reuse.
     pub(crate) tls_scratch: Vec<u8>,
+    /// The TLS ciphertext buffer of no connection: taken by the one that
+    /// reads, given back when drained (`tls_record::Tls::release_idle`).
+    pub(crate) tls_spare: Vec<u8>,
 }
 
 impl Core {
@@ -269,6 +272,7 @@ impl Core {
             stop: false,
             exiting: false,
             tls_scratch: Vec::new(),
+            tls_spare: Vec::new(),
             opts,
         })
     }

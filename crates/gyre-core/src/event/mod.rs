@@ -10,6 +10,7 @@ pub mod time_event;
 pub mod timer;
 pub mod tls;
 pub mod tls_conf;
+mod tls_record;
 
 pub use self::actions::{Actions, Backend, Interest, Readiness, Trigger};
 pub use self::clock::{msec_before, msec_diff, Clock, Msec};
