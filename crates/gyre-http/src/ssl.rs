@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use gyre_core::conf::{ConfCtx, ConfError, Directive};
 use gyre_core::conn::ConnId;
+use gyre_core::errlog::INFO;
 use gyre_core::event::tls::rustls;
 use gyre_core::event::tls::{ChooseConfig, TlsListen};
 use gyre_core::event::{tls_conf, Core};
@@ -737,10 +738,20 @@ pub fn refuse(
     default: usize,
     req: &Request,
 ) -> Option<Response> {
+    let server_of = |conf: &'_ HttpConf| -> Option<usize> {
+        match req.host() {
+            Some(h) if servers.len() > 1 => {
+                let list = servers.iter().filter_map(|&i| conf.servers.get(i));
+                let pos = pick_by_name(list.map(|s| s.server_names.as_slice()), h);
+                pos.and_then(|p| servers.get(p).copied())
+            }
+            _ => None,
+        }
+    };
     if core.is_plain_on_tls(c) {
-        log::info!(
-            "client sent plain HTTP request to HTTPS port while reading client request headers"
-        );
+        let server = conf.servers.get(server_of(conf).unwrap_or(default));
+        let ctx = RequestLog::new(core, c, server, req);
+        gyre_core::log_ctx!(INFO, &ctx, "client sent plain HTTP request to HTTPS port");
         return Some(Response::error(497));
     }
     let info = core.tls_info(c)?;
@@ -755,10 +766,60 @@ pub fn refuse(
     };
     let verify = server.ssl.built.as_ref().map_or(Verify::Off, |b| b.verify);
     if verify == Verify::On && !info.client_verified {
-        log::info!("client sent no required SSL certificate while reading client request headers");
+        let ctx = RequestLog::new(core, c, Some(server), req);
+        gyre_core::log_ctx!(INFO, &ctx, "client sent no required SSL certificate");
         return Some(Response::error(496));
     }
     None
+}
+
+/// nginx's context of a line about a request refused before its phases
+/// (`ngx_http_log_error`): `*N … while reading client request headers,
+/// client: ADDR, server: NAME, request: "LINE", host: "HOST"`.
+struct RequestLog<'a> {
+    number: u64,
+    client: Option<std::net::SocketAddr>,
+    server: &'a str,
+    req: &'a Request,
+}
+
+impl<'a> RequestLog<'a> {
+    fn new(core: &Core, c: ConnId, server: Option<&'a ServerConf>, req: &'a Request) -> Self {
+        let x = core.conn(c);
+        RequestLog {
+            number: x.map_or(0, |x| x.number),
+            client: x.and_then(|x| x.peer),
+            server: server
+                .and_then(|s| s.server_names.first())
+                .map_or("", |n| n.as_str()),
+            req,
+        }
+    }
+}
+
+impl gyre_core::errlog::LogContext for RequestLog<'_> {
+    fn number(&self) -> u64 {
+        self.number
+    }
+    fn action(&self) -> Option<&str> {
+        Some("reading client request headers")
+    }
+    fn context(&self, f: &mut dyn std::fmt::Write) -> std::fmt::Result {
+        f.write_str(", client: ")?;
+        if let Some(a) = self.client {
+            write!(f, "{}", a.ip())?;
+        }
+        write!(
+            f,
+            ", server: {}, request: \"{}\"",
+            self.server,
+            self.req.request_line()
+        )?;
+        if let Some(h) = self.req.header("host") {
+            write!(f, ", host: \"{}\"", String::from_utf8_lossy(h))?;
+        }
+        Ok(())
+    }
 }
 
 /// nginx's TLS variables for the access log (`$ssl_protocol`,

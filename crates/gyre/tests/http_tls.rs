@@ -478,6 +478,22 @@ fn certificate_chosen_by_signature_algorithms() {
 
 // -------------------------------------------------------------- bad inputs
 
+/// A line of the error log at nginx's `[info]` level with `*N ` right
+/// before `msg` and `tail` after it.
+fn info_line(log: &str, msg: &str, tail: &str) -> bool {
+    log.lines().any(|l| {
+        let Some(at) = l.find(msg) else {
+            return false;
+        };
+        let star = l[..at].trim_end().rsplit(' ').next().unwrap_or("");
+        l.contains("[info] ")
+            && star.len() > 1
+            && star.starts_with('*')
+            && star[1..].chars().all(|c| c.is_ascii_digit())
+            && l[at..].contains(tail)
+    })
+}
+
 fn closed_by_server(s: &mut TcpStream, within: Duration) -> bool {
     s.set_read_timeout(Some(within)).unwrap();
     let mut b = [0u8; 4096];
@@ -532,6 +548,15 @@ fn bad_inputs_cost_only_their_connection() {
     assert!(r
         .server
         .logged("client sent plain HTTP request to HTTPS port", IO));
+    let log = r.server.log();
+    assert!(
+        info_line(
+            &log,
+            "client sent plain HTTP request to HTTPS port while reading client request headers",
+            ", client: 127.0.0.1, server: localhost, request: \"GET /missing HTTP/1.1\", host: \"localhost\""
+        ),
+        "{log}"
+    );
 
     // Garbage that looks like a TLS record: an alert, closed, logged.
     let mut g = TcpStream::connect(("127.0.0.1", r.port)).unwrap();
@@ -542,6 +567,14 @@ fn bad_inputs_cost_only_their_connection() {
     assert!(r
         .server
         .logged("while SSL handshaking, client: 127.0.0.1", IO));
+    // nginx's level and shape: `[info] PID#0: *N SSL_do_handshake() failed
+    // (SSL: ...) while SSL handshaking, client: ADDR, server: LISTEN`.
+    let server = format!(", server: 127.0.0.1:{}", r.port);
+    let log = r.server.log();
+    assert!(
+        info_line(&log, "SSL_do_handshake() failed (SSL: ", &server),
+        "{log}"
+    );
 
     // Half a ClientHello, then the client disappears.
     let hello = client_hello(&cfg);
@@ -551,6 +584,11 @@ fn bad_inputs_cost_only_their_connection() {
     assert!(r
         .server
         .logged("peer closed connection in SSL handshake", IO));
+    let log = r.server.log();
+    assert!(
+        info_line(&log, "peer closed connection in SSL handshake", &server),
+        "{log}"
+    );
 
     // A stalled handshake is closed by client_header_timeout.
     let mut st = TcpStream::connect(("127.0.0.1", r.port)).unwrap();
@@ -563,6 +601,15 @@ fn bad_inputs_cost_only_their_connection() {
         "client timed out (110: Connection timed out) while SSL handshaking",
         IO
     ));
+    let log = r.server.log();
+    assert!(
+        info_line(
+            &log,
+            "client timed out (110: Connection timed out)",
+            &server
+        ),
+        "{log}"
+    );
 
     // The established connection was not disturbed (its keep-alive timer
     // is 75 s), and new ones are served.

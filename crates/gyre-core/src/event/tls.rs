@@ -35,6 +35,7 @@ use super::core::{Core, Ev, EvKind, Handler};
 pub(crate) use super::tls_record::Tls;
 use super::tls_record::{encrypt_with, Flush, Next};
 use crate::conn::pool::ConnId;
+use crate::errlog::{ERROR, INFO};
 use crate::sys::socket;
 
 /// nginx's `ngx_ssl_shutdown` waits this long for close_notify to go out.
@@ -124,16 +125,24 @@ fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
-/// Where a connection is, for log lines (`Display` writes nginx's
-/// ", client: ..., server: ...").
+/// Where a connection is, for log lines: nginx's `*N` and, after the
+/// message, `while SSL handshaking, client: ADDR, server: ADDR` (the
+/// listener's address: no request, so no server name, exists yet).
 #[derive(Clone, Copy)]
 pub(crate) struct LogCtx {
+    number: u64,
     client: Option<std::net::SocketAddr>,
     server: Option<std::net::SocketAddr>,
 }
 
-impl std::fmt::Display for LogCtx {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl crate::errlog::LogContext for LogCtx {
+    fn number(&self) -> u64 {
+        self.number
+    }
+    fn action(&self) -> Option<&str> {
+        Some("SSL handshaking")
+    }
+    fn context(&self, f: &mut dyn std::fmt::Write) -> std::fmt::Result {
         f.write_str(", client: ")?;
         if let Some(c) = self.client {
             write!(f, "{}", c.ip())?;
@@ -165,9 +174,10 @@ impl Handler for Handshake {
     fn handle(&mut self, core: &mut Core, ev: Ev) {
         let c = ev.conn;
         if ev.timedout {
-            log::info!(
-                "client timed out (110: Connection timed out) while SSL handshaking{}",
-                core.log_ctx(c)
+            crate::log_ctx!(
+                INFO,
+                &core.log_ctx(c),
+                "client timed out (110: Connection timed out)"
             );
             core.close(c);
             return;
@@ -324,6 +334,7 @@ impl Core {
     pub(crate) fn log_ctx(&self, c: ConnId) -> LogCtx {
         let x = self.pool.get(c);
         LogCtx {
+            number: x.map_or(0, |x| x.number),
             client: x.and_then(|x| x.peer),
             server: x
                 .and_then(|x| x.listener)
@@ -414,18 +425,14 @@ impl Core {
                     // writable before the client's Finished: read on.
                     Ok(Next::NeedData) | Ok(Next::Writable) => {}
                     Ok(Next::PeerClosed) => {
-                        log::info!(
-                            "peer closed connection in SSL handshake while SSL handshaking{ctx}"
-                        );
+                        crate::log_ctx!(INFO, &ctx, "peer closed connection in SSL handshake");
                         return Step::Failed;
                     }
                     Err(e) => {
                         // The alert rustls queued goes out best-effort.
                         tls.encode_alert();
                         let _ = tls.flush(fd);
-                        log::info!(
-                            "SSL_do_handshake() failed (SSL: {e}) while SSL handshaking{ctx}"
-                        );
+                        crate::log_ctx!(INFO, &ctx, "SSL_do_handshake() failed (SSL: {e})");
                         return Step::Failed;
                     }
                 }
@@ -436,9 +443,7 @@ impl Core {
             let before = tls.in_used;
             match tls.read_sock(fd, &mut self.tls_spare) {
                 Ok((0, _)) => {
-                    log::info!(
-                        "peer closed connection in SSL handshake while SSL handshaking{ctx}"
-                    );
+                    crate::log_ctx!(INFO, &ctx, "peer closed connection in SSL handshake");
                     return Step::Failed;
                 }
                 Ok((_, short)) => {
@@ -450,8 +455,17 @@ impl Core {
                     x.read.ready = false;
                     return Step::Again;
                 }
+                Err(e) if e.raw_os_error().is_some() => {
+                    crate::log_ctx!(
+                        INFO,
+                        &ctx,
+                        "peer closed connection in SSL handshake ({})",
+                        crate::sys_error_text(&e)
+                    );
+                    return Step::Failed;
+                }
                 Err(e) => {
-                    log::info!("SSL_do_handshake() failed ({e}) while SSL handshaking{ctx}");
+                    crate::log_ctx!(INFO, &ctx, "SSL_do_handshake() failed (SSL: {e})");
                     return Step::Failed;
                 }
             }
@@ -467,7 +481,7 @@ impl Core {
                     Ok(0) => break,
                     Ok(_) => {}
                     Err(e) => {
-                        log::info!("SSL_do_handshake() failed ({e}) while SSL handshaking{ctx}");
+                        crate::log_ctx!(INFO, &ctx, "SSL_do_handshake() failed (SSL: {e})");
                         return Step::Failed;
                     }
                 }
@@ -479,7 +493,7 @@ impl Core {
                     let sc = match cfg.config.choose(&hello) {
                         Ok(sc) => sc,
                         Err(reason) => {
-                            log::error!("{reason} while SSL handshaking{ctx}");
+                            crate::log_ctx!(ERROR, &ctx, "{reason}");
                             return Step::Failed;
                         }
                     };
@@ -491,16 +505,14 @@ impl Core {
                             tls.hello = None;
                         }
                         Err(e) => {
-                            log::info!(
-                                "SSL_do_handshake() failed (SSL: {e}) while SSL handshaking{ctx}"
-                            );
+                            crate::log_ctx!(INFO, &ctx, "SSL_do_handshake() failed (SSL: {e})");
                             return Step::Failed;
                         }
                     }
                 }
                 Err((e, mut alert)) => {
                     let _ = alert.write(&mut SockWriter(fd));
-                    log::info!("SSL_do_handshake() failed (SSL: {e}) while SSL handshaking{ctx}");
+                    crate::log_ctx!(INFO, &ctx, "SSL_do_handshake() failed (SSL: {e})");
                     return Step::Failed;
                 }
             }
