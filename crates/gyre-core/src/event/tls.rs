@@ -89,8 +89,25 @@ pub struct TlsInfo {
     /// The session was resumed (ticket or session id).
     pub resumed: bool,
     pub alpn: Option<Box<[u8]>>,
-    /// The client presented a certificate that was verified.
+    /// The client presented a certificate (checked by the protocol's
+    /// verifier: see `client_verify`).
     pub client_verified: bool,
+    /// The client's certificates, leaf first (empty without one).
+    pub client_certs: Vec<rustls::pki_types::CertificateDer<'static>>,
+    /// The verdict on them (nginx's `SSL_get_verify_result`), reached once
+    /// per connection by the protocol, which knows the trusted CAs: the
+    /// handshake takes any certificate whose key the client proves it
+    /// holds, as OpenSSL does under nginx's `ssl_verify_client`, so a bad
+    /// certificate gets nginx's answer rather than a failed handshake.
+    pub client_verify: std::cell::OnceCell<ClientVerify>,
+}
+
+/// nginx's `$ssl_client_verify` for a client that sent a certificate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientVerify {
+    Success,
+    /// OpenSSL's `N:reason` (`20:unable to get local issuer certificate`).
+    Failed(Box<str>),
 }
 
 impl TlsInfo {
@@ -302,7 +319,12 @@ impl Core {
 
     /// What the handshake negotiated, once it is done.
     pub fn tls_info(&self, c: ConnId) -> Option<&TlsInfo> {
-        self.pool.get(c)?.tls.as_ref()?.info.as_ref()
+        self.pool.get(c)?.tls.as_ref()?.info.as_deref()
+    }
+
+    /// [`Core::tls_info`] shared (a request keeps it for its variables).
+    pub fn tls_info_rc(&self, c: ConnId) -> Option<Rc<TlsInfo>> {
+        self.pool.get(c)?.tls.as_ref()?.info.clone()
     }
 
     /// The certificates the client presented (mTLS), leaf first.
@@ -414,7 +436,10 @@ impl Core {
                     Err(_) => return Step::Failed,
                 }
                 if tls.conn.as_ref().is_some_and(|k| !k.is_handshaking()) {
-                    tls.info = tls.conn.as_deref().map(|k| info_of(k, tls.sni.clone()));
+                    tls.info = tls
+                        .conn
+                        .as_deref()
+                        .map(|k| Rc::new(info_of(k, tls.sni.clone())));
                     tls.release_idle(&mut self.tls_spare);
                     return Step::Done;
                 }
@@ -902,5 +927,10 @@ fn info_of(conn: &UnbufferedServerConnection, server_name: Option<Box<str>>) -> 
         resumed: matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
         alpn: conn.alpn_protocol().map(Into::into),
         client_verified: conn.peer_certificates().is_some_and(|c| !c.is_empty()),
+        client_certs: conn
+            .peer_certificates()
+            .map(<[_]>::to_vec)
+            .unwrap_or_default(),
+        client_verify: std::cell::OnceCell::new(),
     }
 }

@@ -46,7 +46,7 @@ pub(crate) struct Tls {
     out_off: usize,
     /// The SNI name of the ClientHello.
     pub(crate) sni: Option<Box<str>>,
-    pub(crate) info: Option<TlsInfo>,
+    pub(crate) info: Option<std::rc::Rc<TlsInfo>>,
     /// The socket reported end of stream.
     pub(crate) sock_eof: bool,
     /// The peer's close_notify arrived.
