@@ -306,6 +306,7 @@ pub fn init(c: &mut HttpConf) -> Result<(), ConfError> {
     let http = c.ssl.clone();
     // Servers naming the same shared zone share it.
     let mut zones = Zones::new();
+    crate::ssl_shared_cache::begin_read();
     for s in &mut c.servers {
         let set = s.ssl.set.merged(&http);
         if set.certificates.as_ref().is_some_and(|v| !v.is_empty()) {
@@ -331,6 +332,8 @@ pub fn init(c: &mut HttpConf) -> Result<(), ConfError> {
             }
         }
     }
+    // Its zones are the ones the next reload may keep.
+    crate::ssl_shared_cache::commit_read();
     Ok(())
 }
 
@@ -485,7 +488,7 @@ fn build(set: &SslSet, zones: &mut Zones) -> Result<Built, String> {
         SessionCache::Shared { name, size } => match zones.iter().find(|(n, _)| n == name) {
             Some((_, z)) => z.clone(),
             None => {
-                let z = crate::ssl_shared_cache::SharedCache::new(*size, timeout)?;
+                let z = crate::ssl_shared_cache::SharedCache::kept_or_new(name, *size, timeout)?;
                 zones.push((name.clone(), z.clone()));
                 z
             }

@@ -450,6 +450,25 @@ fn shared_session_cache_without_tickets() {
         );
         assert_eq!(count(&out, "Reused, TLSv1.2"), 1, "resumption {i}: {out}");
     }
+    // A reload with the zone's name and size unchanged keeps it, as nginx
+    // does: the new workers resume the session the old ones stored.
+    let old = r.server.workers();
+    assert!(r.server.signal("reload").status.success());
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            let now = r.server.workers();
+            now.len() == 2 && now.iter().all(|w| !old.contains(w))
+        }),
+        "workers not replaced after reload"
+    );
+    for i in 0..4 {
+        let out = s_client(
+            r.port,
+            &["-tls1_2", "-CAfile", &ca, "-sess_in", &sess],
+            hold,
+        );
+        assert_eq!(count(&out, "Reused, TLSv1.2"), 1, "after reload {i}: {out}");
+    }
 }
 
 #[test]
