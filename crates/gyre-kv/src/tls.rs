@@ -187,6 +187,18 @@ pub fn server_config(t: &KvTls) -> io::Result<Arc<rustls::ServerConfig>> {
 pub struct TlsSwap {
     settings: RefCell<KvTls>,
     config: RefCell<Arc<rustls::ServerConfig>>,
+    /// The files' (size, mtime) when last read.
+    stamps: RefCell<Vec<Option<(u64, std::time::SystemTime)>>>,
+}
+
+fn stamps(t: &KvTls) -> Vec<Option<(u64, std::time::SystemTime)>> {
+    [&t.cert_file, &t.key_file, &t.ca_cert_file]
+        .iter()
+        .map(|p| {
+            let m = std::fs::metadata(p.as_ref()?).ok()?;
+            Some((m.len(), m.modified().ok()?))
+        })
+        .collect()
 }
 
 impl std::fmt::Debug for TlsSwap {
@@ -214,6 +226,7 @@ impl TlsSwap {
         Ok(TlsSwap {
             config: RefCell::new(server_config(t)?),
             settings: RefCell::new(t.clone()),
+            stamps: RefCell::new(stamps(t)),
         })
     }
 
@@ -245,7 +258,25 @@ impl TlsSwap {
         }
         let sc = server_config(&t)?;
         *self.config.borrow_mut() = sc;
+        *self.stamps.borrow_mut() = stamps(&t);
         *self.settings.borrow_mut() = t;
         Ok(())
+    }
+
+    /// On a reload that keeps the kv process: the files are read again if
+    /// one changed on disk (size or mtime); a failure keeps the running
+    /// configuration and is logged.
+    pub fn reload_if_changed(&self) {
+        let now = stamps(&self.settings.borrow());
+        if now == *self.stamps.borrow() {
+            return;
+        }
+        match self.set(&[]) {
+            Ok(()) => log::info!("TLS certificates reloaded"),
+            Err(e) => {
+                *self.stamps.borrow_mut() = now;
+                log::warn!("{e}");
+            }
+        }
     }
 }

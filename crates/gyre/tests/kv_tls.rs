@@ -434,3 +434,42 @@ fn config_set_tls_files_reloads_certificates() {
     assert_eq!(out, "OK\n");
     assert!(tls_ping(kv.tls_port, &cfg, "localhost"));
 }
+
+#[test]
+fn reload_rereads_changed_certificates_and_keeps_the_kv_process() {
+    if !have_redis_cli() {
+        return;
+    }
+    let p = Prefix::new("kv-tls-reload");
+    let pki = pki(&p);
+    let kv = start(&p, &pki, true, "");
+    let plain = kv.plain_port.unwrap().to_string();
+    let cli = |args: &[&str]| {
+        let mut a = vec!["-p", plain.as_str()];
+        a.extend_from_slice(args);
+        redis_cli(&a).0
+    };
+    assert_eq!(cli(&["SET", "k", "kept"]), "OK\n");
+    let cfg = rustls_client(&pki.ca.pem, Some(&pki.client));
+    assert!(tls_ping(kv.tls_port, &cfg, "localhost"));
+    assert!(!tls_ping(kv.tls_port, &cfg, "renewed"));
+    // New files under the same names (kv {} unchanged), then HUP.
+    let dir = p.path("conf");
+    let renewed = pki.ca.leaf(&dir, "kv", &["renewed"], Alg::Ecdsa);
+    assert_eq!(renewed.cert, pki.server.cert);
+    assert!(kv.s.signal("reload").status.success());
+    assert!(
+        wait_for(Duration::from_secs(10), || tls_ping(
+            kv.tls_port,
+            &cfg,
+            "renewed"
+        )),
+        "new certificate not served after reload; log:\n{}",
+        kv.s.log()
+    );
+    // The same kv process: the keyspace is still there.
+    assert_eq!(cli(&["GET", "k"]), "kept\n");
+    assert!(kv
+        .s
+        .logged("TLS certificates reloaded", Duration::from_secs(5)));
+}

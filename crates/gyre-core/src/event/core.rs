@@ -204,6 +204,7 @@ pub struct Core {
     before_wait: Option<NotifyHandler>,
     /// What reopens the files protocols write (access logs) on USR1.
     reopen_hooks: Vec<Box<dyn FnMut()>>,
+    reload_hooks: Vec<Box<dyn FnMut()>>,
     tick: Option<TimerFd>,
     accept_mutex: Option<Box<dyn AcceptMutex>>,
     pub(crate) accept_mutex_held: bool,
@@ -260,6 +261,7 @@ impl Core {
             notify: None,
             on_notify: None,
             reopen_hooks: Vec::new(),
+            reload_hooks: Vec::new(),
             before_wait: None,
             tick,
             accept_mutex: None,
@@ -830,6 +832,19 @@ impl Core {
     /// Sets what runs in the loop when a [`Notifier`] fires.
     pub fn on_notify(&mut self, f: impl FnMut(&mut Core) + 'static) {
         self.on_notify = Some(Box::new(f));
+    }
+
+    /// Registers what a process kept across a reload re-reads in place (the
+    /// singleton's certificates; its state stays): run on HUP.
+    pub fn on_reload(&mut self, f: impl FnMut() + 'static) {
+        self.reload_hooks.push(Box::new(f));
+    }
+
+    /// Runs every [`Core::on_reload`] hook.
+    pub fn reload_in_place(&mut self) {
+        for f in &mut self.reload_hooks {
+            f();
+        }
     }
 
     /// Registers how a protocol reopens the files it writes (nginx's
