@@ -473,3 +473,47 @@ fn reload_rereads_changed_certificates_and_keeps_the_kv_process() {
         .s
         .logged("TLS certificates reloaded", Duration::from_secs(5)));
 }
+
+#[test]
+fn redis_crate_over_tls_with_a_client_certificate() {
+    let p = Prefix::new("kv-tls-redis-crate");
+    let pki = pki(&p);
+    let dir = p.path("conf");
+    // A certificate for the address the URL names.
+    let ip = pki.ca.leaf(&dir, "kv-ip", &["127.0.0.1"], Alg::Ecdsa);
+    let pki = Pki {
+        server: ip,
+        ca: pki.ca,
+        client: pki.client,
+    };
+    let kv = start(&p, &pki, false, "");
+    let read = |p: &Path| std::fs::read(p).unwrap();
+    let url = format!("rediss://127.0.0.1:{}/", kv.tls_port);
+    let certs = |client: bool| redis::TlsCertificates {
+        client_tls: client.then(|| redis::ClientTlsConfig {
+            client_cert: read(&pki.client.cert),
+            client_key: read(&pki.client.key),
+        }),
+        root_cert: Some(read(&pki.ca.pem)),
+    };
+    let client = redis::Client::build_with_tls(url.as_str(), certs(true)).unwrap();
+    let mut con = client
+        .get_connection_with_timeout(Duration::from_secs(10))
+        .unwrap();
+    con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("via redis-rs")
+        .query(&mut con)
+        .unwrap();
+    let v: String = redis::cmd("GET").arg("k").query(&mut con).unwrap();
+    assert_eq!(v, "via redis-rs");
+    let n: i64 = redis::cmd("INCR").arg("n").query(&mut con).unwrap();
+    assert_eq!(n, 1);
+    // tls-auth-clients yes: without a certificate the connection fails.
+    let anon = redis::Client::build_with_tls(url.as_str(), certs(false)).unwrap();
+    let r = anon
+        .get_connection_with_timeout(Duration::from_secs(10))
+        .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
+    assert!(r.is_err(), "served without a client certificate: {r:?}");
+}
