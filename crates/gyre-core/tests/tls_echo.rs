@@ -389,8 +389,10 @@ fn close_with_a_full_socket_flushes_close_notify_later() {
     let cfg = client_config(&pki.ca);
     for be in BACKENDS {
         // Whether the server still has ciphertext queued when it closes
-        // depends on scheduling; a few tries make one that does.
-        let lingered = (0..6).any(|_| linger_attempt(be, &pki, &cfg));
+        // depends on scheduling; a few tries make one that does (12: with
+        // the unbuffered TLS layer the poll module needed more than 6 in
+        // 2 of 8 runs; why it is rarer there is not known yet).
+        let lingered = (0..12).any(|_| linger_attempt(be, &pki, &cfg));
         assert!(lingered, "{be}: no close happened with ciphertext queued");
     }
 }
