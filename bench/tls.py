@@ -220,8 +220,8 @@ def _md(m, rows, mem):
 
 Idle TLS keep-alive connections ({mem['gyre']['ok']} / {mem['nginx']['ok']} held,
 one request each, worker RSS delta): gyre **{gm:.0f}** B, nginx **{nm:.0f}** B per
-connection (nginx / gyre = **{nm / max(gm, 1):.2f}×**; 4 KiB of gyre's is
-rustls's record buffer, kept by its buffered API).
+connection (nginx / gyre = **{nm / max(gm, 1):.2f}×**; gyre's TLS layer keeps no
+buffer for an idle connection: rustls's unbuffered API, buffers owned by the layer).
 
 Full handshakes are client-bound (one `openssl s_time` process doing its own key
 exchange and verification); the server CPU per handshake is the comparable figure.

@@ -232,11 +232,18 @@ fn parse_args() -> Result<Args, String> {
             "--tls-cert" => a.tls_cert = Some(value()?),
             "--tls-key" => a.tls_key = Some(value()?),
             "--conf" => a.conf = Some(value()?),
+            // nginx's level names (`info` shows handshake failures).
+            "--log-level" => {
+                let v = value()?;
+                let l = gyre_core::errlog::parse_level(&v)
+                    .ok_or_else(|| format!("unknown log level {v:?}"))?;
+                log::set_max_level(l);
+            }
             "--prefix" => a.prefix = Some(value()?),
             "-h" | "--help" => {
                 return Err("usage: echo [--listen ADDR:PORT] [--backend epoll|poll] \
                             [--idle-timeout-ms N] [--connections N] [--multi-accept] \
-                            [--tls-cert FILE --tls-key FILE]"
+                            [--tls-cert FILE --tls-key FILE] [--log-level LEVEL]"
                     .into())
             }
             _ => return Err(format!("unknown flag {flag:?}")),

@@ -77,6 +77,8 @@ fn start(be: &str, leaf: &Leaf, extra: &[&str]) -> EchoProc {
         leaf.cert.to_str().unwrap(),
         "--tls-key",
         leaf.key.to_str().unwrap(),
+        "--log-level",
+        "info",
     ];
     args.extend_from_slice(extra);
     EchoProc::start(&args, None)
@@ -230,6 +232,17 @@ fn bad_inputs_cost_only_their_connection() {
             "while SSL handshaking, client: 127.0.0.1",
             Duration::from_secs(1)
         ));
+        // nginx's level and shape: `[info] PID#0: *N SSL_do_handshake()
+        // failed (SSL: ...) while SSL handshaking, client: ADDR, server: ADDR`.
+        let server = format!(", server: {}", p.addr);
+        assert!(
+            p.log.lock().unwrap().iter().any(|l| l.contains("[info] ")
+                && l.contains(": *")
+                && l.contains("SSL_do_handshake() failed (SSL: ")
+                && l.ends_with(&format!("while SSL handshaking, client: 127.0.0.1{server}"))),
+            "{be}: {:?}",
+            p.log.lock().unwrap()
+        );
 
         // A truncated ClientHello, then the client disappears.
         let hello = client_hello(&cfg);
@@ -376,8 +389,10 @@ fn close_with_a_full_socket_flushes_close_notify_later() {
     let cfg = client_config(&pki.ca);
     for be in BACKENDS {
         // Whether the server still has ciphertext queued when it closes
-        // depends on scheduling; a few tries make one that does.
-        let lingered = (0..6).any(|_| linger_attempt(be, &pki, &cfg));
+        // depends on scheduling; a few tries make one that does (12: with
+        // the unbuffered TLS layer the poll module needed more than 6 in
+        // 2 of 8 runs; why it is rarer there is not known yet).
+        let lingered = (0..12).any(|_| linger_attempt(be, &pki, &cfg));
         assert!(lingered, "{be}: no close happened with ciphertext queued");
     }
 }

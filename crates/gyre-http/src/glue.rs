@@ -657,6 +657,7 @@ impl HttpConn {
             number: core.conn(c).map_or(0, |x| x.number),
             requests: self.m.as_ref().map_or(0, |m| m.requests()),
             tls: core.tls_info(c).is_some(),
+            ssl: core.tls_info_rc(c),
         };
         let now = core.now();
         let pooled = self.shared.requests.borrow_mut().pop();

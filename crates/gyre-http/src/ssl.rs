@@ -26,8 +26,10 @@ use std::sync::Arc;
 
 use gyre_core::conf::{ConfCtx, ConfError, Directive};
 use gyre_core::conn::ConnId;
+use gyre_core::errlog::INFO;
 use gyre_core::event::tls::rustls;
-use gyre_core::event::tls::{ChooseConfig, TlsListen};
+use gyre_core::event::tls::{ChooseConfig, ClientVerify, TlsInfo, TlsListen};
+use gyre_core::event::tls_x509;
 use gyre_core::event::{tls_conf, Core};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, UnixTime};
@@ -139,6 +141,9 @@ impl ServerSsl {
 pub struct Built {
     pub config: Arc<ServerConfig>,
     pub verify: Verify,
+    /// Checks a client's certificates against `ssl_client_certificate`
+    /// after the handshake (`None`: no CA given, nothing can verify).
+    pub client_verifier: Option<Arc<dyn ClientCertVerifier>>,
 }
 
 // ------------------------------------------------------------- directives
@@ -301,6 +306,7 @@ pub fn init(c: &mut HttpConf) -> Result<(), ConfError> {
     let http = c.ssl.clone();
     // Servers naming the same shared zone share it.
     let mut zones = Zones::new();
+    crate::ssl_shared_cache::begin_read();
     for s in &mut c.servers {
         let set = s.ssl.set.merged(&http);
         if set.certificates.as_ref().is_some_and(|v| !v.is_empty()) {
@@ -326,6 +332,8 @@ pub fn init(c: &mut HttpConf) -> Result<(), ConfError> {
             }
         }
     }
+    // Its zones are the ones the next reload may keep.
+    crate::ssl_shared_cache::commit_read();
     Ok(())
 }
 
@@ -431,33 +439,41 @@ fn build(set: &SslSet, zones: &mut Zones) -> Result<Built, String> {
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)
         .map_err(|e| format!("SSL_CTX_set_min_proto_version() failed ({e})"))?;
-    let builder = match verify {
-        Verify::Off => builder.with_no_client_auth(),
-        Verify::OptionalNoCa => builder.with_client_cert_verifier(Arc::new(AnyClientCert {
-            provider: provider.clone(),
-        })),
-        Verify::On | Verify::Optional => {
-            let Some(ca) = &set.client_certificate else {
-                return Err("no ssl_client_certificate for ssl_verify_client".into());
-            };
+    // The handshake takes any certificate whose key the client proves it
+    // holds (OpenSSL under nginx finishes the handshake too); the verdict
+    // against `ssl_client_certificate` is reached after it (`verdict`), so
+    // a bad certificate gets nginx's 400 "The SSL certificate error".
+    let client_verifier = match (&set.client_certificate, verify) {
+        (_, Verify::Off) => None,
+        (None, Verify::OptionalNoCa) => None,
+        (None, _) => return Err("no ssl_client_certificate for ssl_verify_client".into()),
+        (Some(ca), _) => {
             let mut roots = rustls::RootCertStore::empty();
             for c in tls_conf::load_certs(ca).map_err(|e| load_error("certificate", ca, &e))? {
                 roots
                     .add(c)
                     .map_err(|e| format!("cannot load certificate \"{}\": {e}", ca.display()))?;
             }
-            // Unauthenticated clients get through the handshake and are
-            // refused by the request (nginx's 400 "No required SSL
-            // certificate was sent"); a bad certificate fails the handshake.
             let inner = WebPkiClientVerifier::builder_with_provider(roots.into(), provider.clone())
                 .allow_unauthenticated()
                 .build()
                 .map_err(|e| format!("ssl_client_certificate \"{}\": {e}", ca.display()))?;
-            builder.with_client_cert_verifier(Arc::new(DepthLimit {
+            Some(Arc::new(DepthLimit {
                 inner,
                 depth: set.verify_depth.unwrap_or(1),
-            }))
+            }) as Arc<dyn ClientCertVerifier>)
         }
+    };
+    let builder = match verify {
+        Verify::Off => builder.with_no_client_auth(),
+        _ => builder.with_client_cert_verifier(Arc::new(AnyClientCert {
+            provider: provider.clone(),
+            // The CA names nginx sends in its CertificateRequest.
+            hints: client_verifier
+                .as_ref()
+                .map(|v| v.root_hint_subjects().to_vec())
+                .unwrap_or_default(),
+        })),
     };
     let mut sc = builder.with_cert_resolver(Arc::new(PickCert { keys: certified }));
     sc.ignore_client_order = set.prefer_server_ciphers.unwrap_or(false);
@@ -472,7 +488,7 @@ fn build(set: &SslSet, zones: &mut Zones) -> Result<Built, String> {
         SessionCache::Shared { name, size } => match zones.iter().find(|(n, _)| n == name) {
             Some((_, z)) => z.clone(),
             None => {
-                let z = crate::ssl_shared_cache::SharedCache::new(*size, timeout)?;
+                let z = crate::ssl_shared_cache::SharedCache::kept_or_new(name, *size, timeout)?;
                 zones.push((name.clone(), z.clone()));
                 z
             }
@@ -487,6 +503,7 @@ fn build(set: &SslSet, zones: &mut Zones) -> Result<Built, String> {
     Ok(Built {
         config: Arc::new(sc),
         verify,
+        client_verifier,
     })
 }
 
@@ -568,11 +585,13 @@ impl ClientCertVerifier for DepthLimit {
     }
 }
 
-/// `ssl_verify_client optional_no_ca`: any certificate is taken (the
-/// client still proves it holds the key); the request may look at it.
+/// The handshake's client verifier under every `ssl_verify_client` mode:
+/// any certificate is taken (the client still proves it holds the key);
+/// [`verdict`] judges it after the handshake.
 #[derive(Debug)]
 struct AnyClientCert {
     provider: Arc<CryptoProvider>,
+    hints: Vec<DistinguishedName>,
 }
 
 impl ClientCertVerifier for AnyClientCert {
@@ -583,7 +602,7 @@ impl ClientCertVerifier for AnyClientCert {
         false
     }
     fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        &[]
+        &self.hints
     }
     fn verify_client_cert(
         &self,
@@ -761,24 +780,81 @@ pub fn refuse(
     )
     .with_action("reading client request headers");
     if plain {
-        gyre_core::log_ctx!(
-            gyre_core::errlog::INFO,
-            &cx,
-            "client sent plain HTTP request to HTTPS port"
-        );
+        gyre_core::log_ctx!(INFO, &cx, "client sent plain HTTP request to HTTPS port");
         return Some(Response::error(497));
     }
     let info = info?;
     let verify = server.ssl.built.as_ref().map_or(Verify::Off, |b| b.verify);
+    let verifier = server
+        .ssl
+        .built
+        .as_ref()
+        .and_then(|b| b.client_verifier.as_deref());
+    if verify != Verify::Off && info.client_verified {
+        let v = info
+            .client_verify
+            .get_or_init(|| verdict(verifier, &info.client_certs));
+        if let (ClientVerify::Failed(why), Verify::On | Verify::Optional) = (v, verify) {
+            gyre_core::log_ctx!(INFO, &cx, "client SSL certificate verify error: ({why})");
+            return Some(Response::error(495));
+        }
+    }
     if verify == Verify::On && !info.client_verified {
-        gyre_core::log_ctx!(
-            gyre_core::errlog::INFO,
-            &cx,
-            "client sent no required SSL certificate"
-        );
+        gyre_core::log_ctx!(INFO, &cx, "client sent no required SSL certificate");
         return Some(Response::error(496));
     }
     None
+}
+
+/// The verdict on a client's certificates (leaf first), with OpenSSL's
+/// codes and texts for `$ssl_client_verify` and the log.
+fn verdict(
+    verifier: Option<&dyn ClientCertVerifier>,
+    certs: &[rustls::pki_types::CertificateDer<'static>],
+) -> ClientVerify {
+    let Some(leaf) = certs.first() else {
+        return ClientVerify::Failed("20:unable to get local issuer certificate".into());
+    };
+    // OpenSSL's distinctions for an issuer it cannot find: the leaf names
+    // itself, or was sent alone, or the chain sent ends untrusted.
+    let unknown = || {
+        if tls_x509::self_issued(leaf) {
+            "18:self-signed certificate"
+        } else if certs.len() == 1 {
+            "21:unable to verify the first certificate"
+        } else {
+            "20:unable to get local issuer certificate"
+        }
+    };
+    let Some(v) = verifier else {
+        return ClientVerify::Failed(unknown().into());
+    };
+    use rustls::CertificateError as E;
+    match v.verify_client_cert(leaf, &certs[1..], rustls::pki_types::UnixTime::now()) {
+        Ok(_) => ClientVerify::Success,
+        Err(e) => ClientVerify::Failed(
+            match e {
+                rustls::Error::InvalidCertificate(ce) => match ce {
+                    E::UnknownIssuer => unknown(),
+                    E::Expired | E::ExpiredContext { .. } => "10:certificate has expired",
+                    E::NotValidYet | E::NotValidYetContext { .. } => {
+                        "9:certificate is not yet valid"
+                    }
+                    E::BadSignature => "7:certificate signature failure",
+                    E::Revoked => "23:certificate revoked",
+                    E::InvalidPurpose | E::InvalidPurposeContext { .. } => {
+                        "26:unsupported certificate purpose"
+                    }
+                    _ => "79:invalid certificate",
+                },
+                rustls::Error::General(g) if g.contains("ssl_verify_depth") => {
+                    "22:certificate chain too long"
+                }
+                _ => "79:invalid certificate",
+            }
+            .into(),
+        ),
+    }
 }
 
 /// nginx's TLS variables for the access log (`$ssl_protocol`,
@@ -787,29 +863,81 @@ pub fn refuse(
 /// one of them. Read from what the core kept after the handshake.
 pub fn variable(core: &Core, c: ConnId, name: &str) -> Option<Cow<'static, str>> {
     let info = core.tls_info(c);
+    match name {
+        "https" => Some(Cow::Borrowed(if info.is_some() { "on" } else { "" })),
+        "scheme" => Some(Cow::Borrowed(if info.is_some() { "https" } else { "http" })),
+        _ => tls_var(info, var_name(name)?),
+    }
+}
+
+/// The `$ssl_*` variables (names as the registry keeps them).
+const VARS: &[&str] = &[
+    "ssl_protocol",
+    "ssl_cipher",
+    "ssl_server_name",
+    "ssl_session_reused",
+    "ssl_alpn_protocol",
+    "ssl_client_verify",
+    "ssl_client_s_dn",
+    "ssl_client_i_dn",
+    "ssl_client_serial",
+    "ssl_client_fingerprint",
+];
+
+/// `name` if it is one of the `$ssl_*` variables.
+pub fn var_name(name: &str) -> Option<&'static str> {
+    VARS.iter().copied().find(|v| *v == name)
+}
+
+/// An `$ssl_*` variable of a connection (`info`: `None` on a plain one,
+/// where each is empty). The client certificate's are read from its DER
+/// when asked for.
+pub fn tls_var(info: Option<&TlsInfo>, name: &str) -> Option<Cow<'static, str>> {
+    let Some(i) = info else {
+        return Some(Cow::Borrowed(""));
+    };
+    let leaf = i.client_certs.first();
     Some(match name {
-        "https" => Cow::Borrowed(if info.is_some() { "on" } else { "" }),
-        "scheme" => Cow::Borrowed(if info.is_some() { "https" } else { "http" }),
-        "ssl_protocol" => Cow::Borrowed(info.map_or("", |i| i.protocol_name())),
-        "ssl_cipher" => {
-            Cow::Borrowed(info.map_or("", |i| crate::ssl_ciphers::openssl_name(i.suite)))
-        }
-        "ssl_server_name" => Cow::Owned(
-            info.and_then(|i| i.server_name.as_deref())
-                .unwrap_or("")
-                .to_string(),
-        ),
-        "ssl_session_reused" => Cow::Borrowed(match info {
-            Some(i) if i.resumed => "r",
-            _ => ".",
-        }),
+        "ssl_protocol" => Cow::Borrowed(i.protocol_name()),
+        "ssl_cipher" => Cow::Borrowed(crate::ssl_ciphers::openssl_name(i.suite)),
+        "ssl_server_name" => Cow::Owned(i.server_name.as_deref().unwrap_or("").to_string()),
+        "ssl_session_reused" => Cow::Borrowed(if i.resumed { "r" } else { "." }),
         "ssl_alpn_protocol" => Cow::Owned(
-            info.and_then(|i| i.alpn.as_deref())
+            i.alpn
+                .as_deref()
                 .map(|a| String::from_utf8_lossy(a).into_owned())
                 .unwrap_or_default(),
         ),
+        "ssl_client_verify" => match (leaf, i.client_verify.get()) {
+            (Some(_), Some(ClientVerify::Success)) => Cow::Borrowed("SUCCESS"),
+            (Some(_), Some(ClientVerify::Failed(why))) => {
+                // OpenSSL's text without its code: `FAILED:self-signed certificate`.
+                let text = why.split_once(':').map_or(&**why, |(_, t)| t);
+                Cow::Owned(format!("FAILED:{text}"))
+            }
+            _ => Cow::Borrowed("NONE"),
+        },
+        "ssl_client_s_dn" => Cow::Owned(
+            leaf.and_then(|c| tls_x509::subject_dn(c))
+                .unwrap_or_default(),
+        ),
+        "ssl_client_i_dn" => Cow::Owned(
+            leaf.and_then(|c| tls_x509::issuer_dn(c))
+                .unwrap_or_default(),
+        ),
+        "ssl_client_serial" => Cow::Owned(
+            leaf.and_then(|c| tls_x509::serial_hex(c))
+                .unwrap_or_default(),
+        ),
+        "ssl_client_fingerprint" => Cow::Owned(leaf.map(|c| sha1_hex(c)).unwrap_or_default()),
         _ => return None,
     })
+}
+
+/// nginx's `$ssl_client_fingerprint`: SHA-1 of the DER, lower-case hex.
+fn sha1_hex(der: &[u8]) -> String {
+    let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY, der);
+    d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -12,8 +12,10 @@
 //! own spin lock tried a bounded number of times: a worker that died holding
 //! one costs that slot, never a hang (the cache then just misses).
 //! Sessions larger than a slot (long client certificate chains) are not
-//! cached. The zone is made afresh on reload (nginx keeps it); tickets,
-//! on by default, resume across a reload when their key file is kept.
+//! cached. As in nginx, a reload keeps a zone whose name and size are
+//! unchanged (the master remembers the zones of the configuration it last
+//! read: [`SharedCache::kept_or_new`]), so sessions resume across a HUP;
+//! tickets, on by default, do too when their key file is kept.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,7 +36,33 @@ const LOCK_TRIES: u32 = 1000;
 pub struct SharedCache {
     region: ShmRegion,
     slots: usize,
-    timeout_secs: u64,
+    /// `ssl_session_timeout` of the configuration now using the zone.
+    timeout_secs: std::sync::atomic::AtomicU64,
+}
+
+thread_local! {
+    /// The zones of the configuration read last, by (name, size), and the
+    /// ones the configuration being read has asked for so far.
+    static ZONES: std::cell::RefCell<(Vec<Zone>, Vec<Zone>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+type Zone = (String, usize, Arc<SharedCache>);
+
+/// Starts a configuration read: no zone asked for yet.
+pub fn begin_read() {
+    ZONES.with(|z| z.borrow_mut().1.clear());
+}
+
+/// Ends a configuration read that succeeded: its zones become the ones the
+/// next reload may keep; the previous configuration's others are let go
+/// (unmapped once their last user, an old worker's cycle, drops them).
+pub fn commit_read() {
+    ZONES.with(|z| {
+        let mut z = z.borrow_mut();
+        let reading = std::mem::take(&mut z.1);
+        z.0 = reading;
+    });
 }
 
 impl std::fmt::Debug for SharedCache {
@@ -120,8 +148,38 @@ impl SharedCache {
         Ok(Arc::new(SharedCache {
             region,
             slots,
-            timeout_secs,
+            timeout_secs: AtomicU64::new(timeout_secs),
         }))
+    }
+
+    /// The zone `name` of the previous configuration if its size is the
+    /// same (nginx keeps such a zone, and its sessions, across a reload),
+    /// else a new one.
+    pub fn kept_or_new(
+        name: &str,
+        size: usize,
+        timeout_secs: u64,
+    ) -> Result<Arc<SharedCache>, String> {
+        let kept = ZONES.with(|z| {
+            z.borrow()
+                .0
+                .iter()
+                .find(|(n, sz, _)| n == name && *sz == size)
+                .map(|(_, _, c)| c.clone())
+        });
+        let zone = match kept {
+            Some(c) => {
+                c.timeout_secs.store(timeout_secs, Ordering::Relaxed);
+                c
+            }
+            None => SharedCache::new(size, timeout_secs)?,
+        };
+        ZONES.with(|z| {
+            z.borrow_mut()
+                .1
+                .push((name.to_string(), size, zone.clone()))
+        });
+        Ok(zone)
     }
 
     /// Sessions the zone can hold.
@@ -204,7 +262,10 @@ impl StoresServerSessions for SharedCache {
             key.len() as u64 | ((value.len() as u64) << 16),
             Ordering::Relaxed,
         );
-        s.w[1].store(now + self.timeout_secs, Ordering::Relaxed);
+        s.w[1].store(
+            now + self.timeout_secs.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
         true
     }
 

@@ -87,6 +87,8 @@ pub enum VarKind {
     Split(std::sync::Arc<crate::split_geo::SplitClients>),
     /// The result of a `geo` block.
     Geo(std::sync::Arc<crate::split_geo::Geo>),
+    /// One of the TLS layer's `$ssl_*` (`crate::ssl::tls_var`).
+    Ssl(&'static str),
     /// Made by `set` or a named regex capture: holds what was assigned.
     User,
 }
@@ -264,12 +266,13 @@ fn builtin(n: &str) -> Option<VarKind> {
         "nginx_version" => VarKind::NginxVersion,
         "limit_rate" => VarKind::LimitRate,
         "remote_user" => VarKind::RemoteUser,
+        n if n.starts_with("ssl_") => VarKind::Ssl(crate::ssl::var_name(n)?),
         _ => return None,
     })
 }
 
 /// What a connection knows about itself, for the variables.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ConnInfo {
     pub peer: Option<SocketAddr>,
     /// The address the connection was accepted on.
@@ -280,6 +283,8 @@ pub struct ConnInfo {
     pub requests: u64,
     /// The connection speaks TLS (`$scheme` https, `$https` on).
     pub tls: bool,
+    /// What its handshake negotiated, for the `$ssl_*` variables.
+    pub ssl: Option<std::rc::Rc<gyre_core::event::tls::TlsInfo>>,
 }
 
 /// Everything a variable can read, borrowed from the request for the
@@ -564,6 +569,11 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
         VarKind::ServerProtocol => {
             let _ = write!(out, "HTTP/{}.{}", req.version.major, req.version.minor);
         }
+        VarKind::Ssl(name) => {
+            if let Some(v) = crate::ssl::tls_var(env.conn.ssl.as_deref(), name) {
+                out.extend_from_slice(v.as_bytes());
+            }
+        }
         VarKind::Scheme => out.extend_from_slice(if env.conn.tls { b"https" } else { b"http" }),
         VarKind::Https => {
             if env.conn.tls {
@@ -813,6 +823,7 @@ mod eval_tests {
             number: 42,
             requests: 1,
             tls: false,
+            ssl: None,
         };
         let v = values(&f, &req, "/a b", "x=1&B=2", &conn);
         let head_len = raw.len().to_string();

@@ -166,6 +166,18 @@ const PARAMS: &[Param] = &[
         kind: Kind::Immutable,
     },
     Param {
+        name: "tls-cert-file",
+        kind: Kind::Special,
+    },
+    Param {
+        name: "tls-key-file",
+        kind: Kind::Special,
+    },
+    Param {
+        name: "tls-ca-cert-file",
+        kind: Kind::Special,
+    },
+    Param {
         name: "bind",
         kind: Kind::Immutable,
     },
@@ -345,6 +357,9 @@ fn param_value(server: &Server, name: &str) -> String {
         "client-query-buffer-limit" => c.client_query_buffer_limit.to_string(),
         "maxmemory" => c.maxmemory.to_string(),
         "port" => c.port.to_string(),
+        n @ ("tls-cert-file" | "tls-key-file" | "tls-ca-cert-file") => {
+            c.tls.as_ref().map(|t| t.get(n)).unwrap_or_default()
+        }
         "bind" => c.bind.clone(),
         "save" => c.persist.save_text(),
         "dir" => c.persist.dir.display().to_string(),
@@ -526,6 +541,29 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
             },
         };
         updates.push((p.name, nv));
+    }
+    // The TLS files change together (a new certificate and its key) and
+    // are read before anything is applied, as Redis's applyTlsCfg.
+    let tls: Vec<(&str, String)> = updates
+        .iter()
+        .filter(|(n, _)| crate::tls::FILE_PARAMS.contains(n))
+        .filter_map(|(n, v)| match v {
+            NewValue::Special(val) => Some((*n, String::from_utf8_lossy(val).into_owned())),
+            _ => None,
+        })
+        .collect();
+    if let (false, Some(swap)) = (tls.is_empty(), server.config.tls.clone()) {
+        let changes: Vec<(&str, &str)> = tls.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        if let Err(e) = swap.set(&changes) {
+            let shown = tls.first().map_or("", |(n, _)| n);
+            log::warn!("{e}");
+            log::warn!(
+                "Failed applying new configuration. Possibly related to new {shown} setting. Restoring previous settings."
+            );
+            return ctx.err(&format!(
+                "ERR CONFIG SET failed (possibly related to argument '{shown}') - Unable to update TLS configuration. Check server logs."
+            ));
+        }
     }
     for (name, v) in updates {
         if let NewValue::Special(val) = v {

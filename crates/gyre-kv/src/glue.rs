@@ -168,11 +168,16 @@ pub fn init(conf: &KvConf, core: &mut Core, listeners: Vec<Listener>) -> io::Res
             }),
         )?;
         if i >= conf.listen.len() {
-            let config = crate::tls::server_config(&conf.tls)?;
+            let swap = Rc::new(crate::tls::TlsSwap::new(&conf.tls)?);
+            shared.server.borrow_mut().config.tls = Some(swap.clone());
+            // A reload that keeps the kv process (kv {} unchanged) reads
+            // the certificate files again if they changed on disk.
+            let s = swap.clone();
+            core.on_reload(move || s.reload_if_changed());
             core.set_listener_tls(
                 id,
                 Some(gyre_core::event::tls::TlsListen {
-                    config: Rc::new(config),
+                    config: swap,
                     handshake_timeout: 60_000,
                     plain_fallback: false,
                 }),

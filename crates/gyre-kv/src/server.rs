@@ -52,6 +52,9 @@ pub const EXPIRE_SLICE_GAP_MS: u64 = 2;
 /// Server configuration (Redis names in the docs; CONFIG GET/SET names).
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// The TLS port's configuration (CONFIG SET `tls-*-file` replaces it);
+    /// `None` without a TLS port.
+    pub tls: Option<std::rc::Rc<crate::tls::TlsSwap>>,
     /// `hz` (configured frequency of `cron`, 1..=500).
     pub hz: u32,
     /// `dynamic-hz`.
@@ -105,6 +108,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
+            tls: None,
             hz: 10,
             dynamic_hz: true,
             timeout: 0,

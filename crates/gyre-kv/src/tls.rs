@@ -14,6 +14,7 @@
 //! kv process and its certificate (Redis too reads them only at start or
 //! on CONFIG SET).
 
+use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 
 use gyre_core::conf::{ConfCtx, Directive};
 use gyre_core::event::tls::rustls;
+use gyre_core::event::tls::ChooseConfig;
 use gyre_core::event::tls_conf;
 
 use crate::conf::KvConf;
@@ -175,4 +177,106 @@ pub fn server_config(t: &KvTls) -> io::Result<Arc<rustls::ServerConfig>> {
     };
     let sc = b.with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(ck)));
     Ok(Arc::new(sc))
+}
+
+/// The TLS port's configuration, replaced in place by CONFIG SET of
+/// `tls-cert-file`, `tls-key-file` or `tls-ca-cert-file` (Redis's
+/// `applyTlsCfg`, which reads the files again even when the names are the
+/// same: how certificates are rotated): new handshakes use the new one,
+/// established connections keep theirs.
+pub struct TlsSwap {
+    settings: RefCell<KvTls>,
+    config: RefCell<Arc<rustls::ServerConfig>>,
+    /// The files' (size, mtime) when last read.
+    stamps: RefCell<Vec<Option<(u64, std::time::SystemTime)>>>,
+}
+
+fn stamps(t: &KvTls) -> Vec<Option<(u64, std::time::SystemTime)>> {
+    [&t.cert_file, &t.key_file, &t.ca_cert_file]
+        .iter()
+        .map(|p| {
+            let m = std::fs::metadata(p.as_ref()?).ok()?;
+            Some((m.len(), m.modified().ok()?))
+        })
+        .collect()
+}
+
+impl std::fmt::Debug for TlsSwap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsSwap")
+            .field("settings", &self.settings.borrow())
+            .finish()
+    }
+}
+
+impl ChooseConfig for TlsSwap {
+    fn choose(
+        &self,
+        _hello: &rustls::server::ClientHello<'_>,
+    ) -> Result<Arc<rustls::ServerConfig>, String> {
+        Ok(self.config.borrow().clone())
+    }
+}
+
+/// The CONFIG names of the file settings.
+pub const FILE_PARAMS: [&str; 3] = ["tls-cert-file", "tls-key-file", "tls-ca-cert-file"];
+
+impl TlsSwap {
+    pub fn new(t: &KvTls) -> io::Result<TlsSwap> {
+        Ok(TlsSwap {
+            config: RefCell::new(server_config(t)?),
+            settings: RefCell::new(t.clone()),
+            stamps: RefCell::new(stamps(t)),
+        })
+    }
+
+    /// CONFIG GET of one of [`FILE_PARAMS`].
+    pub fn get(&self, name: &str) -> String {
+        let t = self.settings.borrow();
+        let p = match name {
+            "tls-cert-file" => &t.cert_file,
+            "tls-key-file" => &t.key_file,
+            _ => &t.ca_cert_file,
+        };
+        p.as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    }
+
+    /// CONFIG SET of some of [`FILE_PARAMS`] at once: the files are read
+    /// and the configuration replaced, or nothing changes and the reason
+    /// is returned (for the log).
+    pub fn set(&self, changes: &[(&str, &str)]) -> io::Result<()> {
+        let mut t = self.settings.borrow().clone();
+        for (name, v) in changes {
+            let v = (!v.is_empty()).then(|| PathBuf::from(v));
+            match *name {
+                "tls-cert-file" => t.cert_file = v,
+                "tls-key-file" => t.key_file = v,
+                _ => t.ca_cert_file = v,
+            }
+        }
+        let sc = server_config(&t)?;
+        *self.config.borrow_mut() = sc;
+        *self.stamps.borrow_mut() = stamps(&t);
+        *self.settings.borrow_mut() = t;
+        Ok(())
+    }
+
+    /// On a reload that keeps the kv process: the files are read again if
+    /// one changed on disk (size or mtime); a failure keeps the running
+    /// configuration and is logged.
+    pub fn reload_if_changed(&self) {
+        let now = stamps(&self.settings.borrow());
+        if now == *self.stamps.borrow() {
+            return;
+        }
+        match self.set(&[]) {
+            Ok(()) => log::info!("TLS certificates reloaded"),
+            Err(e) => {
+                *self.stamps.borrow_mut() = now;
+                log::warn!("{e}");
+            }
+        }
+    }
 }

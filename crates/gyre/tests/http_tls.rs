@@ -328,13 +328,17 @@ fn mtls_accepted_and_refused() {
         .server
         .logged("client sent no required SSL certificate", IO));
 
-    // A certificate from another CA: the handshake fails.
+    // A certificate from another CA: as nginx, the handshake finishes and
+    // the request gets 400 "The SSL certificate error" (495).
     let mut t = tls_connect(r.port, &client(&pki.ca.pem, Some(&bad)), "localhost");
-    assert!(
-        get(&mut t, "/").is_err(),
-        "untrusted client certificate accepted"
-    );
-    assert!(r.server.logged("SSL_do_handshake() failed", IO));
+    let (st, body) = get(&mut t, "/").unwrap();
+    assert_eq!(st, 400);
+    assert!(String::from_utf8_lossy(&body).contains("The SSL certificate error"));
+    assert!(r.server.logged(
+        "client SSL certificate verify error: (21:unable to verify the first certificate) \
+         while reading client request headers",
+        IO
+    ));
     // Still serving.
     let mut t = tls_connect(r.port, &client(&pki.ca.pem, Some(&good)), "localhost");
     assert_eq!(get(&mut t, "/").unwrap().0, 200);
@@ -446,6 +450,25 @@ fn shared_session_cache_without_tickets() {
         );
         assert_eq!(count(&out, "Reused, TLSv1.2"), 1, "resumption {i}: {out}");
     }
+    // A reload with the zone's name and size unchanged keeps it, as nginx
+    // does: the new workers resume the session the old ones stored.
+    let old = r.server.workers();
+    assert!(r.server.signal("reload").status.success());
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            let now = r.server.workers();
+            now.len() == 2 && now.iter().all(|w| !old.contains(w))
+        }),
+        "workers not replaced after reload"
+    );
+    for i in 0..4 {
+        let out = s_client(
+            r.port,
+            &["-tls1_2", "-CAfile", &ca, "-sess_in", &sess],
+            hold,
+        );
+        assert_eq!(count(&out, "Reused, TLSv1.2"), 1, "after reload {i}: {out}");
+    }
 }
 
 #[test]
@@ -477,6 +500,22 @@ fn certificate_chosen_by_signature_algorithms() {
 }
 
 // -------------------------------------------------------------- bad inputs
+
+/// A line of the error log at nginx's `[info]` level with `*N ` right
+/// before `msg` and `tail` after it.
+fn info_line(log: &str, msg: &str, tail: &str) -> bool {
+    log.lines().any(|l| {
+        let Some(at) = l.find(msg) else {
+            return false;
+        };
+        let star = l[..at].trim_end().rsplit(' ').next().unwrap_or("");
+        l.contains("[info] ")
+            && star.len() > 1
+            && star.starts_with('*')
+            && star[1..].chars().all(|c| c.is_ascii_digit())
+            && l[at..].contains(tail)
+    })
+}
 
 fn closed_by_server(s: &mut TcpStream, within: Duration) -> bool {
     s.set_read_timeout(Some(within)).unwrap();
@@ -532,6 +571,15 @@ fn bad_inputs_cost_only_their_connection() {
     assert!(r
         .server
         .logged("client sent plain HTTP request to HTTPS port", IO));
+    let log = r.server.log();
+    assert!(
+        info_line(
+            &log,
+            "client sent plain HTTP request to HTTPS port while reading client request headers",
+            ", client: 127.0.0.1, server: localhost, request: \"GET /missing HTTP/1.1\", host: \"localhost\""
+        ),
+        "{log}"
+    );
 
     // Garbage that looks like a TLS record: an alert, closed, logged.
     let mut g = TcpStream::connect(("127.0.0.1", r.port)).unwrap();
@@ -542,6 +590,14 @@ fn bad_inputs_cost_only_their_connection() {
     assert!(r
         .server
         .logged("while SSL handshaking, client: 127.0.0.1", IO));
+    // nginx's level and shape: `[info] PID#0: *N SSL_do_handshake() failed
+    // (SSL: ...) while SSL handshaking, client: ADDR, server: LISTEN`.
+    let server = format!(", server: 127.0.0.1:{}", r.port);
+    let log = r.server.log();
+    assert!(
+        info_line(&log, "SSL_do_handshake() failed (SSL: ", &server),
+        "{log}"
+    );
 
     // Half a ClientHello, then the client disappears.
     let hello = client_hello(&cfg);
@@ -551,6 +607,11 @@ fn bad_inputs_cost_only_their_connection() {
     assert!(r
         .server
         .logged("peer closed connection in SSL handshake", IO));
+    let log = r.server.log();
+    assert!(
+        info_line(&log, "peer closed connection in SSL handshake", &server),
+        "{log}"
+    );
 
     // A stalled handshake is closed by client_header_timeout.
     let mut st = TcpStream::connect(("127.0.0.1", r.port)).unwrap();
@@ -563,6 +624,15 @@ fn bad_inputs_cost_only_their_connection() {
         "client timed out (110: Connection timed out) while SSL handshaking",
         IO
     ));
+    let log = r.server.log();
+    assert!(
+        info_line(
+            &log,
+            "client timed out (110: Connection timed out)",
+            &server
+        ),
+        "{log}"
+    );
 
     // The established connection was not disturbed (its keep-alive timer
     // is 75 s), and new ones are served.

@@ -358,3 +358,162 @@ fn differential_against_redis_server() {
     assert!(up, "redis-server did not start");
     assert!(diffs.is_empty(), "{diffs:#?}");
 }
+
+/// A TLS handshake for `name`, then PING: whether the certificate served
+/// covers `name` (the client verifies it).
+fn tls_ping(port: u16, cfg: &Arc<rustls::ClientConfig>, name: &str) -> bool {
+    let sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let c =
+        rustls::ClientConnection::new(cfg.clone(), ServerName::try_from(name.to_string()).unwrap())
+            .unwrap();
+    let mut t = rustls::StreamOwned::new(c, sock);
+    if t.write_all(b"*1\r\n$4\r\nPING\r\n").is_err() {
+        return false;
+    }
+    let mut b = [0u8; 7];
+    t.read_exact(&mut b).is_ok() && &b == b"+PONG\r\n"
+}
+
+#[test]
+fn config_set_tls_files_reloads_certificates() {
+    if !have_redis_cli() {
+        return;
+    }
+    let p = Prefix::new("kv-tls-config-set");
+    let pki = pki(&p);
+    let kv = start(&p, &pki, true, "");
+    let plain = kv.plain_port.unwrap().to_string();
+    let cli = |args: &[&str]| {
+        let mut a = vec!["-p", plain.as_str()];
+        a.extend_from_slice(args);
+        redis_cli(&a).0
+    };
+    let cfg = rustls_client(&pki.ca.pem, Some(&pki.client));
+    assert!(tls_ping(kv.tls_port, &cfg, "localhost"));
+    assert!(!tls_ping(kv.tls_port, &cfg, "renewed"));
+    assert_eq!(
+        cli(&["CONFIG", "GET", "tls-cert-file"]),
+        format!("tls-cert-file\n{}\n", s(&pki.server.cert))
+    );
+
+    // A missing file: Redis's error, nothing changed.
+    let out = cli(&["CONFIG", "SET", "tls-cert-file", "/nonexistent/kv.crt"]);
+    assert_eq!(
+        out.trim_end(),
+        "ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - \
+         Unable to update TLS configuration. Check server logs."
+    );
+    assert!(tls_ping(kv.tls_port, &cfg, "localhost"));
+    assert_eq!(
+        cli(&["CONFIG", "GET", "tls-cert-file"]),
+        format!("tls-cert-file\n{}\n", s(&pki.server.cert))
+    );
+
+    // A new certificate and key, set together: new handshakes get it.
+    let dir = p.path("conf");
+    let renewed = pki.ca.leaf(&dir, "kv2", &["renewed"], Alg::Ecdsa);
+    let out = cli(&[
+        "CONFIG",
+        "SET",
+        "tls-cert-file",
+        &s(&renewed.cert),
+        "tls-key-file",
+        &s(&renewed.key),
+    ]);
+    assert_eq!(out, "OK\n");
+    assert!(tls_ping(kv.tls_port, &cfg, "renewed"));
+    assert!(!tls_ping(kv.tls_port, &cfg, "localhost"));
+
+    // The same names again after the files were replaced (rotation): read
+    // again, as Redis does.
+    let back = pki.ca.leaf(&dir, "kv2", &["localhost"], Alg::Ecdsa);
+    assert_eq!(back.cert, renewed.cert);
+    let out = cli(&["CONFIG", "SET", "tls-cert-file", &s(&back.cert)]);
+    assert_eq!(out, "OK\n");
+    assert!(tls_ping(kv.tls_port, &cfg, "localhost"));
+}
+
+#[test]
+fn reload_rereads_changed_certificates_and_keeps_the_kv_process() {
+    if !have_redis_cli() {
+        return;
+    }
+    let p = Prefix::new("kv-tls-reload");
+    let pki = pki(&p);
+    let kv = start(&p, &pki, true, "");
+    let plain = kv.plain_port.unwrap().to_string();
+    let cli = |args: &[&str]| {
+        let mut a = vec!["-p", plain.as_str()];
+        a.extend_from_slice(args);
+        redis_cli(&a).0
+    };
+    assert_eq!(cli(&["SET", "k", "kept"]), "OK\n");
+    let cfg = rustls_client(&pki.ca.pem, Some(&pki.client));
+    assert!(tls_ping(kv.tls_port, &cfg, "localhost"));
+    assert!(!tls_ping(kv.tls_port, &cfg, "renewed"));
+    // New files under the same names (kv {} unchanged), then HUP.
+    let dir = p.path("conf");
+    let renewed = pki.ca.leaf(&dir, "kv", &["renewed"], Alg::Ecdsa);
+    assert_eq!(renewed.cert, pki.server.cert);
+    assert!(kv.s.signal("reload").status.success());
+    assert!(
+        wait_for(Duration::from_secs(10), || tls_ping(
+            kv.tls_port,
+            &cfg,
+            "renewed"
+        )),
+        "new certificate not served after reload; log:\n{}",
+        kv.s.log()
+    );
+    // The same kv process: the keyspace is still there.
+    assert_eq!(cli(&["GET", "k"]), "kept\n");
+    assert!(kv
+        .s
+        .logged("TLS certificates reloaded", Duration::from_secs(5)));
+}
+
+#[test]
+fn redis_crate_over_tls_with_a_client_certificate() {
+    let p = Prefix::new("kv-tls-redis-crate");
+    let pki = pki(&p);
+    let dir = p.path("conf");
+    // A certificate for the address the URL names.
+    let ip = pki.ca.leaf(&dir, "kv-ip", &["127.0.0.1"], Alg::Ecdsa);
+    let pki = Pki {
+        server: ip,
+        ca: pki.ca,
+        client: pki.client,
+    };
+    let kv = start(&p, &pki, false, "");
+    let read = |p: &Path| std::fs::read(p).unwrap();
+    let url = format!("rediss://127.0.0.1:{}/", kv.tls_port);
+    let certs = |client: bool| redis::TlsCertificates {
+        client_tls: client.then(|| redis::ClientTlsConfig {
+            client_cert: read(&pki.client.cert),
+            client_key: read(&pki.client.key),
+        }),
+        root_cert: Some(read(&pki.ca.pem)),
+    };
+    let client = redis::Client::build_with_tls(url.as_str(), certs(true)).unwrap();
+    let mut con = client
+        .get_connection_with_timeout(Duration::from_secs(10))
+        .unwrap();
+    con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("via redis-rs")
+        .query(&mut con)
+        .unwrap();
+    let v: String = redis::cmd("GET").arg("k").query(&mut con).unwrap();
+    assert_eq!(v, "via redis-rs");
+    let n: i64 = redis::cmd("INCR").arg("n").query(&mut con).unwrap();
+    assert_eq!(n, 1);
+    // tls-auth-clients yes: without a certificate the connection fails.
+    let anon = redis::Client::build_with_tls(url.as_str(), certs(false)).unwrap();
+    let r = anon
+        .get_connection_with_timeout(Duration::from_secs(10))
+        .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
+    assert!(r.is_err(), "served without a client certificate: {r:?}");
+}

@@ -206,6 +206,7 @@ pub struct Core {
     before_wait: Option<NotifyHandler>,
     /// What reopens the files protocols write (access logs) on USR1.
     reopen_hooks: Vec<Box<dyn FnMut()>>,
+    reload_hooks: Vec<Box<dyn FnMut()>>,
     tick: Option<TimerFd>,
     accept_mutex: Option<Box<dyn AcceptMutex>>,
     pub(crate) accept_mutex_held: bool,
@@ -225,6 +226,9 @@ pub struct Core {
     /// Why a connect failed, while its handler's first call runs
     /// (src/event/connect.rs: kept here, not in every slot).
     pub(crate) connect_error: Option<(ConnId, io::Error)>,
+    /// The TLS ciphertext buffer of no connection: taken by the one that
+    /// reads, given back when drained (`tls_record::Tls::release_idle`).
+    pub(crate) tls_spare: Vec<u8>,
 }
 
 impl Core {
@@ -262,6 +266,7 @@ impl Core {
             notify: None,
             on_notify: None,
             reopen_hooks: Vec::new(),
+            reload_hooks: Vec::new(),
             before_wait: None,
             tick,
             accept_mutex: None,
@@ -275,6 +280,7 @@ impl Core {
             exiting: false,
             tls_scratch: Vec::new(),
             connect_error: None,
+            tls_spare: Vec::new(),
             opts,
         })
     }
@@ -832,6 +838,19 @@ impl Core {
     /// Sets what runs in the loop when a [`Notifier`] fires.
     pub fn on_notify(&mut self, f: impl FnMut(&mut Core) + 'static) {
         self.on_notify = Some(Box::new(f));
+    }
+
+    /// Registers what a process kept across a reload re-reads in place (the
+    /// singleton's certificates; its state stays): run on HUP.
+    pub fn on_reload(&mut self, f: impl FnMut() + 'static) {
+        self.reload_hooks.push(Box::new(f));
+    }
+
+    /// Runs every [`Core::on_reload`] hook.
+    pub fn reload_in_place(&mut self) {
+        for f in &mut self.reload_hooks {
+            f();
+        }
     }
 
     /// Registers how a protocol reopens the files it writes (nginx's

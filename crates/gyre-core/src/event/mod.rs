@@ -12,6 +12,8 @@ pub mod timer;
 pub mod tls;
 pub mod tls_client;
 pub mod tls_conf;
+mod tls_record;
+pub mod tls_x509;
 
 pub use self::actions::{Actions, Backend, Interest, Readiness, Trigger};
 pub use self::clock::{msec_before, msec_diff, Clock, Msec};

@@ -18,20 +18,29 @@
 //! write. Kernel TLS is not used (not available on the target machines), so
 //! a file is read and encrypted.
 //!
+//! Server connections run on rustls's unbuffered API (src/event/tls_record.rs
+//! holds their buffers); client connections made by [`Core::connect`] keep
+//! the buffered `ClientConnection` and its record code in
+//! src/event/tls_client.rs, reached from the same entry points here.
+//!
 //! [`Protocol::init_connection`]: crate::conn::Protocol::init_connection
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Write};
 use std::os::fd::BorrowedFd;
 use std::rc::Rc;
 use std::sync::Arc;
 
 pub use rustls;
-use rustls::server::{Acceptor, ClientHello};
-use rustls::{Connection, ServerConfig};
+use rustls::server::{ClientHello, ServerConnectionData, UnbufferedServerConnection};
+use rustls::unbuffered::WriteTraffic;
+use rustls::ServerConfig;
 
 use super::actions::Interest;
 use super::core::{Core, Ev, EvKind, Handler};
+pub(crate) use super::tls_record::Tls;
+use super::tls_record::{encrypt_with, Flush, Next};
 use crate::conn::pool::ConnId;
+use crate::errlog::{ERROR, INFO};
 use crate::sys::socket;
 
 /// nginx's `ngx_ssl_shutdown` waits this long for close_notify to go out.
@@ -85,8 +94,25 @@ pub struct TlsInfo {
     /// The session was resumed (ticket or session id).
     pub resumed: bool,
     pub alpn: Option<Box<[u8]>>,
-    /// The client presented a certificate that was verified.
+    /// The client presented a certificate (checked by the protocol's
+    /// verifier: see `client_verify`).
     pub client_verified: bool,
+    /// The client's certificates, leaf first (empty without one).
+    pub client_certs: Vec<rustls::pki_types::CertificateDer<'static>>,
+    /// The verdict on them (nginx's `SSL_get_verify_result`), reached once
+    /// per connection by the protocol, which knows the trusted CAs: the
+    /// handshake takes any certificate whose key the client proves it
+    /// holds, as OpenSSL does under nginx's `ssl_verify_client`, so a bad
+    /// certificate gets nginx's answer rather than a failed handshake.
+    pub client_verify: std::cell::OnceCell<ClientVerify>,
+}
+
+/// nginx's `$ssl_client_verify` for a client that sent a certificate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientVerify {
+    Success,
+    /// OpenSSL's `N:reason` (`20:unable to get local issuer certificate`).
+    Failed(Box<str>),
 }
 
 impl TlsInfo {
@@ -100,128 +126,15 @@ impl TlsInfo {
     }
 }
 
-pub(super) enum State {
-    /// Reading the ClientHello, before a configuration is chosen.
-    Hello(Box<Acceptor>),
-    /// Handshaking or established: a server connection, or a client one
-    /// made by [`Core::connect`] (src/event/tls_client.rs).
-    Conn(Box<Connection>),
-}
-
-/// A connection's TLS state, owned by its pool slot.
-pub(crate) struct Tls {
-    pub(super) state: State,
-    pub(super) info: Option<TlsInfo>,
-    /// Decrypted bytes not yet read by the protocol.
-    pub(super) plain_pending: usize,
-    /// The socket reported end of stream.
-    sock_eof: bool,
-    /// The protocol saw a short write: call its write handler once the
-    /// pending ciphertext is out.
-    proto_wants_write: bool,
-    /// A fatal alert or close_notify was queued: no more application data.
-    closed: bool,
-    /// Closed by its protocol, flushing close_notify under [`Shutdown`].
-    lingering: bool,
-}
-
-impl Tls {
-    fn new() -> Tls {
-        Tls {
-            state: State::Hello(Box::default()),
-            info: None,
-            plain_pending: 0,
-            sock_eof: false,
-            proto_wants_write: false,
-            closed: false,
-            lingering: false,
-        }
-    }
-
-    /// The client side of a connection made by [`Core::connect`].
-    pub(super) fn client(conn: rustls::ClientConnection) -> Tls {
-        Tls {
-            state: State::Conn(Box::new(Connection::Client(conn))),
-            ..Tls::new()
-        }
-    }
-
-    fn conn(&mut self) -> Option<&mut Connection> {
-        match &mut self.state {
-            State::Conn(c) => Some(c),
-            State::Hello(_) => None,
-        }
-    }
-
-    /// A fatal alert was queued: no close_notify, no more data.
-    pub(super) fn closed_by_error(&mut self) {
-        self.closed = true;
-    }
-
-    /// Ciphertext waiting for the socket.
-    pub(super) fn pending_out(&self) -> bool {
-        match &self.state {
-            State::Conn(c) => c.wants_write(),
-            State::Hello(_) => false,
-        }
-    }
-}
-
-/// Reads ciphertext from the socket for rustls, remembering what happened.
-pub(super) struct SockReader<'a> {
-    pub(super) fd: BorrowedFd<'a>,
-    /// A read shorter than asked (the socket is drained, with EPOLLRDHUP).
-    pub(super) short: bool,
-}
-
-impl Read for SockReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = socket::recv(self.fd, buf)?;
-        self.short = n < buf.len();
-        Ok(n)
-    }
-}
-
 struct SockWriter<'a>(BorrowedFd<'a>);
 
 impl Write for SockWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         socket::send(self.0, buf)
     }
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        socket::writev(self.0, bufs)
-    }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
-}
-
-/// Result of pushing ciphertext to the socket.
-#[derive(PartialEq, Eq)]
-pub(super) enum Flush {
-    Done,
-    Blocked,
-}
-
-/// Writes pending ciphertext until done or the socket is full.
-fn flush(tls: &mut Tls, fd: BorrowedFd<'_>) -> io::Result<Flush> {
-    match tls.conn() {
-        Some(conn) => flush_conn(conn, fd),
-        None => Ok(Flush::Done),
-    }
-}
-
-pub(super) fn flush_conn(conn: &mut Connection, fd: BorrowedFd<'_>) -> io::Result<Flush> {
-    // Bounded: every pass either writes bytes or stops.
-    while conn.wants_write() {
-        match conn.write_tls(&mut SockWriter(fd)) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flush::Blocked),
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Flush::Done)
 }
 
 fn broken() -> io::Error {
@@ -234,16 +147,24 @@ pub(super) fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
-/// Where a connection is, for log lines (`Display` writes nginx's
-/// ", client: ..., server: ...").
+/// Where a connection is, for log lines: nginx's `*N` and, after the
+/// message, `while SSL handshaking, client: ADDR, server: ADDR` (the
+/// listener's address: no request, so no server name, exists yet).
 #[derive(Clone, Copy)]
 pub(crate) struct LogCtx {
+    number: u64,
     client: Option<std::net::SocketAddr>,
     server: Option<std::net::SocketAddr>,
 }
 
-impl std::fmt::Display for LogCtx {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl crate::errlog::LogContext for LogCtx {
+    fn number(&self) -> u64 {
+        self.number
+    }
+    fn action(&self) -> Option<&str> {
+        Some("SSL handshaking")
+    }
+    fn context(&self, f: &mut dyn std::fmt::Write) -> std::fmt::Result {
         f.write_str(", client: ")?;
         if let Some(c) = self.client {
             write!(f, "{}", c.ip())?;
@@ -275,9 +196,10 @@ impl Handler for Handshake {
     fn handle(&mut self, core: &mut Core, ev: Ev) {
         let c = ev.conn;
         if ev.timedout {
-            log::info!(
-                "client timed out (110: Connection timed out) while SSL handshaking{}",
-                core.log_ctx(c)
+            crate::log_ctx!(
+                INFO,
+                &core.log_ctx(c),
+                "client timed out (110: Connection timed out)"
             );
             core.close(c);
             return;
@@ -372,7 +294,7 @@ impl Handler for Shutdown {
             }
             return;
         }
-        match flush(t, fd) {
+        match t.flush(fd) {
             Ok(Flush::Blocked) => {}
             Ok(Flush::Done) if !self.fin_sent => {
                 self.fin_sent = true;
@@ -402,7 +324,12 @@ impl Core {
 
     /// What the handshake negotiated, once it is done.
     pub fn tls_info(&self, c: ConnId) -> Option<&TlsInfo> {
-        self.pool.get(c)?.tls.as_ref()?.info.as_ref()
+        self.pool.get(c)?.tls.as_ref()?.info.as_deref()
+    }
+
+    /// [`Core::tls_info`] shared (a request keeps it for its variables).
+    pub fn tls_info_rc(&self, c: ConnId) -> Option<Rc<TlsInfo>> {
+        self.pool.get(c)?.tls.as_ref()?.info.clone()
     }
 
     /// The certificates the client presented (mTLS), leaf first.
@@ -410,9 +337,11 @@ impl Core {
         &self,
         c: ConnId,
     ) -> Option<&[rustls::pki_types::CertificateDer<'static>]> {
-        match &self.pool.get(c)?.tls.as_ref()?.state {
-            State::Conn(conn) => conn.peer_certificates(),
-            State::Hello(_) => None,
+        let tls = self.pool.get(c)?.tls.as_deref()?;
+        match (&tls.conn, &tls.client) {
+            (Some(s), _) => s.peer_certificates(),
+            (None, Some(cc)) => cc.peer_certificates(),
+            (None, None) => None,
         }
     }
 
@@ -431,6 +360,7 @@ impl Core {
     pub(crate) fn log_ctx(&self, c: ConnId) -> LogCtx {
         let x = self.pool.get(c);
         LogCtx {
+            number: x.map_or(0, |x| x.number),
             client: x.and_then(|x| x.peer),
             server: x
                 .and_then(|x| x.listener)
@@ -500,122 +430,119 @@ impl Core {
                     Err(_) => return Step::Failed,
                 }
             }
-            match &mut tls.state {
-                State::Hello(acc) => {
-                    if !x.read.ready {
+            if tls.hello.is_none() {
+                match tls.flush(fd) {
+                    Ok(Flush::Done) => {}
+                    Ok(Flush::Blocked) => {
+                        x.write.ready = false;
                         return Step::Again;
                     }
-                    let mut rd = SockReader { fd, short: false };
-                    match acc.read_tls(&mut rd) {
-                        Ok(0) => {
-                            log::info!(
-                                "peer closed connection in SSL handshake while SSL handshaking{ctx}"
-                            );
+                    Err(_) => return Step::Failed,
+                }
+                if tls.conn.as_ref().is_some_and(|k| !k.is_handshaking()) {
+                    tls.info = tls
+                        .conn
+                        .as_deref()
+                        .map(|k| Rc::new(info_of(k, tls.sni.clone())));
+                    tls.release_idle(&mut self.tls_spare);
+                    return Step::Done;
+                }
+                let mut got = 0;
+                match tls.step(&mut [], &mut got, None) {
+                    Ok(Next::Progress) => continue,
+                    // Established (the top of the loop says so), or
+                    // writable before the client's Finished: read on.
+                    Ok(Next::NeedData) | Ok(Next::Writable) => {}
+                    Ok(Next::PeerClosed) => {
+                        crate::log_ctx!(INFO, &ctx, "peer closed connection in SSL handshake");
+                        return Step::Failed;
+                    }
+                    Err(e) => {
+                        // The alert rustls queued goes out best-effort.
+                        tls.encode_alert();
+                        let _ = tls.flush(fd);
+                        crate::log_ctx!(INFO, &ctx, "SSL_do_handshake() failed (SSL: {e})");
+                        return Step::Failed;
+                    }
+                }
+            }
+            if !x.read.ready {
+                return Step::Again;
+            }
+            let before = tls.in_used;
+            match tls.read_sock(fd, &mut self.tls_spare) {
+                Ok((0, _)) => {
+                    crate::log_ctx!(INFO, &ctx, "peer closed connection in SSL handshake");
+                    return Step::Failed;
+                }
+                Ok((_, short)) => {
+                    if short && rdhup && !x.read.pending_eof {
+                        x.read.ready = false;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    x.read.ready = false;
+                    return Step::Again;
+                }
+                Err(e) if e.raw_os_error().is_some() => {
+                    crate::log_ctx!(
+                        INFO,
+                        &ctx,
+                        "peer closed connection in SSL handshake ({})",
+                        crate::sys_error_text(&e)
+                    );
+                    return Step::Failed;
+                }
+                Err(e) => {
+                    crate::log_ctx!(INFO, &ctx, "SSL_do_handshake() failed (SSL: {e})");
+                    return Step::Failed;
+                }
+            }
+            let Some(acc) = tls.hello.as_deref_mut() else {
+                continue;
+            };
+            // The acceptor reads a copy: the connection made for the chosen
+            // configuration reads the ClientHello again from `inb`.
+            let mut fresh = &tls.inb[before..tls.in_used];
+            // Bounded: every pass consumes bytes or stops.
+            while !fresh.is_empty() {
+                match acc.read_tls(&mut fresh) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) => {
+                        crate::log_ctx!(INFO, &ctx, "SSL_do_handshake() failed (SSL: {e})");
+                        return Step::Failed;
+                    }
+                }
+            }
+            match acc.accept() {
+                Ok(None) => continue,
+                Ok(Some(accepted)) => {
+                    let hello = accepted.client_hello();
+                    let sc = match cfg.config.choose(&hello) {
+                        Ok(sc) => sc,
+                        Err(reason) => {
+                            crate::log_ctx!(ERROR, &ctx, "{reason}");
                             return Step::Failed;
                         }
-                        Ok(_) => {
-                            if rd.short && rdhup && !x.read.pending_eof {
-                                x.read.ready = false;
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                            x.read.ready = false;
-                            return Step::Again;
+                    };
+                    tls.sni = hello.server_name().map(Into::into);
+                    drop(accepted);
+                    match UnbufferedServerConnection::new(sc) {
+                        Ok(conn) => {
+                            tls.conn = Some(Box::new(conn));
+                            tls.hello = None;
                         }
                         Err(e) => {
-                            log::info!(
-                                "SSL_do_handshake() failed ({e}) while SSL handshaking{ctx}"
-                            );
-                            return Step::Failed;
-                        }
-                    }
-                    match acc.accept() {
-                        Ok(None) => continue,
-                        Ok(Some(accepted)) => {
-                            let chosen = cfg.config.choose(&accepted.client_hello());
-                            let sc = match chosen {
-                                Ok(sc) => sc,
-                                Err(reason) => {
-                                    log::error!("{reason} while SSL handshaking{ctx}");
-                                    return Step::Failed;
-                                }
-                            };
-                            match accepted.into_connection(sc) {
-                                Ok(conn) => {
-                                    tls.state = State::Conn(Box::new(Connection::Server(conn)))
-                                }
-                                Err((e, mut alert)) => {
-                                    let _ = alert.write(&mut SockWriter(fd));
-                                    log::info!(
-                                        "SSL_do_handshake() failed (SSL: {e}) while SSL handshaking{ctx}"
-                                    );
-                                    return Step::Failed;
-                                }
-                            }
-                        }
-                        Err((e, mut alert)) => {
-                            let _ = alert.write(&mut SockWriter(fd));
-                            log::info!(
-                                "SSL_do_handshake() failed (SSL: {e}) while SSL handshaking{ctx}"
-                            );
+                            crate::log_ctx!(INFO, &ctx, "SSL_do_handshake() failed (SSL: {e})");
                             return Step::Failed;
                         }
                     }
                 }
-                State::Conn(conn) => {
-                    if conn.wants_write() {
-                        match flush_conn(conn, fd) {
-                            Ok(Flush::Done) => {}
-                            Ok(Flush::Blocked) => {
-                                x.write.ready = false;
-                                return Step::Again;
-                            }
-                            Err(_) => return Step::Failed,
-                        }
-                        continue;
-                    }
-                    if !conn.is_handshaking() {
-                        tls.info = Some(info_of(conn));
-                        return Step::Done;
-                    }
-                    if !x.read.ready {
-                        return Step::Again;
-                    }
-                    let mut rd = SockReader { fd, short: false };
-                    match conn.read_tls(&mut rd) {
-                        Ok(0) => {
-                            log::info!(
-                                "peer closed connection in SSL handshake while SSL handshaking{ctx}"
-                            );
-                            return Step::Failed;
-                        }
-                        Ok(_) => {
-                            if rd.short && rdhup && !x.read.pending_eof {
-                                x.read.ready = false;
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                            x.read.ready = false;
-                            return Step::Again;
-                        }
-                        Err(e) => {
-                            log::info!(
-                                "SSL_do_handshake() failed ({e}) while SSL handshaking{ctx}"
-                            );
-                            return Step::Failed;
-                        }
-                    }
-                    match conn.process_new_packets() {
-                        Ok(st) => tls.plain_pending = st.plaintext_bytes_to_read(),
-                        Err(e) => {
-                            // The alert rustls queued goes out best-effort.
-                            let _ = flush_conn(conn, fd);
-                            log::info!(
-                                "SSL_do_handshake() failed (SSL: {e}) while SSL handshaking{ctx}"
-                            );
-                            return Step::Failed;
-                        }
-                    }
+                Err((e, mut alert)) => {
+                    let _ = alert.write(&mut SockWriter(fd));
+                    crate::log_ctx!(INFO, &ctx, "SSL_do_handshake() failed (SSL: {e})");
+                    return Step::Failed;
                 }
             }
         }
@@ -648,83 +575,100 @@ impl Core {
         use std::os::fd::AsFd;
         let fd = x.fd.as_ref().map(|f| f.as_fd()).ok_or_else(broken)?;
         let tls = x.tls.as_deref_mut().ok_or_else(broken)?;
-        let State::Conn(conn) = &mut tls.state else {
+        if let Some(cc) = tls.client.as_deref_mut() {
+            let plain = &mut tls.plain_pending;
+            return super::tls_client::client_recv(
+                cc,
+                plain,
+                &mut tls.sock_eof,
+                &mut tls.closed,
+                fd,
+                &mut x.read,
+                rdhup,
+                buf,
+            );
+        }
+        if tls.conn.is_none() {
             return Err(io::ErrorKind::WouldBlock.into());
-        };
+        }
         let rev = &mut x.read;
-        // Bounded: each pass takes plaintext or reads the socket.
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        // Bounded: each pass takes plaintext, steps rustls or reads the socket.
         for _ in 0..64 {
-            if buf.is_empty() {
-                return Ok(0);
+            if tls.pending_plain() {
+                let n = tls.take_plain(buf);
+                if tls.pending_plain() || tls.in_used > 0 {
+                    rev.ready = true;
+                }
+                return Ok(n);
             }
-            match conn.reader().read(buf) {
-                Ok(0) => {
-                    // close_notify.
-                    rev.ready = false;
-                    rev.eof = true;
-                    return Ok(0);
-                }
-                Ok(n) => {
-                    tls.plain_pending = tls.plain_pending.saturating_sub(n);
-                    if tls.plain_pending > 0 {
-                        rev.ready = true;
-                    }
-                    return Ok(n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                    // The peer closed without close_notify: an end of
-                    // stream as any other (nginx ignores unexpected EOF).
-                    rev.ready = false;
-                    rev.eof = true;
-                    return Ok(0);
-                }
-                Err(e) => {
-                    rev.ready = false;
-                    rev.error = true;
-                    return Err(e);
-                }
-            }
-            tls.plain_pending = 0;
-            if tls.sock_eof {
+            if tls.peer_closed {
+                // close_notify.
                 rev.ready = false;
                 rev.eof = true;
                 return Ok(0);
             }
-            if !rev.ready {
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
-            let mut rd = SockReader { fd, short: false };
-            match conn.read_tls(&mut rd) {
-                Ok(0) => tls.sock_eof = true,
-                Ok(_) => {
-                    if rd.short && rdhup && !rev.pending_eof {
-                        rev.ready = false;
+            let mut got = 0;
+            match tls.step(buf, &mut got, None) {
+                Ok(Next::Progress) => {
+                    if tls.pending_out() {
+                        // A record whose answer is ours to send (a key update).
+                        let _ = tls.flush(fd);
                     }
+                    if got > 0 {
+                        if tls.pending_plain() || tls.in_used > 0 {
+                            rev.ready = true;
+                        }
+                        // Often the last read before the connection waits.
+                        tls.release_idle(&mut self.tls_spare);
+                        return Ok(got);
+                    }
+                    continue;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    rev.ready = false;
-                    return Err(e);
+                Ok(Next::PeerClosed) => {
+                    tls.peer_closed = true;
+                    continue;
                 }
+                Ok(Next::NeedData) | Ok(Next::Writable) => {}
                 Err(e) => {
-                    rev.ready = false;
-                    rev.error = true;
-                    return Err(e);
-                }
-            }
-            match conn.process_new_packets() {
-                Ok(st) => tls.plain_pending = st.plaintext_bytes_to_read(),
-                Err(e) => {
-                    let _ = flush_conn(conn, fd);
+                    tls.encode_alert();
+                    let _ = tls.flush(fd);
                     tls.closed = true;
                     rev.ready = false;
                     rev.error = true;
                     return Err(tls_error(e));
                 }
             }
-            // A record whose answer is ours to send (a key update).
-            if conn.wants_write() {
-                let _ = flush_conn(conn, fd);
+            if tls.sock_eof {
+                // The peer closed without close_notify: an end of stream as
+                // any other (nginx ignores unexpected EOF).
+                rev.ready = false;
+                rev.eof = true;
+                return Ok(0);
+            }
+            if !rev.ready {
+                tls.release_idle(&mut self.tls_spare);
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            match tls.read_sock(fd, &mut self.tls_spare) {
+                Ok((0, _)) => tls.sock_eof = true,
+                Ok((_, short)) => {
+                    if short && rdhup && !rev.pending_eof {
+                        rev.ready = false;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    rev.ready = false;
+                    tls.release_idle(&mut self.tls_spare);
+                    return Err(e);
+                }
+                Err(e) => {
+                    rev.ready = false;
+                    rev.error = true;
+                    return Err(e);
+                }
             }
         }
         Err(io::ErrorKind::WouldBlock.into())
@@ -737,6 +681,7 @@ impl Core {
         let want: usize = bufs.iter().map(|b| b.len()).sum();
         let mut blocked = false;
         let mut taken = 0usize;
+        let mut plain_waits = false;
         let r = {
             let x = self.pool.get_mut(c).ok_or_else(broken)?;
             use std::os::fd::AsFd;
@@ -747,43 +692,63 @@ impl Core {
                 return Err(io::Error::new(io::ErrorKind::BrokenPipe, "TLS closed"));
             }
             (|| -> io::Result<()> {
-                if flush(tls, fd)? == Flush::Blocked {
+                if tls.flush(fd)? == Flush::Blocked {
                     blocked = true;
                     return Ok(());
                 }
-                let Some(conn) = tls.conn() else {
+                if let Some(cc) = tls.client.as_deref_mut() {
+                    taken = super::tls_client::client_write(cc, bufs, WRITE_CHUNK)?;
+                    if tls.flush(fd)? == Flush::Blocked {
+                        blocked = true;
+                    }
+                    return Ok(());
+                }
+                if tls.conn.is_none() {
                     return Err(broken());
+                }
+                let mut enc = |w: &mut WriteTraffic<'_, ServerConnectionData>,
+                               out: &mut Vec<u8>|
+                 -> io::Result<()> {
+                    // Bounded by WRITE_CHUNK per call.
+                    for b in bufs {
+                        if taken >= WRITE_CHUNK {
+                            break;
+                        }
+                        let b = &b[..b.len().min(WRITE_CHUNK - taken)];
+                        if b.is_empty() {
+                            continue;
+                        }
+                        // Per record: header, content type, tag, explicit nonce.
+                        let guess = b.len() + (b.len() / (16 * 1024) + 1) * 40;
+                        encrypt_with(out, guess, |o| w.encrypt(b, o))?;
+                        taken += b.len();
+                    }
+                    Ok(())
                 };
-                // Bounded by WRITE_CHUNK per call.
-                let mut i = 0;
-                let mut off = 0;
-                while i < bufs.len() && taken < WRITE_CHUNK {
-                    let b = &bufs[i][off..];
-                    let room = WRITE_CHUNK - taken;
-                    let b = &b[..b.len().min(room)];
-                    if b.is_empty() {
-                        i += 1;
-                        off = 0;
-                        continue;
-                    }
-                    let n = conn.writer().write(b)?;
-                    if n == 0 {
-                        break;
-                    }
-                    taken += n;
-                    off += n;
-                    if off >= bufs[i].len() {
-                        i += 1;
-                        off = 0;
+                let mut got = 0;
+                // Bounded: records buffered before the write are decrypted
+                // and kept for the protocol's next read.
+                for _ in 0..8 {
+                    match tls.step(&mut [], &mut got, Some(&mut enc)) {
+                        Ok(Next::Progress) | Ok(Next::PeerClosed) => {}
+                        Ok(_) => break,
+                        Err(e) => {
+                            tls.closed = true;
+                            return Err(tls_error(e));
+                        }
                     }
                 }
-                if flush(tls, fd)? == Flush::Blocked {
+                plain_waits = tls.pending_plain();
+                if tls.flush(fd)? == Flush::Blocked {
                     blocked = true;
                 }
                 Ok(())
             })()
         };
         let x = self.pool.get_mut(c).ok_or_else(broken)?;
+        if plain_waits {
+            x.read.ready = true;
+        }
         let wev = &mut x.write;
         if let Err(e) = r {
             wev.ready = false;
@@ -861,11 +826,11 @@ impl Core {
         let Some(tls) = x.tls.as_deref_mut() else {
             return true;
         };
-        if matches!(tls.state, State::Hello(_)) || tls.info.is_none() || tls.lingering {
+        if tls.hello.is_some() || tls.info.is_none() || tls.lingering {
             // Handshaking, or closing: those handlers flush for themselves.
             return true;
         }
-        match flush(tls, fd) {
+        match tls.flush(fd) {
             Ok(Flush::Blocked) => {
                 x.write.ready = false;
                 false
@@ -901,11 +866,9 @@ impl Core {
         };
         if !tls.closed {
             tls.closed = true;
-            if let Some(conn) = tls.conn() {
-                conn.send_close_notify();
-            }
+            tls.queue_close_notify();
         }
-        match flush(tls, fd)? {
+        match tls.flush(fd)? {
             Flush::Done => socket::shutdown_write(fd),
             Flush::Blocked => {
                 x.write.ready = false;
@@ -930,11 +893,9 @@ impl Core {
         }
         if !tls.closed {
             tls.closed = true;
-            if let Some(conn) = tls.conn() {
-                conn.send_close_notify();
-            }
+            tls.queue_close_notify();
         }
-        match flush(tls, fd) {
+        match tls.flush(fd) {
             Ok(Flush::Blocked) => tls.lingering = true,
             _ => return Some(c),
         }
@@ -978,7 +939,7 @@ impl Core {
     }
 }
 
-pub(super) fn info_of(conn: &Connection) -> TlsInfo {
+fn info_of(conn: &UnbufferedServerConnection, server_name: Option<Box<str>>) -> TlsInfo {
     TlsInfo {
         version: conn
             .protocol_version()
@@ -986,12 +947,14 @@ pub(super) fn info_of(conn: &Connection) -> TlsInfo {
         suite: conn
             .negotiated_cipher_suite()
             .map_or(rustls::CipherSuite::Unknown(0), |s| s.suite()),
-        server_name: match conn {
-            Connection::Server(s) => s.server_name().map(Into::into),
-            Connection::Client(_) => None,
-        },
+        server_name,
         resumed: matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
         alpn: conn.alpn_protocol().map(Into::into),
         client_verified: conn.peer_certificates().is_some_and(|c| !c.is_empty()),
+        client_certs: conn
+            .peer_certificates()
+            .map(<[_]>::to_vec)
+            .unwrap_or_default(),
+        client_verify: std::cell::OnceCell::new(),
     }
 }

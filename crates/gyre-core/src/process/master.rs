@@ -554,6 +554,12 @@ impl Master<'_> {
                 if let Err(e) = signal::send(p.pid, Signal::Quit) {
                     log::error!("kill({}, QUIT) failed ({e})", p.pid.as_raw_nonzero());
                 }
+            } else if p.role == Role::Singleton && !replace_single && !p.exiting {
+                // Kept with its state: it re-reads what it can in place
+                // (certificates whose files changed), see `Core::on_reload`.
+                if let Err(e) = signal::send(p.pid, Signal::Hup) {
+                    log::error!("kill({}, HUP) failed ({e})", p.pid.as_raw_nonzero());
+                }
             }
         }
     }

@@ -194,9 +194,13 @@ fn on_signals(core: &mut Core, shutdown_timeout: Option<u64>) {
         log::info!("reopening logs");
         core.reopen_files();
     }
-    // A worker ignores HUP, USR2, WINCH (they are the master's); ALRM is the
+    // HUP reaches the singleton when a reload keeps it; a worker gets none
+    // (a reload replaces it) and would run no hook.
+    if signal::take(Signal::Hup) {
+        core.reload_in_place();
+    }
+    // A worker ignores USR2, WINCH (they are the master's); ALRM is the
     // timer_resolution tick when set with setitimer, unused here.
-    signal::take(Signal::Hup);
     signal::take(Signal::Usr2);
     signal::take(Signal::Winch);
 }
