@@ -260,7 +260,12 @@ pub fn phase(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step 
                         file_cv.eval(&cx.conf.vars, &mut r.vars, &env, &mut file);
                     }
                 }
-                match crate::auth_basic::check(&r.st.req, rv, &file) {
+                match crate::auth_basic::check(
+                    &crate::log_error::req(cx.conf, r),
+                    &r.st.req,
+                    rv,
+                    &file,
+                ) {
                     Verdict::Declined => None,
                     Verdict::Ok => Some(Ok(())),
                     Verdict::Challenge(rv) => {
@@ -276,9 +281,11 @@ pub fn phase(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step 
     match combine(loc.satisfy, &[by_rule, by_auth]) {
         Ok(()) => Step::Next,
         Err(403) if by_rule == Some(Err(403)) => {
-            // TODO(log context): becomes log_ctx! with the HTTP LogContext
-            // (client, server, request, host) once that lands.
-            log::error!("access forbidden by rule");
+            gyre_core::log_ctx!(
+                gyre_core::errlog::ERROR,
+                &crate::log_error::req(cx.conf, r),
+                "access forbidden by rule"
+            );
             Step::Error(403)
         }
         Err(401) => {

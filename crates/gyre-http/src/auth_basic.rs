@@ -70,13 +70,19 @@ pub enum Verdict {
 }
 
 /// The check for a request with the evaluated realm and user-file name.
-pub fn check(req: &Request, realm: Vec<u8>, user_file: &[u8]) -> Verdict {
+pub fn check(
+    log: &dyn gyre_core::errlog::LogContext,
+    req: &Request,
+    realm: Vec<u8>,
+    user_file: &[u8],
+) -> Verdict {
     if realm == b"off" {
         return Verdict::Declined;
     }
     let Some((cred, ulen)) = basic_user(req) else {
-        log::log!(
+        gyre_core::log_ctx!(
             gyre_core::errlog::INFO,
+            log,
             "no user/password was provided for basic authentication"
         );
         return Verdict::Challenge(realm);
@@ -92,7 +98,7 @@ pub fn check(req: &Request, realm: Vec<u8>, user_file: &[u8]) -> Verdict {
             );
             // nginx: a missing file is `[error]` and 403, others `[crit]`
             // and 500.
-            log::error!("{msg}");
+            gyre_core::log_ctx!(gyre_core::errlog::ERROR, log, "{msg}");
             return if e.kind() == ErrorKind::NotFound {
                 Verdict::Status(403)
             } else {
@@ -103,18 +109,30 @@ pub fn check(req: &Request, realm: Vec<u8>, user_file: &[u8]) -> Verdict {
     let user_s = String::from_utf8_lossy(user);
     match htpasswd::lookup(file, user) {
         Err(e) => {
-            log::error!("read() \"{name}\" failed ({e})");
+            gyre_core::log_ctx!(
+                gyre_core::errlog::ERROR,
+                log,
+                "read() \"{name}\" failed ({e})"
+            );
             Verdict::Status(500)
         }
         Ok(None) => {
-            log::error!("user \"{user_s}\" was not found in \"{name}\"");
+            gyre_core::log_ctx!(
+                gyre_core::errlog::ERROR,
+                log,
+                "user \"{user_s}\" was not found in \"{name}\""
+            );
             Verdict::Challenge(realm)
         }
         Ok(Some(hash)) => {
             if htpasswd::verify(pass, &hash) {
                 Verdict::Ok
             } else {
-                log::error!("user \"{user_s}\": password mismatch");
+                gyre_core::log_ctx!(
+                    gyre_core::errlog::ERROR,
+                    log,
+                    "user \"{user_s}\": password mismatch"
+                );
                 Verdict::Challenge(realm)
             }
         }

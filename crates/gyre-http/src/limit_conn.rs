@@ -221,7 +221,9 @@ pub fn phase(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
             continue;
         }
         if key.len() > 255 {
-            log::error!(
+            gyre_core::log_ctx!(
+                gyre_core::errlog::ERROR,
+                &crate::log_error::req(cx.conf, r),
                 "the value of the \"{}\" key is more than 255 bytes: \"{}\"",
                 zi.key_text,
                 String::from_utf8_lossy(&key)
@@ -260,8 +262,9 @@ pub fn phase(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
             }),
             Some(false) => {
                 let dry = if lc.dry_run { ", dry run" } else { "" };
-                log::log!(
+                gyre_core::log_ctx!(
                     lc.log_level,
+                    &crate::log_error::req(cx.conf, r),
                     "limiting connections{dry} by zone \"{}\"",
                     l.zone.name
                 );

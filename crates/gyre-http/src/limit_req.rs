@@ -364,7 +364,9 @@ pub fn phase(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
             continue;
         }
         if key.len() > 65535 {
-            log::error!(
+            gyre_core::log_ctx!(
+                gyre_core::errlog::ERROR,
+                &crate::log_error::req(cx.conf, r),
                 "the value of the \"{}\" key is more than 65535 bytes: \"{}\"",
                 zi.key_text,
                 String::from_utf8_lossy(&key[..64])
@@ -377,7 +379,9 @@ pub fn phase(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
         let (excess, busy) = match found {
             Some(x) => x,
             None => {
-                log::error!(
+                gyre_core::log_ctx!(
+                    gyre_core::errlog::ERROR,
+                    &crate::log_error::req(cx.conf, r),
                     "could not allocate node in limit_req zone \"{}\"",
                     l.zone.name
                 );
@@ -387,8 +391,9 @@ pub fn phase(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
         if busy {
             if found.is_some() {
                 let dry = if lc.dry_run { ", dry run" } else { "" };
-                log::log!(
+                gyre_core::log_ctx!(
                     lc.log_level,
+                    &crate::log_error::req(cx.conf, r),
                     "limiting requests{dry}, excess: {} by zone \"{}\"",
                     thousandths(excess),
                     l.zone.name
@@ -419,8 +424,9 @@ pub fn phase(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
         return Step::Next;
     }
     let dry = if lc.dry_run { ", dry run" } else { "" };
-    log::log!(
+    gyre_core::log_ctx!(
         lower(lc.log_level),
+        &crate::log_error::req(cx.conf, r),
         "delaying request{dry}, excess: {}, by zone \"{delay_zone}\"",
         thousandths(delay_excess)
     );
