@@ -19,12 +19,15 @@ pub struct Prefix {
 }
 
 impl Prefix {
+    /// A fresh directory, unique per call: tests of one binary run in
+    /// parallel and may ask for the same name (`Instant::now().elapsed()`,
+    /// used here before, is always about 0, so two tests starting nginx
+    /// through one helper shared — and removed — each other's prefix).
     pub fn new(name: &str) -> Prefix {
-        let dir = std::env::temp_dir().join(format!(
-            "gyre-test-{name}-{}-{}",
-            std::process::id(),
-            Instant::now().elapsed().as_nanos()
-        ));
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("gyre-test-{name}-{}-{seq}", std::process::id(),));
         let _ = std::fs::remove_dir_all(&dir);
         for d in ["conf", "logs", "html"] {
             std::fs::create_dir_all(dir.join(d)).unwrap();
