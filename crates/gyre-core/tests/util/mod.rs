@@ -2,6 +2,9 @@
 //! real process and reading what it logs.
 #![allow(dead_code, clippy::unwrap_used)]
 
+// One certificate maker for the core's and the binary's tests (gyre's copy
+// also makes client certificates, which the core's tests leave unused).
+#[path = "../../../gyre/tests/util/certs.rs"]
 pub mod certs;
 pub mod fork;
 
