@@ -416,7 +416,10 @@ static EMPTY_FALLBACK: std::sync::LazyLock<Fallback> = std::sync::LazyLock::new(
     )))
 });
 
-fn pick<T: Clone>(levels: &[&LocSettings], f: impl Fn(&LocSettings) -> Option<T>) -> Option<T> {
+pub(crate) fn pick<T: Clone>(
+    levels: &[&LocSettings],
+    f: impl Fn(&LocSettings) -> Option<T>,
+) -> Option<T> {
     levels.iter().rev().find_map(|s| f(s))
 }
 

@@ -86,30 +86,16 @@ impl Drop for Hold {
 }
 
 pub fn resolve(levels: &[&LocSettings]) -> Option<Arc<LimitConnConf>> {
-    let limits = levels
-        .iter()
-        .rev()
-        .find_map(|s| s.limit_conn.limits.clone())?;
+    use crate::conf::pick;
+    let limits = pick(levels, |s| s.limit_conn.limits.clone())?;
     if limits.is_empty() {
         return None;
     }
     Some(Arc::new(LimitConnConf {
         limits,
-        status: levels
-            .iter()
-            .rev()
-            .find_map(|s| s.limit_conn.status)
-            .unwrap_or(503),
-        log_level: levels
-            .iter()
-            .rev()
-            .find_map(|s| s.limit_conn.log_level)
-            .unwrap_or(gyre_core::errlog::ERROR),
-        dry_run: levels
-            .iter()
-            .rev()
-            .find_map(|s| s.limit_conn.dry_run)
-            .unwrap_or(false),
+        status: pick(levels, |s| s.limit_conn.status).unwrap_or(503),
+        log_level: pick(levels, |s| s.limit_conn.log_level).unwrap_or(gyre_core::errlog::ERROR),
+        dry_run: pick(levels, |s| s.limit_conn.dry_run).unwrap_or(false),
     }))
 }
 

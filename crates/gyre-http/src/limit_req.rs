@@ -92,29 +92,16 @@ fn lower(l: Level) -> Level {
 
 /// The settings a location ends up with (None: no `limit_req`).
 pub fn resolve(levels: &[&LocSettings]) -> Option<Arc<LimitReqConf>> {
-    let pick =
-        |f: &dyn Fn(&LimitReqSet) -> Option<_>| levels.iter().rev().find_map(|s| f(&s.limit_req));
-    let limits: Vec<Limit> = pick(&|s: &LimitReqSet| s.limits.clone())?;
+    use crate::conf::pick;
+    let limits = pick(levels, |s| s.limit_req.limits.clone())?;
     if limits.is_empty() {
         return None;
     }
     Some(Arc::new(LimitReqConf {
         limits,
-        status: levels
-            .iter()
-            .rev()
-            .find_map(|s| s.limit_req.status)
-            .unwrap_or(503),
-        log_level: levels
-            .iter()
-            .rev()
-            .find_map(|s| s.limit_req.log_level)
-            .unwrap_or(gyre_core::errlog::ERROR),
-        dry_run: levels
-            .iter()
-            .rev()
-            .find_map(|s| s.limit_req.dry_run)
-            .unwrap_or(false),
+        status: pick(levels, |s| s.limit_req.status).unwrap_or(503),
+        log_level: pick(levels, |s| s.limit_req.log_level).unwrap_or(gyre_core::errlog::ERROR),
+        dry_run: pick(levels, |s| s.limit_req.dry_run).unwrap_or(false),
     }))
 }
 
