@@ -39,7 +39,6 @@ pub mod rewrite;
 pub mod settings;
 pub mod split_geo;
 pub mod ssl;
-pub mod ssl_ciphers;
 pub mod ssl_session;
 pub mod ssl_shared_cache;
 pub mod static_file;

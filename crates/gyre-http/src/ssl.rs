@@ -191,7 +191,7 @@ pub fn set_protocols(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<()
 
 pub fn set_ciphers(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     // Checked now, so the error points at the directive.
-    crate::ssl_ciphers::parse(d.arg(0))?;
+    gyre_core::event::tls_ciphers::parse(d.arg(0))?;
     target(c, cx)?.ciphers = Some(d.arg(0).to_string());
     Ok(())
 }
@@ -384,7 +384,7 @@ fn build(set: &SslSet, zones: &mut Zones) -> Result<Built, String> {
         .copied()
         .filter(|s| s.version() == &rustls::version::TLS13)
         .collect();
-    suites.extend(crate::ssl_ciphers::parse(ciphers)?);
+    suites.extend(gyre_core::event::tls_ciphers::parse(ciphers)?);
     let provider = Arc::new(CryptoProvider {
         cipher_suites: suites,
         kx_groups: kx_groups(set.ecdh_curve.as_deref().unwrap_or("auto"))?,
@@ -899,7 +899,7 @@ pub fn tls_var(info: Option<&TlsInfo>, name: &str) -> Option<Cow<'static, str>> 
     let leaf = i.client_certs.first();
     Some(match name {
         "ssl_protocol" => Cow::Borrowed(i.protocol_name()),
-        "ssl_cipher" => Cow::Borrowed(crate::ssl_ciphers::openssl_name(i.suite)),
+        "ssl_cipher" => Cow::Borrowed(gyre_core::event::tls_ciphers::openssl_name(i.suite)),
         "ssl_server_name" => Cow::Owned(i.server_name.as_deref().unwrap_or("").to_string()),
         "ssl_session_reused" => Cow::Borrowed(if i.resumed { "r" } else { "." }),
         "ssl_alpn_protocol" => Cow::Owned(

@@ -178,6 +178,26 @@ const PARAMS: &[Param] = &[
         kind: Kind::Special,
     },
     Param {
+        name: "tls-ciphers",
+        kind: Kind::Special,
+    },
+    Param {
+        name: "tls-ciphersuites",
+        kind: Kind::Special,
+    },
+    Param {
+        name: "tls-prefer-server-ciphers",
+        kind: Kind::Special,
+    },
+    Param {
+        name: "tls-protocols",
+        kind: Kind::Special,
+    },
+    Param {
+        name: "tls-auth-clients",
+        kind: Kind::Special,
+    },
+    Param {
         name: "bind",
         kind: Kind::Immutable,
     },
@@ -357,7 +377,7 @@ fn param_value(server: &Server, name: &str) -> String {
         "client-query-buffer-limit" => c.client_query_buffer_limit.to_string(),
         "maxmemory" => c.maxmemory.to_string(),
         "port" => c.port.to_string(),
-        n @ ("tls-cert-file" | "tls-key-file" | "tls-ca-cert-file") => {
+        n if crate::tls::PARAMS.contains(&n) => {
             c.tls.as_ref().map(|t| t.get(n)).unwrap_or_default()
         }
         "bind" => c.bind.clone(),
@@ -546,7 +566,7 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
     // are read before anything is applied, as Redis's applyTlsCfg.
     let tls: Vec<(&str, String)> = updates
         .iter()
-        .filter(|(n, _)| crate::tls::FILE_PARAMS.contains(n))
+        .filter(|(n, _)| crate::tls::PARAMS.contains(n))
         .filter_map(|(n, v)| match v {
             NewValue::Special(val) => Some((*n, String::from_utf8_lossy(val).into_owned())),
             _ => None,

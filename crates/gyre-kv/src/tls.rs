@@ -1,6 +1,7 @@
 //! TLS for the kv process (Redis's `tls.c` settings): `tls-port`,
 //! `tls-cert-file`, `tls-key-file`, `tls-ca-cert-file`, `tls-auth-clients`,
-//! `tls-protocols`, and `port 0` for a TLS-only server, with Redis's
+//! `tls-protocols`, `tls-ciphers`, `tls-ciphersuites`,
+//! `tls-prefer-server-ciphers`, and `port 0` for a TLS-only server, with Redis's
 //! defaults (clients must present a certificate unless `tls-auth-clients`
 //! is `no` or `optional`; TLSv1.2 and TLSv1.3). Each is accepted with
 //! hyphens, as in redis.conf, or underscores, as the other `kv {}`
@@ -48,6 +49,13 @@ pub struct KvTls {
     pub auth_clients: AuthClients,
     /// `tls-protocols`; empty: TLSv1.2 and TLSv1.3.
     pub protocols: Vec<String>,
+    /// `tls-ciphers` (TLS 1.2, an OpenSSL cipher string); `None`: rustls's
+    /// six suites, as OpenSSL's default list leaves them.
+    pub ciphers: Option<String>,
+    /// `tls-ciphersuites` (TLS 1.3 names joined by `:`).
+    pub ciphersuites: Option<String>,
+    /// `tls-prefer-server-ciphers` (default no: the client's order).
+    pub prefer_server_ciphers: bool,
 }
 
 pub fn set_port(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
@@ -92,9 +100,46 @@ pub fn set_auth_clients(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<()
 }
 
 pub fn set_protocols(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.tls.protocols = parse_protocols(&d.args.join(" "))?;
+    Ok(())
+}
+
+pub fn set_ciphers(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    gyre_core::event::tls_ciphers::parse(d.arg(0))
+        .map_err(|e| ciphers_error("ciphers", d.arg(0), &e))?;
+    c.tls.ciphers = Some(d.arg(0).to_string());
+    Ok(())
+}
+
+pub fn set_ciphersuites(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    gyre_core::event::tls_ciphers::parse_tls13(d.arg(0))
+        .map_err(|e| ciphers_error("ciphersuites", d.arg(0), &e))?;
+    c.tls.ciphersuites = Some(d.arg(0).to_string());
+    Ok(())
+}
+
+pub fn set_prefer_server_ciphers(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.tls.prefer_server_ciphers = yes_no(d.arg(0))?;
+    Ok(())
+}
+
+fn yes_no(v: &str) -> Result<bool, String> {
+    match v {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err("argument must be 'yes' or 'no'".into()),
+    }
+}
+
+/// Redis's log line for a cipher list OpenSSL refuses, with the reason.
+fn ciphers_error(what: &str, spec: &str, why: &str) -> String {
+    format!("Failed to configure {what}: {spec} ({why})")
+}
+
+fn parse_protocols(text: &str) -> Result<Vec<String>, String> {
     let mut v = Vec::new();
     // redis.conf writes them as one quoted, space-separated argument.
-    for p in d.args.iter().flat_map(|a| a.split_whitespace()) {
+    for p in text.split_whitespace() {
         match p {
             "TLSv1.2" | "TLSv1.3" => v.push(p.to_string()),
             "TLSv1" | "TLSv1.1" => {
@@ -105,8 +150,7 @@ pub fn set_protocols(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), S
             _ => return Err(format!("Invalid tls-protocols specified: {p}")),
         }
     }
-    c.tls.protocols = v;
-    Ok(())
+    Ok(v)
 }
 
 /// Where the TLS port listens: the host of the first `listen` (Redis binds
@@ -134,7 +178,7 @@ pub fn server_config(t: &KvTls) -> io::Result<Arc<rustls::ServerConfig>> {
             "Failed to configure TLS: tls-cert-file and tls-key-file must be specified",
         ));
     };
-    let p = tls_conf::provider();
+    let p = provider(t)?;
     let ck = tls_conf::certified_key(&p, cert, key)
         .map_err(|e| file_error("certificate/private key", cert, e))?;
     let versions: Vec<&'static rustls::SupportedProtocolVersion> = if t.protocols.is_empty() {
@@ -175,8 +219,43 @@ pub fn server_config(t: &KvTls) -> io::Result<Arc<rustls::ServerConfig>> {
             b.with_client_cert_verifier(v.build().map_err(io::Error::other)?)
         }
     };
-    let sc = b.with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(ck)));
+    let mut sc = b.with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(ck)));
+    sc.ignore_client_order = t.prefer_server_ciphers;
     Ok(Arc::new(sc))
+}
+
+/// The crypto provider with the suites `tls-ciphers` and
+/// `tls-ciphersuites` leave (all of rustls's when unset).
+fn provider(t: &KvTls) -> io::Result<Arc<rustls::crypto::CryptoProvider>> {
+    use gyre_core::event::tls_ciphers;
+    let base = tls_conf::provider();
+    if t.ciphers.is_none() && t.ciphersuites.is_none() {
+        return Ok(base);
+    }
+    let mut suites = match &t.ciphersuites {
+        Some(s) => tls_ciphers::parse_tls13(s)
+            .map_err(|e| io::Error::other(ciphers_error("ciphersuites", s, &e)))?,
+        None => base
+            .cipher_suites
+            .iter()
+            .copied()
+            .filter(|s| s.version() == &rustls::version::TLS13)
+            .collect(),
+    };
+    match &t.ciphers {
+        Some(s) => suites.extend(
+            tls_ciphers::parse(s).map_err(|e| io::Error::other(ciphers_error("ciphers", s, &e)))?,
+        ),
+        None => suites.extend(
+            base.cipher_suites
+                .iter()
+                .filter(|s| s.version() == &rustls::version::TLS12),
+        ),
+    }
+    Ok(Arc::new(rustls::crypto::CryptoProvider {
+        cipher_suites: suites,
+        ..(*base).clone()
+    }))
 }
 
 /// The TLS port's configuration, replaced in place by CONFIG SET of
@@ -218,8 +297,43 @@ impl ChooseConfig for TlsSwap {
     }
 }
 
-/// The CONFIG names of the file settings.
-pub const FILE_PARAMS: [&str; 3] = ["tls-cert-file", "tls-key-file", "tls-ca-cert-file"];
+/// The CONFIG GET text of one of [`PARAMS`] (the defaults without a TLS
+/// port, as Redis built with TLS answers).
+pub fn value(t: &KvTls, name: &str) -> String {
+    let path = |p: &Option<PathBuf>| {
+        p.as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    };
+    match name {
+        "tls-cert-file" => path(&t.cert_file),
+        "tls-key-file" => path(&t.key_file),
+        "tls-ca-cert-file" => path(&t.ca_cert_file),
+        "tls-ciphers" => t.ciphers.clone().unwrap_or_default(),
+        "tls-ciphersuites" => t.ciphersuites.clone().unwrap_or_default(),
+        "tls-prefer-server-ciphers" => if t.prefer_server_ciphers { "yes" } else { "no" }.into(),
+        "tls-protocols" => t.protocols.join(" "),
+        _ => match t.auth_clients {
+            AuthClients::Yes => "yes",
+            AuthClients::No => "no",
+            AuthClients::Optional => "optional",
+        }
+        .into(),
+    }
+}
+
+/// The CONFIG names of the settings CONFIG SET applies by building a new
+/// configuration (Redis's `applyTlsCfg` for each of them).
+pub const PARAMS: [&str; 8] = [
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-ca-cert-file",
+    "tls-ciphers",
+    "tls-ciphersuites",
+    "tls-prefer-server-ciphers",
+    "tls-protocols",
+    "tls-auth-clients",
+];
 
 impl TlsSwap {
     pub fn new(t: &KvTls) -> io::Result<TlsSwap> {
@@ -230,30 +344,40 @@ impl TlsSwap {
         })
     }
 
-    /// CONFIG GET of one of [`FILE_PARAMS`].
+    /// CONFIG GET of one of [`PARAMS`].
     pub fn get(&self, name: &str) -> String {
-        let t = self.settings.borrow();
-        let p = match name {
-            "tls-cert-file" => &t.cert_file,
-            "tls-key-file" => &t.key_file,
-            _ => &t.ca_cert_file,
-        };
-        p.as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default()
+        value(&self.settings.borrow(), name)
     }
 
-    /// CONFIG SET of some of [`FILE_PARAMS`] at once: the files are read
-    /// and the configuration replaced, or nothing changes and the reason
-    /// is returned (for the log).
+    /// CONFIG SET of some of [`PARAMS`] at once: the values are parsed,
+    /// the files read and the configuration replaced, or nothing changes
+    /// and the reason is returned (for the log).
     pub fn set(&self, changes: &[(&str, &str)]) -> io::Result<()> {
         let mut t = self.settings.borrow().clone();
         for (name, v) in changes {
-            let v = (!v.is_empty()).then(|| PathBuf::from(v));
+            let text = (!v.is_empty()).then(|| v.to_string());
             match *name {
-                "tls-cert-file" => t.cert_file = v,
-                "tls-key-file" => t.key_file = v,
-                _ => t.ca_cert_file = v,
+                "tls-cert-file" => t.cert_file = text.map(PathBuf::from),
+                "tls-key-file" => t.key_file = text.map(PathBuf::from),
+                "tls-ca-cert-file" => t.ca_cert_file = text.map(PathBuf::from),
+                "tls-ciphers" => t.ciphers = text,
+                "tls-ciphersuites" => t.ciphersuites = text,
+                "tls-prefer-server-ciphers" => {
+                    t.prefer_server_ciphers = yes_no(v).map_err(io::Error::other)?
+                }
+                "tls-protocols" => t.protocols = parse_protocols(v).map_err(io::Error::other)?,
+                _ => {
+                    t.auth_clients = match *v {
+                        "yes" => AuthClients::Yes,
+                        "no" => AuthClients::No,
+                        "optional" => AuthClients::Optional,
+                        _ => {
+                            return Err(io::Error::other(
+                                "argument(s) must be one of the following: no, yes, optional",
+                            ))
+                        }
+                    }
+                }
             }
         }
         let sc = server_config(&t)?;

@@ -517,3 +517,112 @@ fn redis_crate_over_tls_with_a_client_certificate() {
         .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
     assert!(r.is_err(), "served without a client certificate: {r:?}");
 }
+
+/// The (protocol, OpenSSL suite name) a handshake with `cfg` settles on,
+/// after one PING.
+fn negotiated(port: u16, cfg: &Arc<rustls::ClientConfig>) -> (String, &'static str) {
+    let sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let c = rustls::ClientConnection::new(cfg.clone(), ServerName::try_from("localhost").unwrap())
+        .unwrap();
+    let mut t = rustls::StreamOwned::new(c, sock);
+    t.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    assert_eq!(read_reply(&mut t, 7), b"+PONG\r\n");
+    let suite = t.conn.negotiated_cipher_suite().unwrap().suite();
+    (
+        format!("{:?}", t.conn.protocol_version().unwrap()),
+        gyre_core::event::tls_ciphers::openssl_name(suite),
+    )
+}
+
+#[test]
+fn tls_ciphers_and_ciphersuites_choose_the_suite_and_change_at_run_time() {
+    if !have_redis_cli() {
+        return;
+    }
+    let p = Prefix::new("kv-tls-ciphers");
+    let pki = pki(&p);
+    let kv = start(
+        &p,
+        &pki,
+        true,
+        "tls-ciphers \"ECDHE-ECDSA-CHACHA20-POLY1305\";\n\
+         tls-ciphersuites TLS_AES_256_GCM_SHA384;\ntls-prefer-server-ciphers yes;",
+    );
+    let plain = kv.plain_port.unwrap().to_string();
+    let cli = |args: &[&str]| {
+        let mut a = vec!["-p", plain.as_str()];
+        a.extend_from_slice(args);
+        redis_cli(&a).0
+    };
+    let cfg = rustls_client(&pki.ca.pem, Some(&pki.client));
+    assert_eq!(
+        negotiated(kv.tls_port, &cfg),
+        ("TLSv1_3".to_string(), "TLS_AES_256_GCM_SHA384")
+    );
+    assert_eq!(
+        cli(&["CONFIG", "GET", "tls-ciphers"]),
+        "tls-ciphers\nECDHE-ECDSA-CHACHA20-POLY1305\n"
+    );
+    assert_eq!(
+        cli(&["CONFIG", "GET", "tls-prefer-server-ciphers"]),
+        "tls-prefer-server-ciphers\nyes\n"
+    );
+
+    // TLS 1.2 only: the one TLS 1.2 suite left.
+    assert_eq!(cli(&["CONFIG", "SET", "tls-protocols", "TLSv1.2"]), "OK\n");
+    assert_eq!(
+        negotiated(kv.tls_port, &cfg),
+        ("TLSv1_2".to_string(), "ECDHE-ECDSA-CHACHA20-POLY1305")
+    );
+    assert_eq!(
+        cli(&[
+            "CONFIG",
+            "SET",
+            "tls-ciphers",
+            "ECDHE-ECDSA-AES128-GCM-SHA256"
+        ]),
+        "OK\n"
+    );
+    assert_eq!(
+        negotiated(kv.tls_port, &cfg),
+        ("TLSv1_2".to_string(), "ECDHE-ECDSA-AES128-GCM-SHA256")
+    );
+
+    // A list OpenSSL would refuse: Redis's CONFIG SET error, nothing changed.
+    let out = cli(&["CONFIG", "SET", "tls-ciphers", "NOSUCHCIPHER"]);
+    assert_eq!(
+        out.trim_end(),
+        "ERR CONFIG SET failed (possibly related to argument 'tls-ciphers') - \
+         Unable to update TLS configuration. Check server logs."
+    );
+    assert!(kv.s.logged(
+        "Failed to configure ciphers: NOSUCHCIPHER",
+        Duration::from_secs(5)
+    ));
+    assert_eq!(
+        negotiated(kv.tls_port, &cfg),
+        ("TLSv1_2".to_string(), "ECDHE-ECDSA-AES128-GCM-SHA256")
+    );
+}
+
+#[test]
+fn tls_cipher_errors_at_t() {
+    let p = Prefix::new("kv-tls-ciphers-t");
+    let t = |kv: &str| {
+        p.conf(&format!("daemon off;\nevents {{}}\nkv {{\n{kv}\n}}\n"));
+        String::from_utf8_lossy(&p.run(&["-t"]).stderr).into_owned()
+    };
+    let e = t("tls-ciphers \"FOO:BAR\";");
+    assert!(e.contains("Failed to configure ciphers: FOO:BAR"), "{e}");
+    let e = t("tls-ciphersuites TLS_NOPE;");
+    assert!(
+        e.contains("Failed to configure ciphersuites: TLS_NOPE"),
+        "{e}"
+    );
+    let e = t("tls-prefer-server-ciphers maybe;");
+    assert!(e.contains("argument must be 'yes' or 'no'"), "{e}");
+    let e = t("tls-ciphers HIGH; tls-ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_128_CCM_SHA256;");
+    assert!(e.contains("test is successful"), "{e}");
+}

@@ -10,6 +10,7 @@ pub mod posted;
 pub mod time_event;
 pub mod timer;
 pub mod tls;
+pub mod tls_ciphers;
 pub mod tls_client;
 pub mod tls_conf;
 mod tls_record;

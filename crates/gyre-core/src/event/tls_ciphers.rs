@@ -1,4 +1,7 @@
-//! `ssl_ciphers`: OpenSSL cipher strings (`HIGH:!aNULL:!MD5`,
+//! OpenSSL's cipher configuration strings, for every TLS listener (nginx's
+//! `ssl_ciphers`, Redis's `tls-ciphers` and `tls-ciphersuites`).
+//!
+//! TLS 1.2: OpenSSL cipher strings (`HIGH:!aNULL:!MD5`,
 //! `ECDHE+AESGCM:!ECDSA`, explicit names) mapped onto the TLS 1.2 suites
 //! rustls has, with OpenSSL's list operations (`!` delete for good, `-`
 //! delete, `+` move to the end, `A+B` intersection, `@STRENGTH`).
@@ -10,8 +13,8 @@
 //! know is a configuration error naming it (OpenSSL would skip it silently).
 //! TLS 1.3 suites are not governed by this directive, as in nginx.
 
-use gyre_core::event::tls::rustls::crypto::aws_lc_rs::cipher_suite as cs;
-use gyre_core::event::tls::rustls::SupportedCipherSuite;
+use rustls::crypto::aws_lc_rs::cipher_suite as cs;
+use rustls::SupportedCipherSuite;
 
 /// One TLS 1.2 suite and the OpenSSL attributes aliases select on.
 struct Suite {
@@ -82,8 +85,8 @@ fn suites() -> [Suite; 6] {
 
 /// The OpenSSL name of a rustls suite (nginx's `$ssl_cipher`), TLS 1.3 ones
 /// included.
-pub fn openssl_name(s: gyre_core::event::tls::rustls::CipherSuite) -> &'static str {
-    use gyre_core::event::tls::rustls::CipherSuite as C;
+pub fn openssl_name(s: rustls::CipherSuite) -> &'static str {
+    use rustls::CipherSuite as C;
     match s {
         C::TLS13_AES_128_GCM_SHA256 => "TLS_AES_128_GCM_SHA256",
         C::TLS13_AES_256_GCM_SHA384 => "TLS_AES_256_GCM_SHA384",
@@ -93,6 +96,32 @@ pub fn openssl_name(s: gyre_core::event::tls::rustls::CipherSuite) -> &'static s
             .find(|x| x.suite.suite() == other)
             .map_or("", |x| x.name),
     }
+}
+
+/// The TLS 1.3 suites of an OpenSSL ciphersuites string
+/// (`SSL_CTX_set_ciphersuites`: names joined by `:`, in preference order;
+/// Redis's `tls-ciphersuites`). OpenSSL skips names it does not know and
+/// fails only when nothing is left; a name rustls lacks (the two CCM
+/// suites) is skipped the same way.
+pub fn parse_tls13(spec: &str) -> Result<Vec<SupportedCipherSuite>, String> {
+    let mut out: Vec<SupportedCipherSuite> = Vec::new();
+    for name in spec.split(':').filter(|n| !n.is_empty()) {
+        let s = match name {
+            "TLS_AES_128_GCM_SHA256" => cs::TLS13_AES_128_GCM_SHA256,
+            "TLS_AES_256_GCM_SHA384" => cs::TLS13_AES_256_GCM_SHA384,
+            "TLS_CHACHA20_POLY1305_SHA256" => cs::TLS13_CHACHA20_POLY1305_SHA256,
+            _ => continue,
+        };
+        if !out.iter().any(|o| o.suite() == s.suite()) {
+            out.push(s);
+        }
+    }
+    if out.is_empty() && !spec.is_empty() {
+        return Err(format!(
+            "SSL_CTX_set_ciphersuites(\"{spec}\") failed (no ciphersuite match)"
+        ));
+    }
+    Ok(out)
 }
 
 /// Aliases and names OpenSSL knows that select none of rustls's suites.
@@ -358,5 +387,28 @@ mod tests {
         assert!(e.contains("no cipher match"), "{e}");
         let e = parse("ECDHE+BAR").unwrap_err();
         assert!(e.contains("\"BAR\""), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod tls13_tests {
+    use super::*;
+
+    #[test]
+    fn ciphersuites_keep_order_and_skip_unknown_names() {
+        let got: Vec<_> = parse_tls13(
+            "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_CCM_SHA256:TLS_AES_256_GCM_SHA384",
+        )
+        .unwrap()
+        .into_iter()
+        .map(|s| openssl_name(s.suite()))
+        .collect();
+        assert_eq!(
+            got,
+            ["TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_256_GCM_SHA384"]
+        );
+        assert!(parse_tls13("").unwrap().is_empty());
+        let e = parse_tls13("TLS_NOPE").unwrap_err();
+        assert!(e.contains("no ciphersuite match"), "{e}");
     }
 }
