@@ -9,7 +9,7 @@
 
 use std::io::Read;
 
-use super::blob::{intset_parse, lp_parse, ziplist_parse};
+use super::blob::{intset_parse, lp_each, lp_parse, ziplist_parse};
 use super::*;
 use crate::db::Db;
 use crate::object::{Limits, Object};
@@ -17,11 +17,27 @@ use crate::quicklist::{Fill, Quicklist};
 use crate::t_hash::HashObj;
 use crate::t_set::SetObj;
 
+/// How much a [`Reader`] reads ahead from a file.
+const READ_AHEAD: usize = 64 * 1024;
+
 /// A stream with its CRC64 and offset.
+///
+/// The reader keeps its own read-ahead buffer and brings the CRC up to
+/// date over whole spans of it (on refill, or when asked), not per field:
+/// a dump of small values is mostly one- to ten-byte reads, and a CRC step
+/// per read was most of the reader's time. It may therefore read past the
+/// end of the RDB data; nothing reads the stream after it.
 pub struct Reader<R> {
     r: R,
-    pub crc: u64,
-    pub offset: u64,
+    buf: Vec<u8>,
+    /// Next unread byte of `buf`.
+    pos: usize,
+    /// `buf[..crc_from]` is already in `crc`.
+    crc_from: usize,
+    crc: u64,
+    /// Stream offset of `buf[0]`.
+    base: u64,
+    cap: usize,
 }
 
 fn corrupt(m: impl Into<String>) -> Error {
@@ -30,21 +46,78 @@ fn corrupt(m: impl Into<String>) -> Error {
 
 impl<R: Read> Reader<R> {
     pub fn new(r: R) -> Reader<R> {
+        Reader::with_read_ahead(r, READ_AHEAD)
+    }
+
+    /// A reader that reads at most `cap` bytes ahead (a RESTORE payload:
+    /// its own length).
+    pub fn with_read_ahead(r: R, cap: usize) -> Reader<R> {
         Reader {
             r,
+            buf: Vec::new(),
+            pos: 0,
+            crc_from: 0,
             crc: 0,
-            offset: 0,
+            base: 0,
+            cap: cap.clamp(16, READ_AHEAD),
         }
     }
 
-    fn fill(&mut self, b: &mut [u8]) -> Result<(), Error> {
-        self.r.read_exact(b)?;
-        self.crc = crc64::crc64(self.crc, b);
-        self.offset += b.len() as u64;
-        Ok(())
+    /// The CRC64 of everything read so far.
+    pub fn crc(&mut self) -> u64 {
+        self.crc = crc64::crc64(self.crc, &self.buf[self.crc_from..self.pos]);
+        self.crc_from = self.pos;
+        self.crc
+    }
+
+    /// Bytes read so far.
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    /// Moves the unread bytes to the front and reads more after them; 0
+    /// at the end of the stream.
+    fn refill(&mut self) -> Result<usize, Error> {
+        self.crc();
+        let unread = self.buf.len() - self.pos;
+        self.buf.copy_within(self.pos.., 0);
+        self.base += self.pos as u64;
+        self.pos = 0;
+        self.crc_from = 0;
+        self.buf.resize(unread.max(self.cap), 0);
+        let got = loop {
+            match self.r.read(&mut self.buf[unread..]) {
+                Ok(n) => break Ok(n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => break Err(e),
+            }
+        };
+        let n = got.as_ref().map_or(0, |&n| n);
+        self.buf.truncate(unread + n);
+        Ok(got?)
+    }
+
+    fn fill(&mut self, out: &mut [u8]) -> Result<(), Error> {
+        let mut done = 0;
+        loop {
+            let k = (self.buf.len() - self.pos).min(out.len() - done);
+            out[done..done + k].copy_from_slice(&self.buf[self.pos..self.pos + k]);
+            self.pos += k;
+            done += k;
+            if done == out.len() {
+                return Ok(());
+            }
+            if self.refill()? == 0 {
+                return Err(Error::Short);
+            }
+        }
     }
 
     pub fn byte(&mut self) -> Result<u8, Error> {
+        if let Some(&b) = self.buf.get(self.pos) {
+            self.pos += 1;
+            return Ok(b);
+        }
         let mut b = [0u8; 1];
         self.fill(&mut b)?;
         Ok(b[0])
@@ -164,6 +237,31 @@ fn hash_from(pairs: Pairs, lim: &Limits) -> Result<Option<Loaded>, Error> {
     Ok(Some(Loaded::Obj(Object::Hash(h))))
 }
 
+/// A hash from a Redis listpack blob, field by field straight from the
+/// blob (Redis's own format is not gyre's listpack, so it is re-encoded).
+fn hash_from_listpack(b: &[u8], lim: &Limits) -> Result<Option<Loaded>, Error> {
+    let mut h = HashObj::new();
+    let mut field: Vec<u8> = Vec::new();
+    let (mut odd, mut dup) = (false, false);
+    lp_each(b, |e| {
+        if odd {
+            dup |= !h.set(&field, e, lim);
+        } else {
+            field.clear();
+            field.extend_from_slice(e);
+        }
+        odd = !odd;
+    })
+    .map_err(|_| corrupt("Listpack integrity check failed"))?;
+    if odd {
+        return Err(corrupt("odd number of entries in a field/value blob"));
+    }
+    if dup {
+        return Err(corrupt("Duplicate hash fields detected"));
+    }
+    Ok((!h.is_empty()).then_some(Loaded::Obj(Object::Hash(h))))
+}
+
 fn set_from(members: Vec<Vec<u8>>, lim: &Limits) -> Result<Option<Loaded>, Error> {
     let Some(first) = members.first() else {
         return Ok(None);
@@ -267,13 +365,13 @@ pub fn value<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> Result<Option<
             }
             Some(Loaded::Obj(Object::Set(s)))
         }
-        TYPE_HASH_LISTPACK | TYPE_HASH_ZIPLIST => {
+        TYPE_HASH_LISTPACK => {
             let b = rd.string()?;
-            let flat = if t == TYPE_HASH_LISTPACK {
-                lp_parse(&b).map_err(|_| blob_err("Listpack"))?
-            } else {
-                ziplist_parse(&b).map_err(|_| blob_err("Ziplist"))?
-            };
+            hash_from_listpack(&b, lim)?
+        }
+        TYPE_HASH_ZIPLIST => {
+            let b = rd.string()?;
+            let flat = ziplist_parse(&b).map_err(|_| blob_err("Ziplist"))?;
             hash_from(pairs(flat)?, lim)?
         }
         TYPE_ZSET_LISTPACK | TYPE_ZSET_ZIPLIST => {
@@ -302,7 +400,7 @@ pub fn value<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> Result<Option<
                 match container {
                     QUICKLIST_PLAIN => elems.push(b),
                     QUICKLIST_PACKED if t == TYPE_LIST_QUICKLIST_2 => {
-                        elems.extend(lp_parse(&b).map_err(|_| blob_err("Listpack"))?)
+                        lp_each(&b, |e| elems.push(e.to_vec())).map_err(|_| blob_err("Listpack"))?
                     }
                     QUICKLIST_PACKED => {
                         elems.extend(ziplist_parse(&b).map_err(|_| blob_err("Ziplist"))?)
@@ -434,7 +532,7 @@ impl<R: Read> Loader<R> {
 
     /// Bytes read so far (INFO `loading_loaded_bytes`).
     pub fn offset(&self) -> u64 {
-        self.rd.offset
+        self.rd.offset()
     }
 
     /// Load up to `max_keys` more keys; true at the end of the file (after
@@ -559,7 +657,7 @@ impl<R: Read> Loader<R> {
             st.keys += 1;
         }
         if st.version >= 5 {
-            let expected = rd.crc;
+            let expected = rd.crc();
             let got = u64::from_le_bytes(rd.array()?);
             if check_crc && got != 0 && got != expected {
                 return Err(Error::Checksum { expected, got });
@@ -608,7 +706,7 @@ pub fn restore_payload(p: &[u8], lim: &Limits) -> Result<Option<Loaded>, Error> 
             got: crc,
         });
     }
-    let mut rd = Reader::new(body);
+    let mut rd = Reader::with_read_ahead(body, body.len());
     let t = rd.byte()?;
     value(&mut rd, t, lim)
 }
