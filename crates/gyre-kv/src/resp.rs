@@ -683,21 +683,7 @@ pub type Proto = u8;
 
 fn push_num(out: &mut Vec<u8>, n: i64) {
     let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let neg = n < 0;
-    let mut v = n.unsigned_abs();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if neg {
-        out.push(b'-');
-    }
-    out.extend_from_slice(&buf[i..]);
+    out.extend_from_slice(crate::util::decimal(n, &mut buf));
 }
 
 fn header(out: &mut Vec<u8>, t: u8, n: i64) {

@@ -3,6 +3,25 @@
 
 /// Redis's `string2ll`: an optional `-`, then digits with no leading zero
 /// (except `0` itself), no sign `+`, no spaces, no overflow.
+/// `x` in decimal, written at the end of `buf` (no allocation).
+pub fn decimal(x: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut u = x.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (u % 10) as u8;
+        u /= 10;
+        if u == 0 {
+            break;
+        }
+    }
+    if x < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
+}
+
 pub fn string2ll(s: &[u8]) -> Option<i64> {
     if s.is_empty() {
         return None;
@@ -129,6 +148,14 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_is_to_string() {
+        let mut buf = [0u8; 20];
+        for x in [0, 7, -1, 12, -12_345, i64::MAX, i64::MIN, 4096, -4096] {
+            assert_eq!(decimal(x, &mut buf), x.to_string().as_bytes());
+        }
+    }
 
     #[test]
     fn string2ll_table() {

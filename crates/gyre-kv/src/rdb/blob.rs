@@ -137,7 +137,7 @@ pub fn lp_each(b: &[u8], mut f: impl FnMut(&[u8])) -> Result<(), BadBlob> {
             break;
         }
         let (val, l): (&[u8], usize) = if c < 0x80 {
-            (decimal(i64::from(c), &mut num), 1)
+            (crate::util::decimal(i64::from(c), &mut num), 1)
         } else if c < 0xc0 {
             let n = usize::from(c & 0x3f);
             (get(b, p + 1, n)?, 1 + n)
@@ -145,7 +145,7 @@ pub fn lp_each(b: &[u8], mut f: impl FnMut(&[u8])) -> Result<(), BadBlob> {
             let lo = *b.get(p + 1).ok_or(BadBlob)?;
             let u = (u64::from(c & 0x1f) << 8) | u64::from(lo);
             let x = ((u << 51) as i64) >> 51;
-            (decimal(x, &mut num), 2)
+            (crate::util::decimal(x, &mut num), 2)
         } else if c < 0xf0 {
             let lo = *b.get(p + 1).ok_or(BadBlob)?;
             let n = (usize::from(c & 0x0f) << 8) | usize::from(lo);
@@ -160,7 +160,7 @@ pub fn lp_each(b: &[u8], mut f: impl FnMut(&[u8])) -> Result<(), BadBlob> {
                 0xf1..=0xf4 => {
                     let w = [2, 3, 4, 8][usize::from(c - 0xf1)];
                     let x = int_le(get(b, p + 1, w)?);
-                    (decimal(x, &mut num), 1 + w)
+                    (crate::util::decimal(x, &mut num), 1 + w)
                 }
                 _ => return Err(BadBlob),
             }
@@ -176,25 +176,6 @@ pub fn lp_each(b: &[u8], mut f: impl FnMut(&[u8])) -> Result<(), BadBlob> {
         return Err(BadBlob);
     }
     Ok(())
-}
-
-/// `x` in decimal, in `buf`.
-fn decimal(x: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut u = x.unsigned_abs();
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (u % 10) as u8;
-        u /= 10;
-        if u == 0 {
-            break;
-        }
-    }
-    if x < 0 {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    &buf[i..]
 }
 
 // ------------------------------------------------------------------ ziplist
@@ -427,16 +408,5 @@ mod tests {
             vec![b"ab".to_vec(), b"12".to_vec(), b"300".to_vec()]
         );
         assert!(ziplist_parse(&z[..z.len() - 2]).is_err());
-    }
-}
-
-#[cfg(test)]
-mod decimal_tests {
-    #[test]
-    fn decimal_is_to_string() {
-        let mut buf = [0u8; 20];
-        for x in [0, 7, -1, 12, -12_345, i64::MAX, i64::MIN, 4096, -4096] {
-            assert_eq!(super::decimal(x, &mut buf), x.to_string().as_bytes());
-        }
     }
 }
