@@ -2,7 +2,7 @@
 """gyre vs nginx (and gyre's kv process vs redis-server) benchmark and fault
 harness (issue 6). Driven by bench/run.sh.
 
-    python3 bench/bench.py SECTION      # http core memory balance ceiling faults kv tls all
+    python3 bench/bench.py SECTION      # http core memory balance ceiling faults kv tls proxy all
     python3 bench/bench.py fuzz [SECS]  # cargo-fuzz targets, SECS each (not part of all)
     python3 bench/bench.py faults-kv    # re-run only the kv kill -9 row of faults
     python3 bench/bench.py report       # rebuild BENCHMARKS.md and bench/results.svg only
@@ -2067,7 +2067,7 @@ take `fuzz/dict/kv.dict`). Replay a crash: `cargo +nightly fuzz run TARGET ARTIF
 
 # --------------------------------------------------------------------- report
 
-ORDER = ["http", "ceiling", "memory", "balance", "tls", "faults", "fuzz", "kv", "kv_fair",
+ORDER = ["http", "ceiling", "memory", "balance", "tls", "proxy", "faults", "fuzz", "kv", "kv_fair",
          "kv_types", "kv_persist", "core"]
 
 
@@ -2077,6 +2077,13 @@ def sec_tls():
     sys.path.insert(0, BENCH)
     import tls
     tls.sec_tls(sys.modules[__name__])
+
+
+def sec_proxy():
+    """The reverse proxy vs nginx: bench/proxy.py (one file per section)."""
+    sys.path.insert(0, BENCH)
+    import proxy
+    proxy.sec_proxy(sys.modules[__name__])
 
 
 def report():
@@ -2176,7 +2183,7 @@ def write_svg():
 
 SECTIONS = {"http": sec_http, "core": sec_core, "memory": sec_memory, "balance": sec_balance,
             "ceiling": sec_ceiling, "faults": sec_faults, "faults-kv": sec_faults_kv, "kv": sec_kv,
-            "kv-fair": sec_kv_fair, "tls": sec_tls,
+            "kv-fair": sec_kv_fair, "tls": sec_tls, "proxy": sec_proxy,
             "kv-types": lambda: kv_types.sec_kv_types(sys.modules[__name__]),
             "kv-persist": sec_kv_persist,
             "fuzz": sec_fuzz, "report": report}

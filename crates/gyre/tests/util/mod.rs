@@ -2,6 +2,7 @@
 //! directory with a configuration, the running server, its log and pids.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod backend;
 pub mod certs;
 pub mod http;
 

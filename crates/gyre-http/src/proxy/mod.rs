@@ -1,0 +1,2 @@
+pub mod cookie;
+pub mod redirect;
