@@ -31,6 +31,7 @@ pub mod map;
 pub mod mime;
 pub mod parse;
 pub mod phases;
+pub mod proxy;
 pub mod range;
 pub mod regex;
 pub mod request;
