@@ -677,7 +677,7 @@ fn expires(cx: &Ctx<'_>, r: &HttpRequest, resp: &mut Response) {
 /// without a Host) and, with `port_in_redirect`, a port other than the
 /// scheme's.
 #[inline]
-pub(crate) fn absolute_redirect(conf: &HttpConf, r: &HttpRequest, resp: &mut Response) {
+fn absolute_redirect(conf: &HttpConf, r: &HttpRequest, resp: &mut Response) {
     let Some(loc) = &resp.location else {
         return;
     };

@@ -3,158 +3,18 @@
 //! edge cases, and the upstream blocks' balancing seen through the proxy.
 #![allow(clippy::unwrap_used)]
 
+mod proxy_backend;
 mod util;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::net::TcpListener;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use proxy_backend::{backend, dechunk, echo_backend, find, ok, Got, Reply};
 
 use util::http::{free_port, start_http, Raw};
 use util::Prefix;
-
-/// One request as the backend received it.
-#[derive(Clone, Debug)]
-struct Got {
-    line: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    /// Requests before this one on the same connection.
-    on_conn: usize,
-}
-
-impl Got {
-    fn header(&self, n: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(n))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-type Reply = Arc<dyn Fn(&Got) -> Vec<u8> + Send + Sync>;
-
-/// A threaded HTTP/1.1 backend (keep-alive unless the request says
-/// close); `reply` makes each response's bytes.
-struct Backend {
-    port: u16,
-    got: Arc<Mutex<Vec<Got>>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-    }
-}
-
-fn find(h: &[u8], n: &[u8]) -> Option<usize> {
-    h.windows(n.len()).position(|w| w == n)
-}
-
-fn backend(reply: Reply) -> Backend {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let (g, st) = (got.clone(), stop.clone());
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            if st.load(Ordering::SeqCst) {
-                break;
-            }
-            let Ok(s) = s else { continue };
-            let (g, reply) = (g.clone(), reply.clone());
-            std::thread::spawn(move || serve(s, g, reply));
-        }
-    });
-    Backend { port, got, stop }
-}
-
-fn serve(mut s: TcpStream, got: Arc<Mutex<Vec<Got>>>, reply: Reply) {
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut buf = Vec::new();
-    // Bounded: each request consumes bytes; the read timeout ends it.
-    for n_on_conn in 0..10_000 {
-        let end = loop {
-            if let Some(i) = find(&buf, b"\r\n\r\n") {
-                break i;
-            }
-            let mut c = [0u8; 8192];
-            match s.read(&mut c) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&c[..n]),
-            }
-        };
-        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-        buf.drain(..end + 4);
-        let mut lines = head.split("\r\n");
-        let line = lines.next().unwrap_or("").to_string();
-        let headers: Vec<(String, String)> = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-            .collect();
-        let mut g = Got {
-            line,
-            headers,
-            body: Vec::new(),
-            on_conn: n_on_conn,
-        };
-        let cl: usize = g
-            .header("content-length")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        while buf.len() < cl {
-            let mut c = [0u8; 8192];
-            match s.read(&mut c) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&c[..n]),
-            }
-        }
-        g.body = buf.drain(..cl).collect();
-        let close = g.line.ends_with("HTTP/1.0")
-            || g.header("connection")
-                .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        let out = reply(&g);
-        got.lock().unwrap().push(g);
-        if s.write_all(&out).is_err() || close {
-            return;
-        }
-    }
-}
-
-/// Decodes a complete chunked body.
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    // Bounded: each chunk consumes bytes.
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let n = usize::from_str_radix(size, 16).unwrap();
-        if n == 0 {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = &rest[n + 2..];
-    }
-    out
-}
-
-fn ok(body: &str) -> Vec<u8> {
-    format!(
-        "HTTP/1.1 200 OK\r\nServer: backend\r\nDate: x\r\nContent-Type: text/plain\r\nX-Up: 1\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
-}
-
-/// A backend that answers every request with `ok(path)`.
-fn echo_backend() -> Backend {
-    backend(Arc::new(|g: &Got| {
-        let path = g.line.split(' ').nth(1).unwrap_or("").to_string();
-        ok(&path)
-    }))
-}
 
 fn start(p: &Prefix, http: impl Fn(u16) -> String) -> util::http::Running {
     start_http(p, 1, http)
@@ -410,7 +270,7 @@ fn broken_upstream_responses() {
 }
 
 #[test]
-fn keepalive_reuses_upstream_connections_and_retries_a_stale_one() {
+fn keepalive_reuses_upstream_connections() {
     let b = echo_backend();
     let p = Prefix::new("proxy-keepalive");
     let bp = b.port;
@@ -521,4 +381,56 @@ fn a_slow_client_bounds_what_the_proxy_holds() {
         held < 8 * 1024,
         "worker RSS {held} KiB while the client waited"
     );
+}
+
+#[test]
+fn a_cached_connection_the_upstream_closed_is_retried_on_a_new_one() {
+    // Each connection answers one request keep-alive, then closes on the
+    // next one without answering (an upstream's keep-alive timeout racing
+    // the proxy's reuse).
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let bp = l.local_addr().unwrap().port();
+    let conns = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let n = conns.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(64) {
+            let Ok(mut s) = s else { continue };
+            n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = Vec::new();
+                for i in 0..2 {
+                    while find(&buf, b"\r\n\r\n").is_none() {
+                        let mut c = [0u8; 4096];
+                        match s.read(&mut c) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&c[..n]),
+                        }
+                    }
+                    let end = find(&buf, b"\r\n\r\n").unwrap();
+                    buf.drain(..end + 4);
+                    if i == 1 {
+                        return;
+                    }
+                    s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let p = Prefix::new("proxy-stale");
+    let g = start(&p, move |port| {
+        format!(
+            "upstream app {{ server 127.0.0.1:{bp}; keepalive 2; }}
+             server {{ listen 127.0.0.1:{port};
+                location / {{ proxy_pass http://app; proxy_http_version 1.1;
+                    proxy_set_header Connection \"\"; }} }}"
+        )
+    });
+    for _ in 0..4 {
+        let r = get(g.port, "GET /s HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!((r.status, r.text().as_str()), (200, "ok"), "{}", g.log());
+    }
+    // The probe's connection, then one new connection per request.
+    assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 5);
 }

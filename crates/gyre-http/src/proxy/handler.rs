@@ -401,7 +401,12 @@ fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy) {
             HeaderValue::ProxyHost => out.extend_from_slice(conf.proxy_host.as_bytes()),
             HeaderValue::BodyLength => {
                 if has_body {
-                    out.extend_from_slice(body_len.to_string().as_bytes());
+                    push_decimal(out, body_len as u64);
+                } else if let crate::body::BodyKind::Length(n) = r.st.req.body {
+                    // nginx: without the body, the client's length is
+                    // still announced (hence the usual
+                    // `proxy_set_header Content-Length ""` with it).
+                    push_decimal(out, n);
                 }
             }
             HeaderValue::Chunked | HeaderValue::Empty => {}
@@ -431,6 +436,21 @@ fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy) {
     if has_body {
         out.extend_from_slice(&p.body);
     }
+}
+
+fn push_decimal(out: &mut Vec<u8>, n: u64) {
+    let mut b = [0u8; 20];
+    let mut i = b.len();
+    let mut v = n;
+    loop {
+        i -= 1;
+        b[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&b[i..]);
 }
 
 /// `upstream: "http://127.0.0.1:8080/x"` of the log lines.
@@ -839,7 +859,8 @@ fn got_head(
         l
     };
     let date = std::str::from_utf8(&date[..dlen]).unwrap_or("");
-    crate::phases::absolute_redirect(env.conf, r, &mut resp);
+    // An upstream's relative Location stays relative (nginx's header
+    // filter only completes its own redirects).
     crate::phases::prepare(&mut env.cx, r, &mut resp);
     r.st.upstream.set_headers(
         head.headers

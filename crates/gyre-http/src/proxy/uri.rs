@@ -7,8 +7,8 @@
 //!   current (decoded) URI, then `?args`;
 //! - after a rewrite or internal redirect the current URI is sent (after
 //!   the URI part, if any), escaped as nginx's `NGX_ESCAPE_URI`, then
-//!   `?args`; with `rewrite … break` the location's prefix is not
-//!   replaced (the whole changed URI follows the URI part);
+//!   `?args`; after `rewrite … break` the URI part is ignored and the
+//!   whole changed URI is sent;
 //! - a client URI with `%` escapes is re-escaped the same way when a part
 //!   of it is replaced.
 
@@ -36,7 +36,13 @@ pub fn upstream_uri(
     i: &UriInput<'_>,
     out: &mut Vec<u8>,
 ) {
-    let part = part.unwrap_or("");
+    // After `rewrite … break` the URI part is ignored: the changed URI
+    // goes as it is.
+    let part = if i.valid_location {
+        part.unwrap_or("")
+    } else {
+        ""
+    };
     if part.is_empty() && !i.changed {
         out.extend_from_slice(i.unparsed);
         return;
@@ -115,6 +121,6 @@ mod tests {
         i.uri = "/app/n";
         assert_eq!(uri(Some("/x/"), Some("/app/"), i), "/x/n?a=1");
         i.valid_location = false;
-        assert_eq!(uri(Some("/x/"), Some("/app/"), i), "/x//app/n?a=1");
+        assert_eq!(uri(Some("/x/"), Some("/app/"), i), "/app/n?a=1");
     }
 }
