@@ -205,7 +205,7 @@ fn gyre_proxies_like_nginx() {
                 let text = String::from_utf8_lossy(&all).into_owned();
                 let first = text.split("HTTP/1.1 200").nth(1).unwrap_or("").to_string();
                 let body = first.split_once("\r\n\r\n").map_or("", |x| x.1);
-                let resp = Resp {
+                Resp {
                     status: 200,
                     head: String::new(),
                     headers: vec![(
@@ -217,8 +217,7 @@ fn gyre_proxies_like_nginx() {
                         },
                     )],
                     body: proxy_backend::dechunk(body).into_bytes(),
-                };
-                resp
+                }
             } else {
                 c.response(head)
             };
