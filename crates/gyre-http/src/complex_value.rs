@@ -85,6 +85,14 @@ impl ComplexValue {
         })
     }
 
+    /// A value without variables.
+    pub fn literal(text: &str) -> ComplexValue {
+        ComplexValue {
+            text: text.into(),
+            parts: vec![Part::Lit(0, text.len())],
+        }
+    }
+
     /// True when the value has no variables: [`ComplexValue::text`] is it.
     pub fn is_literal(&self) -> bool {
         self.parts.iter().all(|p| matches!(p, Part::Lit(..)))

@@ -151,6 +151,8 @@ pub struct LocSettings {
     pub limit_req: crate::limit_req::LimitReqSet,
     /// `limit_conn*` (crate::limit_conn).
     pub limit_conn: crate::limit_conn::LimitConnSet,
+    /// `proxy_*` (crate::proxy).
+    pub proxy: crate::proxy::conf::ProxySettings,
 }
 
 /// `open_file_cache max=N [inactive=T]` / `open_file_cache_valid T`.
@@ -230,6 +232,8 @@ pub struct LocConf {
     pub auth_basic_user_file: Option<ComplexValue>,
     pub limit_req: Option<Arc<crate::limit_req::LimitReqConf>>,
     pub limit_conn: Option<Arc<crate::limit_conn::LimitConnConf>>,
+    /// `proxy_pass` and its settings: the location's content handler.
+    pub proxy: Option<Arc<crate::proxy::conf::ProxyConf>>,
 }
 
 /// One `location`.
@@ -302,6 +306,13 @@ pub struct HttpConf {
     /// `limit_req_zone`s (and zones `limit_req` names).
     pub limit_req_zones: Vec<Arc<crate::limit_req::ReqZone>>,
     pub limit_conn_zones: Vec<Arc<crate::limit_conn::ConnZone>>,
+    /// `upstream {}` blocks as read (made into [`HttpConf::upstreams`]
+    /// once the file is read).
+    pub upstream_blocks: Vec<Directive>,
+    /// The upstream blocks and `proxy_pass`'s implicit upstreams.
+    pub upstreams: Arc<crate::upstream::set::UpstreamSet>,
+    /// Per upstream, its `hash` key compiled.
+    pub upstream_keys: Vec<Option<ComplexValue>>,
 }
 
 /// Which level a directive is at, from the enclosing blocks.
@@ -343,6 +354,14 @@ impl HttpConf {
             l = l.children.last_mut().ok_or("no location")?;
         }
         Ok(l)
+    }
+
+    /// The kind of the location a directive is in, if any.
+    pub(crate) fn current_location_kind(&mut self, cx: &ConfCtx) -> Option<LocKind> {
+        match level(cx) {
+            Level::Location(d) => self.location(d).ok().map(|l| l.kind),
+            _ => None,
+        }
     }
 
     pub(crate) fn settings(&mut self, cx: &ConfCtx) -> Result<&mut LocSettings, String> {
@@ -480,6 +499,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         auth_basic_user_file: pick(levels, |s| s.auth_basic_user_file.clone()),
         limit_req: crate::limit_req::resolve(levels),
         limit_conn: crate::limit_conn::resolve(levels),
+        proxy: None,
         log_format: 0,
         log_if: levels
             .iter()
@@ -521,9 +541,13 @@ fn resolve_location(
     let refs: Vec<&LocSettings> = levels.iter().collect();
     let mut lc = resolve(&refs, defaults.0, defaults.1);
     lc.log_format = log_format_of(&refs, formats)?;
-    drop(refs);
     lc.name = l.uri.as_str().into();
     lc.kind = l.kind;
+    if l.set.proxy.pass.is_some() {
+        crate::proxy::conf::check_buffers(&refs).map_err(ConfError::new)?;
+        lc.proxy = crate::proxy::conf::resolve(&refs, &lc.name, lc.kind);
+    }
+    drop(refs);
     lc.regex = l.regex.clone();
     lc.script = Arc::from(l.script.clone());
     let mut tree = LocTree::default();
@@ -556,6 +580,7 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
     }
     let default_root = cx.full_path("html");
     let default_log = cx.full_path("logs/access.log");
+    crate::proxy::init_upstreams(c)?;
     let http_set = c.set.clone();
     let http_srv = c.srv.clone();
     for s in &mut c.servers {
@@ -779,6 +804,153 @@ const HS: Context = Context::HTTP.or(Context::SERVER);
 const IF: Context = Context::custom(0);
 
 static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
+    DirectiveSpec::block(
+        "upstream",
+        H,
+        Args::TAKE1,
+        Block::Raw,
+        true,
+        crate::proxy::set_upstream,
+    ),
+    DirectiveSpec::new("proxy_pass", L, Args::TAKE1, crate::proxy::conf::set_pass),
+    DirectiveSpec::multi(
+        "proxy_set_header",
+        HSL,
+        Args::TAKE2,
+        crate::proxy::conf::set_header,
+    ),
+    DirectiveSpec::multi(
+        "proxy_hide_header",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::multi(
+        "proxy_pass_header",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_ignore_headers",
+        HSL,
+        Args::ONE_MORE,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_next_upstream",
+        HSL,
+        Args::ONE_MORE,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_buffers",
+        HSL,
+        Args::TAKE2,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_pass_request_headers",
+        HSL,
+        Args::FLAG,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_pass_request_body",
+        HSL,
+        Args::FLAG,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_intercept_errors",
+        HSL,
+        Args::FLAG,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_ignore_client_abort",
+        HSL,
+        Args::FLAG,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_buffering",
+        HSL,
+        Args::FLAG,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_request_buffering",
+        HSL,
+        Args::FLAG,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_http_version",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_connect_timeout",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_send_timeout",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_read_timeout",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_next_upstream_timeout",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_next_upstream_tries",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_buffer_size",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_busy_buffers_size",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_max_temp_file_size",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_temp_file_write_size",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::conf::set_value,
+    ),
+    DirectiveSpec::new(
+        "proxy_temp_path",
+        HSL,
+        Args::ONE_MORE,
+        crate::proxy::conf::set_value,
+    ),
     DirectiveSpec::block(
         "http",
         Context::MAIN,

@@ -53,6 +53,7 @@ mod stream;
 
 pub use err_note::{ErrKind, ErrNote};
 pub(crate) use err_note::{HeadErr, Line as HeadLine};
+pub use stream::StreamFraming;
 
 /// Something the glue must act on, returned by [`Connection::poll`].
 #[derive(Debug, PartialEq, Eq)]
@@ -228,6 +229,8 @@ struct Current {
     /// Body bytes still to come of a streamed response
     /// ([`Connection::respond_head`]); `None` when not streaming.
     streaming: Option<u64>,
+    /// The streamed body is sent chunked (its length is unknown).
+    chunked: bool,
     log: LogRecord,
 }
 
@@ -643,6 +646,7 @@ impl Connection {
             body_end_sent: false,
             expect_continue,
             streaming: None,
+            chunked: false,
             log: if self.st.log_requests {
                 LogRecord {
                     request_line: req.request_line().into_owned(),

@@ -97,6 +97,8 @@ struct Shared {
     scratch: RefCell<Vec<u8>>,
     /// The response the phases fill in (one per worker, reused).
     response: RefCell<crate::response::Response>,
+    /// Upstream peers, keep-alive caches, pooled proxy states.
+    proxy: crate::proxy::Worker,
 }
 
 impl Shared {
@@ -231,6 +233,7 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
         requests: RefCell::new(Vec::new()),
         scratch: RefCell::new(Vec::new()),
         response: RefCell::new(crate::response::Response::new(0)),
+        proxy: crate::proxy::Worker::new(conf),
     });
     for ls in listeners {
         let addr = ls.local_addr();
@@ -360,6 +363,9 @@ enum Start {
     /// plain request on a TLS port: 497, a missing client certificate:
     /// 496), with that status.
     Refused(u16),
+    /// A suspended request finalized with an error status (a proxied
+    /// request's 502 / 504).
+    Error(u16),
 }
 
 /// One HTTP connection's handler.
@@ -477,6 +483,10 @@ impl HttpConn {
     fn close(&mut self, core: &mut Core, c: ConnId) {
         self.set_stat(core, Stat::None);
         self.flush_logs(core, c);
+        if let Some(r) = self.r.as_mut() {
+            // A proxied request's upstream connection goes with it.
+            crate::proxy::handler::abandon(core, &self.shared.proxy, r);
+        }
         self.r = None;
         self.held.clear();
         self.release_machine();
@@ -532,6 +542,7 @@ impl HttpConn {
 
     /// Reads what is there, answers every complete request, writes.
     fn run(&mut self, core: &mut Core, c: ConnId) -> Flow {
+        let mut turns = 0u32;
         loop {
             if self.has_output() {
                 match self.write(core, c) {
@@ -540,6 +551,38 @@ impl HttpConn {
                     Err(_) => {
                         self.close(core, c);
                         return Flow::Closed;
+                    }
+                }
+            }
+            if self.is_proxied() {
+                turns += 1;
+                match self.proxy_step(core, c) {
+                    ProxyFlow::Wait { progress } => {
+                        if progress && turns < 64 {
+                            continue;
+                        }
+                        if progress {
+                            // Yield to the other connections.
+                            core.post(Ev::write(c));
+                        }
+                        return Flow::Continue;
+                    }
+                    ProxyFlow::Done => {
+                        if let Some(r) = self.r.take() {
+                            self.end_request(core, c, r);
+                        }
+                        self.answer(core, c);
+                        continue;
+                    }
+                    ProxyFlow::Error(code) => {
+                        if let Some(mut r) = self.r.take() {
+                            match self.run_phases(core, &mut r, Start::Error(code)) {
+                                Status::Done => self.end_request(core, c, r),
+                                Status::Again => self.r = Some(r),
+                            }
+                        }
+                        self.answer(core, c);
+                        continue;
                     }
                 }
             }
@@ -707,12 +750,14 @@ impl HttpConn {
             scratch: &mut scratch,
             last_call: self.last_call,
             sink: &sink,
+            proxies: Some(&shared.proxy),
         };
         let mut out = shared.response.borrow_mut();
         let status = match start {
             Start::New => phases::run(&mut cx, r, &mut out),
             Start::Resume => phases::resume(&mut cx, r, &mut out),
             Start::Refused(code) => phases::run_refused(&mut cx, r, &mut out, code),
+            Start::Error(code) => phases::run_error(&mut cx, r, &mut out, code),
         };
         // Drop what the response shares (file bytes, texts) now.
         out.reset(0);
@@ -824,6 +869,12 @@ impl HttpConn {
 
 impl Handler for HttpConn {
     fn handle(&mut self, core: &mut Core, ev: Ev) {
+        // Events of a proxied request's upstream connection come here
+        // too (crate::proxy::handler::Relay), with that connection's id.
+        if let Some(client) = self.upstream_owner(ev.conn) {
+            self.upstream_event(core, ev, client);
+            return;
+        }
         let c = ev.conn;
         let closing = core.conn(c).is_some_and(|x| x.close);
         if closing && self.is_idle() && !self.has_output() && !self.last_call {
@@ -872,7 +923,86 @@ impl Handler for HttpConn {
     }
 }
 
+use crate::proxy::handler::Flow as ProxyFlow;
+
 impl HttpConn {
+    fn is_proxied(&self) -> bool {
+        self.r
+            .as_ref()
+            .is_some_and(|r| matches!(r.content, crate::request::Content::Proxy(_)))
+    }
+
+    /// The client connection, when `u` is the upstream connection of this
+    /// connection's proxied request.
+    fn upstream_owner(&self, u: ConnId) -> Option<ConnId> {
+        match self.r.as_ref().map(|r| &r.content) {
+            Some(crate::request::Content::Proxy(p)) if p.owns(u) => p.client,
+            _ => None,
+        }
+    }
+
+    /// An event of a proxied request's upstream connection: the request
+    /// goes on, then the client side is written and re-armed as after its
+    /// own events.
+    fn upstream_event(&mut self, core: &mut Core, ev: Ev, c: ConnId) {
+        if let Some(crate::request::Content::Proxy(p)) = self.r.as_mut().map(|r| &mut r.content) {
+            p.u_event = true;
+            if ev.timedout {
+                p.timed_out = Some(ev.kind);
+            }
+        }
+        if let Flow::Closed = self.run(core, c) {
+            return;
+        }
+        self.after(core, c);
+    }
+
+    /// One turn of the proxied request (crate::proxy::handler::drive).
+    fn proxy_step(&mut self, core: &mut Core, c: ConnId) -> ProxyFlow {
+        let shared = self.shared.clone();
+        let (Some(r), Some(m)) = (self.r.as_mut(), self.m.as_mut()) else {
+            return ProxyFlow::Done;
+        };
+        let mut files = shared.files.borrow_mut();
+        let mut matches = shared.matches.borrow_mut();
+        let mut fpath = shared.fpath.borrow_mut();
+        let mut scratch = shared.scratch.borrow_mut();
+        let mut buf = shared.buf.borrow_mut();
+        let sink = |loc: &LocConf| {
+            if shared.any_access_log {
+                shared.log_sink(loc)
+            } else {
+                1
+            }
+        };
+        let cx = Ctx {
+            conf: &shared.conf,
+            files: &mut files,
+            matches: &mut matches,
+            m,
+            open: &mut self.files,
+            zone: None,
+            now: core.now(),
+            unix_ms: core.clock().unix_ms(),
+            date: "",
+            fpath: &mut fpath,
+            scratch: &mut scratch,
+            last_call: self.last_call,
+            sink: &sink,
+            proxies: None,
+        };
+        let mut env = crate::proxy::handler::Env {
+            conf: &shared.conf,
+            worker: &shared.proxy,
+            client: c,
+            buf: &mut buf,
+            cx,
+        };
+        let flow = crate::proxy::handler::drive(core, &mut env, r);
+        self.send_timeout = r.st.loc.send_timeout;
+        flow
+    }
+
     /// Re-arms interest and timers after a step.
     fn after(&mut self, core: &mut Core, c: ConnId) {
         if self.has_output() {

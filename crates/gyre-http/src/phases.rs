@@ -124,6 +124,8 @@ pub struct Ctx<'a> {
     pub last_call: bool,
     /// The access-log sink of a location (see [`crate::LogRecord::sink`]).
     pub sink: &'a dyn Fn(&crate::conf::LocConf) -> u32,
+    /// The worker's proxy state (pooled request states), if any.
+    pub proxies: Option<&'a crate::proxy::Worker>,
 }
 
 /// A handler's verdict.
@@ -211,6 +213,19 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
     }
 }
 
+/// Finalizes a suspended request with an error status (a proxied request
+/// that failed: nginx's 502 / 504), through `error_page` like any other.
+pub fn run_error(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response, code: u16) -> Status {
+    out.set_error(code);
+    match finalize(cx, r, out) {
+        Some(i) => {
+            r.st.phase = i;
+            run(cx, r, out)
+        }
+        None => Status::Done,
+    }
+}
+
 /// A request refused before its phases run (a plain HTTP request on a TLS
 /// port: 497; no client certificate: 496). The response goes through
 /// [`finalize`], so an `error_page 497 …` of the server applies, as nginx's
@@ -234,6 +249,11 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Stat
         Content::Paced(p) => crate::static_handler::pace(cx, r, p),
         // limit_req is done; the phase goes on with limit_conn.
         Content::Delayed => return run(cx, r, out),
+        // Driven by the connection's handler, never resumed here.
+        Content::Proxy(p) => {
+            r.content = Content::Proxy(p);
+            return Status::Again;
+        }
     };
     match step {
         Step::Again => Status::Again,
@@ -278,6 +298,7 @@ fn find_config(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
         return Step::Error(500);
     };
     let found = crate::location::find(&server.tree, &r.st.uri, cx.matches, &mut r.st.caps);
+    r.st.valid_location = true;
     r.st.loc = found.unwrap_or_else(|| HttpConf::server_loc(server).clone());
     if !r.st.caps.is_empty() {
         r.st.cap_src.clear();
@@ -342,6 +363,7 @@ pub fn internal_redirect(
     target: &str,
 ) -> Result<usize, u16> {
     r.st.uri_changes = r.st.uri_changes.saturating_sub(1);
+    r.st.internal = true;
     if r.st.uri_changes == 0 {
         gyre_core::log_ctx!(
             ERROR,
@@ -436,6 +458,11 @@ fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
 
 #[inline]
 fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
+    if let Some(pc) = r.st.loc.proxy.clone() {
+        let pooled = cx.proxies.and_then(|w| w.take());
+        crate::proxy::handler::start(cx, r, &pc, pooled);
+        return Step::Again;
+    }
     if r.st.loc.stub_status {
         return crate::static_handler::stub_status(cx, r, out);
     }
@@ -777,6 +804,7 @@ mod tests {
                 scratch: &mut self.scratch,
                 last_call: false,
                 sink: &sink,
+                proxies: None,
             };
             let mut out = Response::new(0);
             if resume {

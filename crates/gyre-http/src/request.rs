@@ -64,6 +64,13 @@ pub struct ReqState {
     pub limit_conn_done: bool,
     /// Counts held in `limit_conn` zones, released when dropped.
     pub held: Vec<crate::limit_conn::Hold>,
+    /// A rewrite or internal redirect changed the URI (nginx's
+    /// `r->internal` / `!r->valid_unparsed_uri`, for proxy_pass's URI).
+    pub internal: bool,
+    /// nginx's `r->valid_location` (false after `rewrite … break`).
+    pub valid_location: bool,
+    /// The `$upstream_*` records of a proxied request.
+    pub upstream: crate::proxy::vars::UpstreamVars,
 }
 
 /// A suspended content handler's state.
@@ -75,6 +82,8 @@ pub enum Content {
     Paced(crate::static_handler::Paced),
     /// Delayed by `limit_req`: the phases go on after the timer.
     Delayed,
+    /// Proxied (crate::proxy::handler), driven by the connection's handler.
+    Proxy(Box<crate::proxy::handler::Proxy>),
 }
 
 /// When a suspended request wants to run again.
@@ -132,6 +141,9 @@ impl HttpRequest {
                 limit_req_done: false,
                 limit_conn_done: false,
                 held: Vec::new(),
+                internal: false,
+                valid_location: true,
+                upstream: Default::default(),
             },
             vars: VarCache::default(),
             content: Content::None,
@@ -173,6 +185,9 @@ impl HttpRequest {
         st.limit_req_done = false;
         st.limit_conn_done = false;
         st.held.clear();
+        st.internal = false;
+        st.valid_location = true;
+        st.upstream.clear();
         self.content = Content::None;
         self.wake = None;
         self.resp_log = None;
@@ -224,6 +239,7 @@ impl ReqState {
             as_get: self.as_get,
             args_set: self.args_set,
             request_line: None,
+            upstream: Some(&self.upstream),
         }
     }
 

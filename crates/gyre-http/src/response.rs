@@ -411,6 +411,19 @@ pub(crate) fn write_head(
     date: &str,
     out: &mut Vec<u8>,
 ) {
+    write_head_te(resp, content_length, false, keep_alive, date, out);
+}
+
+/// [`write_head`] with `Transfer-Encoding: chunked` when `chunked` (where
+/// nginx's header filter puts it: after `Location`, before `Connection`).
+pub(crate) fn write_head_te(
+    resp: &Response,
+    content_length: Option<u64>,
+    chunked: bool,
+    keep_alive: bool,
+    date: &str,
+    out: &mut Vec<u8>,
+) {
     out.reserve(192);
     out.extend_from_slice(b"HTTP/1.1 ");
     let line = status_line(resp.status);
@@ -435,6 +448,9 @@ pub(crate) fn write_head(
     }
     if let Some(loc) = &resp.location {
         push_header(out, b"Location", loc.as_bytes());
+    }
+    if chunked {
+        out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
     }
     out.extend_from_slice(if keep_alive {
         b"Connection: keep-alive\r\n"

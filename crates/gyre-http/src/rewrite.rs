@@ -238,6 +238,7 @@ fn apply_rewrite(
     r.st.uri.clear();
     r.st.uri.push_str(path);
     r.st.args = args;
+    r.st.internal = true;
     match flag {
         Flag::Last => {
             r.st.uri_changed = true;
@@ -245,6 +246,7 @@ fn apply_rewrite(
         }
         Flag::Break => {
             r.st.uri_changed = false;
+            r.st.valid_location = false;
             Some(End::Break)
         }
         _ => {

@@ -91,6 +91,15 @@ pub enum VarKind {
     Ssl(&'static str),
     /// Made by `set` or a named regex capture: holds what was assigned.
     User,
+    /// `$proxy_host`, `$proxy_port` (crate::proxy).
+    ProxyHost,
+    ProxyPort,
+    /// `$proxy_add_x_forwarded_for`.
+    ProxyAddXForwardedFor,
+    /// `$upstream_addr` and the other lists of a proxied request.
+    Upstream(crate::proxy::vars::Which),
+    /// `$upstream_http_NAME`.
+    UpstreamHttp(Box<[u8]>),
 }
 
 impl VarKind {
@@ -115,6 +124,8 @@ impl VarKind {
                 | VarKind::TimeIso8601
                 | VarKind::LimitRate
                 | VarKind::User
+                | VarKind::Upstream(_)
+                | VarKind::UpstreamHttp(_)
         )
     }
 }
@@ -220,6 +231,11 @@ fn builtin(n: &str) -> Option<VarKind> {
     if let Some(h) = n.strip_prefix("http_") {
         return Some(VarKind::Http(h.replace('_', "-").into_bytes().into()));
     }
+    if let Some(h) = n.strip_prefix("upstream_http_") {
+        return Some(VarKind::UpstreamHttp(
+            h.replace('_', "-").into_bytes().into(),
+        ));
+    }
     if let Some(h) = n.strip_prefix("sent_http_") {
         return Some(VarKind::SentHttp(h.replace('_', "-").into_bytes().into()));
     }
@@ -266,6 +282,15 @@ fn builtin(n: &str) -> Option<VarKind> {
         "nginx_version" => VarKind::NginxVersion,
         "limit_rate" => VarKind::LimitRate,
         "remote_user" => VarKind::RemoteUser,
+        "proxy_host" => VarKind::ProxyHost,
+        "proxy_port" => VarKind::ProxyPort,
+        "proxy_add_x_forwarded_for" => VarKind::ProxyAddXForwardedFor,
+        "upstream_addr" => VarKind::Upstream(crate::proxy::vars::Which::Addr),
+        "upstream_status" => VarKind::Upstream(crate::proxy::vars::Which::Status),
+        "upstream_response_time" => VarKind::Upstream(crate::proxy::vars::Which::ResponseTime),
+        "upstream_connect_time" => VarKind::Upstream(crate::proxy::vars::Which::ConnectTime),
+        "upstream_header_time" => VarKind::Upstream(crate::proxy::vars::Which::HeaderTime),
+        "upstream_bytes_received" => VarKind::Upstream(crate::proxy::vars::Which::BytesReceived),
         n if n.starts_with("ssl_") => VarKind::Ssl(crate::ssl::var_name(n)?),
         _ => return None,
     })
@@ -315,6 +340,8 @@ pub struct VarEnv<'a> {
     pub args_set: bool,
     /// `$request` of a head refused before it became a request.
     pub request_line: Option<&'a str>,
+    /// A proxied request's upstream records.
+    pub upstream: Option<&'a crate::proxy::vars::UpstreamVars>,
 }
 
 const UNCOMPUTED: u32 = u32::MAX;
@@ -642,6 +669,40 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
         VarKind::Pid => push_u64(out, u64::from(std::process::id())),
         VarKind::NginxVersion => out.extend_from_slice(NGINX_VERSION.as_bytes()),
         VarKind::LimitRate => push_u64(out, env.loc.limit_rate),
+        VarKind::ProxyHost => match &env.loc.proxy {
+            Some(p) => out.extend_from_slice(p.proxy_host.as_bytes()),
+            None => return false,
+        },
+        VarKind::ProxyPort => match &env.loc.proxy {
+            Some(p) => out.extend_from_slice(p.proxy_port.as_bytes()),
+            None => return false,
+        },
+        VarKind::ProxyAddXForwardedFor => {
+            let mut any = false;
+            for (n, v) in req.headers() {
+                if n.eq_ignore_ascii_case(b"x-forwarded-for") {
+                    if any {
+                        out.extend_from_slice(b", ");
+                    }
+                    out.extend_from_slice(v);
+                    any = true;
+                }
+            }
+            if let Some(p) = env.conn.peer {
+                if any {
+                    out.extend_from_slice(b", ");
+                }
+                push_ip(out, p.ip());
+            }
+        }
+        VarKind::Upstream(w) => match env.upstream {
+            Some(u) => return u.write(*w, out),
+            None => return false,
+        },
+        VarKind::UpstreamHttp(name) => match env.upstream.and_then(|u| u.header_value(name)) {
+            Some(v) => out.extend_from_slice(v),
+            None => return false,
+        },
     }
     true
 }
@@ -772,6 +833,7 @@ mod eval_tests {
             as_get: false,
             args_set: false,
             request_line: None,
+            upstream: None,
         };
         let mut cache = VarCache::default();
         cache.reset(f.vars.len());
@@ -891,6 +953,7 @@ mod eval_tests {
             as_get: false,
             args_set: false,
             request_line: None,
+            upstream: None,
         };
         let mut c = VarCache::default();
         c.reset(f.vars.len());

@@ -70,6 +70,7 @@ impl World {
             scratch: &mut self.scratch,
             last_call: false,
             sink: &sink,
+            proxies: None,
         };
         assert_eq!(phases::run(&mut cx, &mut r, &mut self.out), Status::Done);
         self.out.reset(0);

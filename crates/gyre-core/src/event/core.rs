@@ -946,6 +946,25 @@ impl Core {
         self.pool.capacity() - self.pool.free_n
     }
 
+    /// Runs `target`'s handler with `ev`, whose `conn` may be another
+    /// connection: how a connection that serves another (an upstream
+    /// connection of a proxied request) passes its events to the handler
+    /// that owns both (nginx's `r->read_event_handler` of the upstream
+    /// calling into the request). False when `target` is closed or its
+    /// handler is running (the caller then posts or drops the event).
+    pub fn dispatch(&mut self, target: ConnId, ev: Ev) -> bool {
+        let Some(mut h) = self.pool.get_mut(target).and_then(|x| x.handler.take()) else {
+            return false;
+        };
+        h.handle(self, ev);
+        if let Some(x) = self.pool.get_mut(target) {
+            if x.handler.is_none() {
+                x.handler = Some(h);
+            }
+        }
+        true
+    }
+
     /// Replaces a connection's handler (also from inside that handler).
     pub fn set_handler(&mut self, c: ConnId, h: Box<dyn Handler>) {
         if let Some(x) = self.pool.get_mut(c) {

@@ -86,6 +86,30 @@ impl Connection {
         self.file_off = 0;
     }
 
+    /// Drops the written front of the byte buffer when only byte segments
+    /// are left, so a long relayed body reuses the same memory instead of
+    /// growing the buffer while the client reads.
+    pub(super) fn compact_output(&mut self) {
+        let pos = self.out_pos;
+        if pos == 0
+            || self.segs[self.seg_head..]
+                .iter()
+                .any(|s| matches!(s, OutSeg::File { .. }))
+        {
+            return;
+        }
+        self.out.drain(..pos);
+        self.segs.drain(..self.seg_head);
+        self.seg_head = 0;
+        for s in &mut self.segs {
+            if let OutSeg::Bytes { start, end } = s {
+                *start = start.saturating_sub(pos);
+                *end = end.saturating_sub(pos);
+            }
+        }
+        self.out_pos = 0;
+    }
+
     pub(super) fn push_bytes(&mut self, b: &[u8]) {
         if b.is_empty() {
             return;

@@ -8,6 +8,37 @@
 use gyre_core::event::clock::Msec;
 
 use super::{Connection, NotPending, OutSeg, State};
+
+/// How a streamed body is framed for the client
+/// ([`Connection::respond_head_framed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamFraming {
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// `{hex}\r\n` for a chunk of `n` bytes into `out`; its length.
+fn chunk_size(n: usize, out: &mut [u8; 18]) -> usize {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 16];
+    let mut i = 0;
+    let mut v = n;
+    loop {
+        digits[i] = HEX[v & 15];
+        i += 1;
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    for (k, d) in digits[..i].iter().rev().enumerate() {
+        out[k] = *d;
+    }
+    out[i] = b'\r';
+    out[i + 1] = b'\n';
+    i + 2
+}
 use crate::response::{bodiless, wire_status, Body, Response};
 
 impl Connection {
@@ -50,6 +81,75 @@ impl Connection {
         Ok(true)
     }
 
+    /// [`Connection::respond_head`] for a body whose framing the caller
+    /// chooses (a proxied response): `Length(n)` announces it,
+    /// `Chunked` sends `Transfer-Encoding: chunked` (an HTTP/1.1 client)
+    /// and frames each piece, `UntilClose` sends no length and closes the
+    /// connection after the body (an HTTP/1.0 client). Returns true when
+    /// the body is awaited.
+    pub fn respond_head_framed(
+        &mut self,
+        resp: &Response,
+        framing: StreamFraming,
+        now: Msec,
+        date: &str,
+    ) -> Result<bool, NotPending> {
+        if self.state != State::Pending || self.is_streaming() {
+            return Err(NotPending);
+        }
+        let Some(mut cur) = self.cur.take() else {
+            return Err(NotPending);
+        };
+        let head_only = cur.head || bodiless(resp.status);
+        let mut keep_alive = cur.keep_alive && !resp.close && !self.body_is_bad(&cur.decoder);
+        let (cl, chunked) = match framing {
+            StreamFraming::Length(n) => (Some(n), false),
+            StreamFraming::Chunked => (None, !head_only),
+            StreamFraming::UntilClose => {
+                if !head_only {
+                    keep_alive = false;
+                }
+                (None, false)
+            }
+        };
+        let cl = if bodiless(resp.status) { None } else { cl };
+        let start = self.out.len();
+        crate::response::write_head_te(resp, cl, chunked, keep_alive, date, &mut self.out);
+        self.extend_bytes_seg(start);
+        let all = (self.out.len() - start) as u64;
+        self.last_sent = (0, all);
+        cur.log.status = wire_status(resp.status);
+        cur.log.bytes_sent = all;
+        cur.log.end = now;
+        if head_only || cl == Some(0) {
+            self.finish_request(cur, keep_alive, now);
+            return Ok(false);
+        }
+        cur.streaming = Some(cl.unwrap_or(u64::MAX));
+        cur.chunked = chunked;
+        cur.keep_alive = keep_alive;
+        self.cur = Some(cur);
+        Ok(true)
+    }
+
+    /// Ends a streamed body that could not be completed (the upstream
+    /// failed mid-body): no chunked terminator, and the connection closes
+    /// after what was queued, so the client sees a truncated response.
+    pub fn abort_body(&mut self, now: Msec) -> Result<(), NotPending> {
+        if !self.is_streaming() {
+            return Err(NotPending);
+        }
+        let Some(mut cur) = self.cur.take() else {
+            return Err(NotPending);
+        };
+        cur.streaming = None;
+        cur.log.end = now;
+        self.finish_request(cur, false, now);
+        // Nothing more can be said on this connection: close, no linger.
+        self.disposition = super::Disposition::Close;
+        Ok(())
+    }
+
     /// Body bytes and all bytes (head included) of the last response
     /// queued (`$body_bytes_sent`, `$bytes_sent`).
     pub fn last_sent(&self) -> (u64, u64) {
@@ -87,19 +187,77 @@ impl Connection {
             }
             b => {
                 let bytes = b.bytes().unwrap_or(&[]);
-                let bytes = bytes.get(..(left as usize).min(bytes.len())).unwrap_or(&[]);
-                self.push_bytes(bytes);
+                let bytes = bytes
+                    .get(..(left.min(usize::MAX as u64) as usize).min(bytes.len()))
+                    .unwrap_or(&[]);
+                if self.cur.as_ref().is_some_and(|c| c.chunked) {
+                    if !bytes.is_empty() {
+                        let mut size = [0u8; 18];
+                        let n = chunk_size(bytes.len(), &mut size);
+                        self.push_bytes(&size[..n]);
+                        self.push_bytes(bytes);
+                        self.push_bytes(b"\r\n");
+                    }
+                } else {
+                    self.push_bytes(bytes);
+                }
                 bytes.len() as u64
             }
         };
         self.last_sent.0 += n;
         self.last_sent.1 += n;
         if let Some(cur) = &mut self.cur {
-            cur.streaming = Some(left - n);
+            if cur.streaming != Some(u64::MAX) {
+                cur.streaming = Some(left - n);
+            }
             cur.log.body_bytes_sent += n;
             cur.log.bytes_sent += n;
         }
         Ok(())
+    }
+
+    /// [`Connection::send_body`] for borrowed bytes (a relayed body: copied
+    /// once, into the output buffer).
+    pub fn send_body_bytes(&mut self, bytes: &[u8]) -> Result<(), NotPending> {
+        if !self.is_streaming() {
+            return Err(NotPending);
+        }
+        let left = self.body_left();
+        let bytes = bytes
+            .get(..(left.min(usize::MAX as u64) as usize).min(bytes.len()))
+            .unwrap_or(&[]);
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        if self.out_pos >= 16 * 1024 {
+            self.compact_output();
+        }
+        if self.cur.as_ref().is_some_and(|c| c.chunked) {
+            let mut size = [0u8; 18];
+            let n = chunk_size(bytes.len(), &mut size);
+            self.push_bytes(&size[..n]);
+            self.push_bytes(bytes);
+            self.push_bytes(b"\r\n");
+        } else {
+            self.push_bytes(bytes);
+        }
+        let n = bytes.len() as u64;
+        self.last_sent.0 += n;
+        self.last_sent.1 += n;
+        if let Some(cur) = &mut self.cur {
+            if cur.streaming != Some(u64::MAX) {
+                cur.streaming = Some(left - n);
+            }
+            cur.log.body_bytes_sent += n;
+            cur.log.bytes_sent += n;
+        }
+        Ok(())
+    }
+
+    /// Bytes queued on the machine and not yet written (what a relaying
+    /// handler bounds).
+    pub fn output_pending(&self) -> usize {
+        self.out.len().saturating_sub(self.out_pos)
     }
 
     /// Ends a streamed response. If fewer bytes were sent than announced
@@ -111,7 +269,12 @@ impl Connection {
         let Some(mut cur) = self.cur.take() else {
             return Err(NotPending);
         };
-        let keep_alive = cur.keep_alive && cur.streaming == Some(0);
+        let keep_alive = cur.keep_alive && (cur.streaming == Some(0) || cur.chunked);
+        if cur.chunked {
+            self.push_bytes(b"0\r\n\r\n");
+            cur.log.bytes_sent += 5;
+            self.last_sent.1 += 5;
+        }
         cur.streaming = None;
         cur.log.end = now;
         self.finish_request(cur, keep_alive, now);

@@ -1,2 +1,182 @@
+//! The reverse proxy (nginx's `ngx_http_proxy_module` on the upstream
+//! machinery of [`crate::upstream`]): `proxy_pass` and its directives
+//! ([`conf`]), the URI rules ([`uri`]), the content handler and the
+//! upstream state machine ([`handler`]), the `$upstream_*` records
+//! ([`vars`]); and the hook-up of `upstream {}` blocks: read with the
+//! http block, resolved once the file is read ([`init_upstreams`]), and
+//! per worker ([`Worker`]) the peers' balancing state and the keep-alive
+//! caches.
+
+pub mod conf;
 pub mod cookie;
+pub mod handler;
 pub mod redirect;
+pub mod uri;
+pub mod vars;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gyre_core::conf::{ConfCtx, ConfError, Directive};
+use gyre_core::conn::ConnId;
+use gyre_core::event::tls::rustls;
+use gyre_core::event::tls_client::{client_config, ClientTlsOptions};
+use gyre_core::event::{Core, Msec, TlsConnect};
+
+use crate::complex_value::ComplexValue;
+use crate::conf::{HttpConf, Location};
+use crate::upstream::keepalive::{self, Cache, SharedCache};
+use crate::upstream::set::UpstreamSet;
+use crate::upstream::{Method, Upstream};
+
+/// `upstream NAME { … }`: kept as read; made into upstreams once the whole
+/// file is known ([`init_upstreams`]).
+pub fn set_upstream(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.upstream_blocks.push(d.clone());
+    Ok(())
+}
+
+/// nginx's `ngx_http_upstream_init_main_conf` for this configuration: the
+/// blocks first (`duplicate upstream`, their own errors), then every
+/// `proxy_pass` target (a block's name, or an implicit upstream resolved
+/// now), then the `hash` keys compiled.
+pub fn init_upstreams(c: &mut HttpConf) -> Result<(), ConfError> {
+    let mut set = UpstreamSet::default();
+    for d in &c.upstream_blocks {
+        let (_, warnings) = set.add_block(d)?;
+        for w in warnings {
+            log::warn!("{w}");
+        }
+    }
+    for s in &mut c.servers {
+        for l in &mut s.locations {
+            resolve_targets(l, &mut set)?;
+        }
+    }
+    let mut keys = Vec::with_capacity(set.entries.len());
+    for e in &set.entries {
+        keys.push(match &e.upstream.method {
+            Method::Hash { key, .. } => {
+                Some(ComplexValue::compile(key, &mut c.vars).map_err(ConfError::new)?)
+            }
+            _ => None,
+        });
+    }
+    c.upstream_keys = keys;
+    c.upstreams = Arc::new(set);
+    Ok(())
+}
+
+fn resolve_targets(l: &mut Location, set: &mut UpstreamSet) -> Result<(), ConfError> {
+    if let Some(p) = &mut l.set.proxy.pass {
+        let default_port = if p.https { 443 } else { 80 };
+        p.upstream = set.target(&p.host, p.port, default_port, &p.at)?;
+    }
+    for ch in &mut l.children {
+        resolve_targets(ch, set)?;
+    }
+    Ok(())
+}
+
+/// A worker's upstream state: the peers (balancing, fails) of each
+/// upstream, the keep-alive caches, pooled request states.
+pub struct Worker {
+    pub ups: RefCell<Vec<Upstream>>,
+    /// Per upstream, its cache when it has `keepalive`.
+    pub caches: Vec<Option<SharedCache>>,
+    /// Requests made and creation time of each cached connection.
+    pub kept: RefCell<HashMap<ConnId, (u64, Msec)>>,
+    rng: Cell<u32>,
+    #[allow(clippy::vec_box)]
+    pool: RefCell<Vec<Box<handler::Proxy>>>,
+    tls: RefCell<Option<Arc<rustls::ClientConfig>>>,
+}
+
+/// Request states kept for reuse.
+const POOL: usize = 64;
+
+impl Worker {
+    pub fn new(conf: &HttpConf) -> Worker {
+        let ups: Vec<Upstream> = conf
+            .upstreams
+            .entries
+            .iter()
+            .map(|e| e.upstream.clone())
+            .collect();
+        let caches = ups
+            .iter()
+            .map(|u| {
+                u.keepalive
+                    .as_ref()
+                    .map(|k| SharedCache::new(RefCell::new(Cache::new(k.max_cached))))
+            })
+            .collect();
+        Worker {
+            ups: RefCell::new(ups),
+            caches,
+            kept: RefCell::new(HashMap::new()),
+            rng: Cell::new(std::process::id().wrapping_mul(2_654_435_761) | 1),
+            pool: RefCell::new(Vec::new()),
+            tls: RefCell::new(None),
+        }
+    }
+
+    /// nginx's `ngx_time()` for the balancers.
+    pub fn secs(&self, core: &Core) -> i64 {
+        (core.clock().unix_ms() / 1000) as i64
+    }
+
+    /// xorshift32, for `random`.
+    pub fn random(&self) -> u32 {
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.rng.set(x);
+        x
+    }
+
+    /// A pooled request state, if any.
+    pub fn take(&self) -> Option<Box<handler::Proxy>> {
+        self.pool.borrow_mut().pop()
+    }
+
+    /// Keeps a request state for the next request.
+    pub fn give_back(&self, p: Box<handler::Proxy>) {
+        let mut pool = self.pool.borrow_mut();
+        if pool.len() < POOL {
+            pool.push(p);
+        }
+    }
+
+    /// TLS to an upstream (`proxy_pass https://`): nginx's defaults,
+    /// `proxy_ssl_verify off` and no SNI (`proxy_ssl_server_name off`).
+    pub fn tls_for(&self, peer: &str) -> Option<TlsConnect> {
+        let mut t = self.tls.borrow_mut();
+        if t.is_none() {
+            let o = ClientTlsOptions {
+                verify: false,
+                trusted: None,
+                server_name: false,
+                alpn: Vec::new(),
+            };
+            *t = client_config(&o).ok();
+        }
+        let config = t.clone()?;
+        let host = peer.rsplit_once(':').map_or(peer, |(h, _)| h);
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let name = rustls::pki_types::ServerName::try_from(host.to_string())
+            .or_else(|_| rustls::pki_types::ServerName::try_from("localhost".to_string()))
+            .ok()?;
+        Some(TlsConnect { config, name })
+    }
+
+    /// Closes every cached connection (worker exit).
+    pub fn close_cached(&self, core: &mut Core) {
+        for c in self.caches.iter().flatten() {
+            keepalive::close_all(core, c);
+        }
+        self.kept.borrow_mut().clear();
+    }
+}

@@ -1,0 +1,1185 @@
+//! The proxy content handler and the upstream state machine that serves a
+//! proxied request (nginx's `ngx_http_proxy_handler` and the parts of
+//! `ngx_http_upstream.c` it drives): read the client's body, pick a peer,
+//! take a cached connection or connect, send the request, read and parse
+//! the response head, relay the head and the body to the client, then give
+//! the connection back to the keep-alive cache or close it; on errors and
+//! timeouts, `proxy_next_upstream` decides between another peer and nginx's
+//! 502 / 504, with nginx's error-log lines.
+//!
+//! [`start`] runs in the content phase (sans-I/O: it only suspends the
+//! request with its [`Proxy`] state); [`drive`] runs in the connection's
+//! handler, with the core, each time something happened on the client or
+//! the upstream connection, and does as much as it can without blocking.
+//! The upstream connection's events reach the client's handler through
+//! [`Relay`] ([`Core::dispatch`]), so one handler owns both sides.
+//!
+//! Memory per request is bounded: the head buffer is `proxy_buffer_size`
+//! (a bigger head is nginx's `upstream sent too big header`), and body
+//! bytes are read from the upstream only while the client's pending output
+//! is below [`ProxyConf::max_pending`]; a slow client slows the upstream
+//! read, nothing piles up. Buffers are pooled per worker ([`super::Worker`]).
+
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+
+use gyre_core::conn::ConnId;
+use gyre_core::errlog::{ERROR, WARN};
+use gyre_core::event::{ConnectOptions, Core, Ev, EvKind, Handler, Msec, PeerAddr};
+use gyre_core::sys_error_text;
+
+use super::conf::{ft, HeaderValue, ProxyConf};
+use super::uri::{upstream_uri, UriInput};
+use super::Worker;
+use crate::conf::HttpConf;
+use crate::conn::StreamFraming;
+use crate::log_error;
+use crate::phases::Ctx;
+use crate::request::{Content, HttpRequest};
+use crate::response::Response;
+use crate::upstream::http_request::ProxyVersion;
+use crate::upstream::http_response::{
+    parse_head, BodyReader, Framing, Head, HeadOptions, ResponseHead, NO_VALID_HEADER,
+    PREMATURE_CLOSE,
+};
+use crate::upstream::keepalive::{self, Finished};
+use crate::upstream::{Outcome, PeerRequest};
+
+/// Where a proxied request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum St {
+    /// Collecting the client's body.
+    ReadBody,
+    /// Choosing a peer and connecting (or taking a cached connection).
+    Connect,
+    /// Waiting for the connect to finish.
+    Connecting,
+    SendRequest,
+    ReadHeader,
+    /// Relaying the body.
+    Body,
+}
+
+/// A proxied request's state, kept in [`Content::Proxy`] while suspended.
+#[derive(Debug)]
+pub struct Proxy {
+    conf: Arc<ProxyConf>,
+    st: St,
+    pr: Option<PeerRequest>,
+    /// The upstream connection in use.
+    pub u: Option<ConnId>,
+    /// It came from the keep-alive cache.
+    cached: bool,
+    /// Requests made on it (this one included) and when it was made.
+    u_requests: u64,
+    u_created: Msec,
+    /// The peer of the current attempt (its address and printed name).
+    addr: Option<PeerAddr>,
+    /// The request head and body, as sent.
+    req: Vec<u8>,
+    /// Where the URI is in `req` (for `upstream: "…"` in log lines).
+    uri: (usize, usize),
+    sent: usize,
+    /// The client's body, collected.
+    body: Vec<u8>,
+    /// Bytes read from the upstream and not yet used.
+    buf: Vec<u8>,
+    /// Decoded body bytes to relay (reused).
+    out: Vec<u8>,
+    head: Option<ResponseHead>,
+    reader: Option<BodyReader>,
+    /// Attempts made.
+    attempts: usize,
+    /// When the first attempt started (`proxy_next_upstream_timeout`).
+    first: Msec,
+    /// When this attempt started.
+    attempt_start: Msec,
+    /// The event that woke the request on the upstream side, if it was a
+    /// timer (set by the glue before [`drive`]).
+    pub timed_out: Option<EvKind>,
+    /// The upstream connection had an event (set by the glue).
+    pub u_event: bool,
+    /// The client connection (known once [`drive`] ran).
+    pub client: Option<ConnId>,
+    /// The client's request was passed to the upstream (nginx's
+    /// `u->request_sent`), for the non-idempotent rule.
+    request_sent: bool,
+    /// A stale cached connection was already retried on a new one.
+    stale_retry: bool,
+}
+
+impl Proxy {
+    fn new(conf: Arc<ProxyConf>) -> Proxy {
+        Proxy {
+            conf,
+            st: St::ReadBody,
+            pr: None,
+            u: None,
+            cached: false,
+            u_requests: 0,
+            u_created: 0,
+            addr: None,
+            req: Vec::new(),
+            uri: (0, 0),
+            sent: 0,
+            body: Vec::new(),
+            buf: Vec::new(),
+            out: Vec::new(),
+            head: None,
+            reader: None,
+            attempts: 0,
+            first: 0,
+            attempt_start: 0,
+            timed_out: None,
+            u_event: false,
+            client: None,
+            request_sent: false,
+            stale_retry: false,
+        }
+    }
+
+    /// Makes a pooled state serve another request, keeping its buffers.
+    fn reuse(&mut self, conf: Arc<ProxyConf>) {
+        self.conf = conf;
+        self.st = St::ReadBody;
+        self.pr = None;
+        self.u = None;
+        self.cached = false;
+        self.addr = None;
+        self.req.clear();
+        self.sent = 0;
+        self.body.clear();
+        self.buf.clear();
+        self.out.clear();
+        self.head = None;
+        self.reader = None;
+        self.attempts = 0;
+        self.timed_out = None;
+        self.u_event = false;
+        self.client = None;
+        self.request_sent = false;
+        self.stale_retry = false;
+    }
+
+    /// Whether `c` is this request's upstream connection.
+    pub fn owns(&self, c: ConnId) -> bool {
+        self.u == Some(c)
+    }
+}
+
+/// How [`drive`] left the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Waiting for an event; `progress` when output was queued or state
+    /// changed (the caller writes, then calls again).
+    Wait { progress: bool },
+    /// The response is complete (or the request is over).
+    Done,
+    /// Finalize with this error status (through `error_page`).
+    Error(u16),
+}
+
+/// The upstream connection's handler: its events go to the handler of the
+/// client connection that owns it.
+pub struct Relay {
+    pub client: ConnId,
+}
+
+impl Handler for Relay {
+    fn handle(&mut self, core: &mut Core, ev: Ev) {
+        if core.is_live(ev.conn) && core.dispatch(self.client, ev) {
+            return;
+        }
+        if core.is_live(self.client) {
+            core.post(Ev::write(self.client));
+        } else {
+            // The client went away: nothing will ever read this.
+            core.close(ev.conn);
+        }
+    }
+}
+
+/// What [`drive`] works with besides the core and the request.
+pub struct Env<'a, 'b> {
+    pub conf: &'a HttpConf,
+    pub worker: &'a Worker,
+    pub client: ConnId,
+    /// The worker's read buffer.
+    pub buf: &'a mut Vec<u8>,
+    pub cx: Ctx<'b>,
+}
+
+/// The content phase: suspends the request with its proxy state; the
+/// connection's handler then calls [`drive`].
+pub fn start(
+    cx: &mut Ctx<'_>,
+    r: &mut HttpRequest,
+    conf: &Arc<ProxyConf>,
+    pool: Option<Box<Proxy>>,
+) {
+    let mut p = match pool {
+        Some(mut p) => {
+            p.reuse(conf.clone());
+            p
+        }
+        None => Box::new(Proxy::new(conf.clone())),
+    };
+    p.first = cx.now;
+    r.st.upstream.clear();
+    let has_body = !matches!(r.st.req.body, crate::body::BodyKind::None);
+    if has_body {
+        // The body is read whether or not it is passed (nginx reads it
+        // into the request and decides when building the upstream's).
+        cx.m.collect_body();
+    } else {
+        p.st = St::Connect;
+        build_request(cx, r, &mut p);
+    }
+    r.content = Content::Proxy(p);
+}
+
+/// Advances the request as far as it goes without blocking.
+pub fn drive(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest) -> Flow {
+    // Moved out for the time of the call: `r` is needed beside it.
+    let Content::Proxy(mut p) = std::mem::replace(&mut r.content, Content::None) else {
+        return Flow::Done;
+    };
+    p.client = Some(env.client);
+    let flow = step(core, env, r, &mut p);
+    match flow {
+        Flow::Wait { .. } => r.content = Content::Proxy(p),
+        Flow::Done | Flow::Error(_) => {
+            release(core, &mut p);
+            env.worker.give_back(p);
+            r.content = Content::None;
+        }
+    }
+    flow
+}
+
+/// Closes what a request still holds (the client went away).
+pub fn abandon(core: &mut Core, worker: &Worker, r: &mut HttpRequest) {
+    if let Content::Proxy(p) = std::mem::replace(&mut r.content, Content::None) {
+        let mut p = p;
+        if let (Some(pr), Some(_)) = (p.pr.as_mut(), p.u) {
+            let mut ups = worker.ups.borrow_mut();
+            if let Some(up) = ups.get_mut(p.conf.upstream) {
+                pr.free(up, Outcome::Ok, worker.secs(core));
+            }
+        }
+        release(core, &mut p);
+        worker.give_back(p);
+    }
+}
+
+fn release(core: &mut Core, p: &mut Proxy) {
+    if let Some(u) = p.u.take() {
+        core.close(u);
+    }
+}
+
+fn step(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Flow {
+    let mut progress = false;
+    // Bounded: every turn changes state or waits.
+    for _ in 0..64 {
+        let f = match p.st {
+            St::ReadBody => read_body(core, env, r, p),
+            St::Connect => connect(core, env, r, p),
+            St::Connecting => connecting(core, env, r, p),
+            St::SendRequest => send_request(core, env, r, p),
+            St::ReadHeader => read_header(core, env, r, p),
+            St::Body => relay_body(core, env, r, p),
+        };
+        match f {
+            Turn::Again => progress = true,
+            Turn::Wait => return Flow::Wait { progress },
+            Turn::WaitProgress => return Flow::Wait { progress: true },
+            Turn::End(f) => return f,
+        }
+    }
+    // Yield: the client's write event brings the request back.
+    core.post(Ev::write(env.client));
+    Flow::Wait { progress }
+}
+
+enum Turn {
+    /// The state changed: go on.
+    Again,
+    Wait,
+    WaitProgress,
+    End(Flow),
+}
+
+fn read_body(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+    let now = core.now();
+    // Bounded: each pass takes input or stops.
+    for _ in 0..1024 {
+        let date = core.clock().http_date();
+        match env.cx.m.poll(now, date) {
+            Some(crate::conn::Event::Body(b)) => {
+                if p.body.is_empty() {
+                    p.body = b;
+                } else {
+                    p.body.extend_from_slice(&b);
+                }
+                continue;
+            }
+            Some(crate::conn::Event::BodyEnd) => {
+                p.st = St::Connect;
+                build_request(&mut env.cx, r, p);
+                return Turn::Again;
+            }
+            Some(crate::conn::Event::BodyError(_)) => return Turn::End(Flow::Done),
+            Some(crate::conn::Event::Request(_)) | None => {}
+        }
+        if env.cx.m.wants_close() {
+            return Turn::End(Flow::Done);
+        }
+        if !env.cx.m.wants_read() || !core.conn(env.client).is_some_and(|x| x.read.ready) {
+            return Turn::Wait;
+        }
+        match core.recv(env.client, env.buf) {
+            Ok(0) => env.cx.m.on_eof(now),
+            Ok(n) => env.cx.m.on_read(&env.buf[..n], now),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Turn::Wait,
+            Err(_) => return Turn::End(Flow::Done),
+        }
+    }
+    Turn::Wait
+}
+
+/// nginx's `ngx_http_proxy_create_request`: the request line, the
+/// `proxy_set_header` list (configured headers, then the defaults), the
+/// client's headers not named there, the body.
+fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy) {
+    let conf = p.conf.clone();
+    let out = &mut p.req;
+    out.clear();
+    let method = if r.st.as_get {
+        "GET"
+    } else {
+        r.st.req.method()
+    };
+    out.extend_from_slice(method.as_bytes());
+    out.push(b' ');
+    let uri_start = out.len();
+    let i = UriInput {
+        unparsed: r.st.req.target(),
+        uri: &r.st.uri,
+        args: &r.st.args,
+        changed: r.st.internal,
+        valid_location: r.st.valid_location,
+    };
+    let loc = conf.location_prefix.then_some(&*conf.location);
+    upstream_uri(conf.uri.as_deref(), loc, &i, out);
+    p.uri = (uri_start, out.len());
+    out.extend_from_slice(match conf.http_version {
+        ProxyVersion::Http10 => b" HTTP/1.0\r\n",
+        ProxyVersion::Http11 => b" HTTP/1.1\r\n",
+    });
+    let body_len = if conf.pass_request_body {
+        p.body.len()
+    } else {
+        0
+    };
+    let has_body = conf.pass_request_body && !matches!(r.st.req.body, crate::body::BodyKind::None);
+    for (name, v) in &conf.headers {
+        let mark = out.len();
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        let vstart = out.len();
+        match v {
+            HeaderValue::Value(cv) => {
+                if cv.is_literal() {
+                    out.extend_from_slice(cv.text.as_bytes());
+                } else {
+                    let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
+                    cv.eval(&cx.conf.vars, &mut r.vars, &env, out);
+                }
+            }
+            HeaderValue::ProxyHost => out.extend_from_slice(conf.proxy_host.as_bytes()),
+            HeaderValue::BodyLength => {
+                if has_body {
+                    push_decimal(out, body_len as u64);
+                } else if let crate::body::BodyKind::Length(n) = r.st.req.body {
+                    // nginx: without the body, the client's length is
+                    // still announced (hence the usual
+                    // `proxy_set_header Content-Length ""` with it).
+                    push_decimal(out, n);
+                }
+            }
+            HeaderValue::Chunked | HeaderValue::Empty => {}
+        }
+        if out.len() == vstart {
+            out.truncate(mark);
+        } else {
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    if conf.pass_request_headers {
+        for (n, v) in r.st.req.headers() {
+            if conf
+                .headers
+                .iter()
+                .any(|(c, _)| c.as_bytes().eq_ignore_ascii_case(n))
+            {
+                continue;
+            }
+            out.extend_from_slice(n);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(v);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+    if has_body {
+        out.extend_from_slice(&p.body);
+    }
+}
+
+fn push_decimal(out: &mut Vec<u8>, n: u64) {
+    let mut b = [0u8; 20];
+    let mut i = b.len();
+    let mut v = n;
+    loop {
+        i -= 1;
+        b[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&b[i..]);
+}
+
+/// `upstream: "http://127.0.0.1:8080/x"` of the log lines.
+struct UpUrl<'a> {
+    https: bool,
+    peer: &'a str,
+    uri: &'a [u8],
+}
+
+impl fmt::Display for UpUrl<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = if self.https { "https" } else { "http" };
+        write!(
+            f,
+            "{scheme}://{}{}",
+            self.peer,
+            String::from_utf8_lossy(self.uri)
+        )
+    }
+}
+
+/// Writes an error-log line about the current attempt, with nginx's
+/// context (client, server, request, upstream, host).
+fn log_line(
+    env: &Env<'_, '_>,
+    r: &HttpRequest,
+    p: &Proxy,
+    level: log::Level,
+    action: &'static str,
+    msg: &str,
+) {
+    let peer = r.st.upstream.last_addr();
+    let url = UpUrl {
+        https: p.conf.https,
+        peer,
+        uri: p.req.get(p.uri.0..p.uri.1).unwrap_or(&[]),
+    };
+    let cx = log_error::req(env.conf, r)
+        .with_action(action)
+        .with_upstream(&url);
+    gyre_core::log_ctx!(level, &cx, "{msg}");
+}
+
+fn connect(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+    let now = core.now();
+    let secs = env.worker.secs(core);
+    let mut ups = env.worker.ups.borrow_mut();
+    let Some(up) = ups.get_mut(p.conf.upstream) else {
+        return Turn::End(Flow::Error(500));
+    };
+    if p.pr.is_none() {
+        let client = r.st.conn.peer.map(|a| a.ip());
+        // The hash key: the upstream's `hash` value, evaluated.
+        let mut key = Vec::new();
+        if let Some(Some(cv)) = env.conf.upstream_keys.get(p.conf.upstream) {
+            let e = r.st.env(env.conf, None, now, env.cx.unix_ms);
+            cv.eval(&env.conf.vars, &mut r.vars, &e, &mut key);
+        }
+        p.pr = Some(up.start(&key, client));
+    }
+    let Some(pr) = p.pr.as_mut() else {
+        return Turn::End(Flow::Error(500));
+    };
+    let chosen = pr.get(up, secs, &mut || env.worker.random());
+    let Some(chosen) = chosen else {
+        drop(ups);
+        r.st.upstream.push_attempt(&up_name(env, p), now);
+        log_line(
+            env,
+            r,
+            p,
+            ERROR,
+            "connecting to upstream",
+            "no live upstreams",
+        );
+        return Turn::End(Flow::Error(502));
+    };
+    let Some(peer) = up.peers.peer(chosen) else {
+        return Turn::End(Flow::Error(500));
+    };
+    let addr = peer.addr.clone();
+    let name = peer.name.clone();
+    let cache = env
+        .worker
+        .caches
+        .get(p.conf.upstream)
+        .and_then(|c| c.clone());
+    drop(ups);
+    p.attempts += 1;
+    p.attempt_start = now;
+    p.addr = Some(addr.clone());
+    p.buf.clear();
+    p.head = None;
+    p.reader = None;
+    p.sent = 0;
+    r.st.upstream.push_attempt(&name, now);
+    if let Some(cache) = cache.as_ref().filter(|_| !p.stale_retry) {
+        if let Some(u) = keepalive::unpark(core, cache, &addr) {
+            core.set_handler(u, Box::new(Relay { client: env.client }));
+            let (n, created) = env.worker.kept.borrow_mut().remove(&u).unwrap_or((0, now));
+            p.u = Some(u);
+            p.cached = true;
+            p.u_requests = n + 1;
+            p.u_created = created;
+            r.st.upstream.connected(now);
+            p.st = St::SendRequest;
+            return Turn::Again;
+        }
+    }
+    let mut o = ConnectOptions::new(addr, p.conf.connect_timeout);
+    if p.conf.https {
+        o.tls = env.worker.tls_for(&p.conf.proxy_host);
+    }
+    match core.connect(&o, Box::new(Relay { client: env.client })) {
+        Ok(u) => {
+            p.u = Some(u);
+            p.cached = false;
+            p.u_requests = 1;
+            p.u_created = now;
+            p.st = St::Connecting;
+            Turn::Wait
+        }
+        Err(e) => {
+            let msg = format!("connect() failed ({})", sys_error_text(&e));
+            fail(core, env, r, p, ft::ERROR, "connecting to upstream", &msg)
+        }
+    }
+}
+
+fn up_name(env: &Env<'_, '_>, p: &Proxy) -> String {
+    env.conf
+        .upstreams
+        .entries
+        .get(p.conf.upstream)
+        .map_or(String::new(), |e| e.name.clone())
+}
+
+fn connecting(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+    let Some(u) = p.u else {
+        p.st = St::Connect;
+        return Turn::Again;
+    };
+    if p.timed_out.take().is_some() {
+        return fail(
+            core,
+            env,
+            r,
+            p,
+            ft::TIMEOUT,
+            "connecting to upstream",
+            "upstream timed out (110: Connection timed out)",
+        );
+    }
+    // The first event of the connection tells the outcome; until it came
+    // nothing is to be done.
+    if !std::mem::take(&mut p.u_event) {
+        return Turn::Wait;
+    }
+    if let Err(e) = core.connect_result(u) {
+        let msg = if e.kind() == io::ErrorKind::InvalidData {
+            format!("SSL_do_handshake() failed (SSL: {e})")
+        } else {
+            format!("connect() failed ({})", sys_error_text(&e))
+        };
+        let action = if e.kind() == io::ErrorKind::InvalidData {
+            "SSL handshaking to upstream"
+        } else {
+            "connecting to upstream"
+        };
+        return fail(core, env, r, p, ft::ERROR, action, &msg);
+    }
+    if core.conn(u).is_some_and(|x| x.write.error) {
+        return fail(
+            core,
+            env,
+            r,
+            p,
+            ft::ERROR,
+            "connecting to upstream",
+            "connect() failed (111: Connection refused)",
+        );
+    }
+    r.st.upstream.connected(core.now());
+    p.st = St::SendRequest;
+    Turn::Again
+}
+
+fn send_request(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
+    let Some(u) = p.u else {
+        return Turn::End(Flow::Error(502));
+    };
+    if p.timed_out.take().is_some() {
+        return fail(
+            core,
+            env,
+            r,
+            p,
+            ft::TIMEOUT,
+            "sending request to upstream",
+            "upstream timed out (110: Connection timed out)",
+        );
+    }
+    while p.sent < p.req.len() {
+        match core.send(u, &p.req[p.sent..]) {
+            Ok(n) => {
+                p.sent += n;
+                p.request_sent = true;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if core.handle_write_event(u).is_err() {
+                    return fail(
+                        core,
+                        env,
+                        r,
+                        p,
+                        ft::ERROR,
+                        "sending request to upstream",
+                        "epoll_ctl() failed",
+                    );
+                }
+                core.add_timer(Ev::write(u), p.conf.send_timeout);
+                return Turn::Wait;
+            }
+            Err(e) => {
+                let msg = format!("send() failed ({})", sys_error_text(&e));
+                return fail(
+                    core,
+                    env,
+                    r,
+                    p,
+                    ft::ERROR,
+                    "sending request to upstream",
+                    &msg,
+                );
+            }
+        }
+    }
+    core.del_timer(Ev::write(u));
+    if core.handle_read_event(u).is_err() {
+        return fail(
+            core,
+            env,
+            r,
+            p,
+            ft::ERROR,
+            "sending request to upstream",
+            "epoll_ctl() failed",
+        );
+    }
+    core.add_timer(Ev::read(u), p.conf.read_timeout);
+    p.st = St::ReadHeader;
+    Turn::Again
+}
+
+fn read_header(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+    const READING: &str = "reading response header from upstream";
+    let Some(u) = p.u else {
+        return Turn::End(Flow::Error(502));
+    };
+    if p.timed_out.take().is_some() {
+        return fail(
+            core,
+            env,
+            r,
+            p,
+            ft::TIMEOUT,
+            READING,
+            "upstream timed out (110: Connection timed out)",
+        );
+    }
+    let limit = p.conf.buffer_size;
+    // Bounded: each pass reads bytes or stops.
+    loop {
+        if p.buf.len() < limit {
+            let have = p.buf.len();
+            p.buf.resize(limit, 0);
+            let got = core.recv(u, &mut p.buf[have..]);
+            match got {
+                Ok(0) => {
+                    p.buf.truncate(have);
+                    return fail(core, env, r, p, ft::ERROR, READING, PREMATURE_CLOSE);
+                }
+                Ok(n) => {
+                    p.buf.truncate(have + n);
+                    r.st.upstream.received(n as u64);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    p.buf.truncate(have);
+                    if have == 0 {
+                        return Turn::Wait;
+                    }
+                }
+                Err(e) => {
+                    p.buf.truncate(have);
+                    let msg = format!("recv() failed ({})", sys_error_text(&e));
+                    return fail(core, env, r, p, ft::ERROR, READING, &msg);
+                }
+            }
+        }
+        let o = HeadOptions {
+            limit,
+            skip_informational: false,
+        };
+        match parse_head(&p.buf, &o) {
+            Head::Incomplete => {
+                if core.conn(u).is_some_and(|x| x.read.ready) && p.buf.len() < limit {
+                    continue;
+                }
+                return Turn::Wait;
+            }
+            Head::Invalid(msg) => {
+                return fail(core, env, r, p, ft::INVALID_HEADER, READING, &msg);
+            }
+            Head::Http09 => {
+                log_line(env, r, p, ERROR, READING, NO_VALID_HEADER);
+                let head = ResponseHead {
+                    version: 900,
+                    status: 200,
+                    reason: String::new(),
+                    headers: Vec::new(),
+                    content_length: None,
+                    chunked: false,
+                    connection_close: true,
+                };
+                return got_head(core, env, r, p, head, 0);
+            }
+            Head::Done(head, n) => return got_head(core, env, r, p, head, n),
+        }
+    }
+}
+
+fn is_idempotent(method: &str) -> bool {
+    !matches!(method, "POST" | "LOCK" | "PATCH")
+}
+
+fn got_head(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+    head: ResponseHead,
+    n: usize,
+) -> Turn {
+    let now = core.now();
+    r.st.upstream.header(now, head.status);
+    let status = head.status;
+    let conf = p.conf.clone();
+    // proxy_next_upstream http_5xx / 403 / 404 / 429.
+    let ftype = ft::of_status(status);
+    if ftype != 0 && conf.next_upstream & ftype != 0 && can_retry(core, env, r, p) {
+        let outcome = if matches!(status, 403 | 404 | 429) {
+            Outcome::Ok
+        } else {
+            Outcome::Failed
+        };
+        close_upstream(core, env, p, outcome, false);
+        p.st = St::Connect;
+        return Turn::Again;
+    }
+    // proxy_intercept_errors: an error_page for the status takes over.
+    if conf.intercept_errors
+        && status >= 300
+        && r.st
+            .loc
+            .error_page
+            .iter()
+            .any(|e| e.codes.contains(&status))
+    {
+        close_upstream(core, env, p, Outcome::Ok, false);
+        return Turn::End(Flow::Error(status));
+    }
+    p.buf.drain(..n);
+    let framing = head.framing(r.st.is_head());
+    let mut resp = Response::new(status);
+    copy_headers(&conf, &head, &mut resp);
+    let client_framing = match framing {
+        Framing::None => match head.content_length {
+            Some(len) if !head.chunked => StreamFraming::Length(len),
+            _ => StreamFraming::Length(0),
+        },
+        Framing::Length(len) => StreamFraming::Length(len),
+        Framing::Chunked | Framing::UntilClose => {
+            if r.st.req.version >= crate::Version::HTTP_11 {
+                StreamFraming::Chunked
+            } else {
+                StreamFraming::UntilClose
+            }
+        }
+    };
+    // nginx passes a HEAD response's Content-Length; a bodiless one has none.
+    let client_framing = if r.st.is_head() && head.content_length.is_none() {
+        StreamFraming::UntilClose
+    } else {
+        client_framing
+    };
+    let mut date = [0u8; 40];
+    let dlen = {
+        let d = core.clock().http_date().as_bytes();
+        let l = d.len().min(date.len());
+        date[..l].copy_from_slice(&d[..l]);
+        l
+    };
+    let date = std::str::from_utf8(&date[..dlen]).unwrap_or("");
+    // An upstream's relative Location stays relative (nginx's header
+    // filter only completes its own redirects).
+    crate::phases::prepare(&mut env.cx, r, &mut resp);
+    r.st.upstream.set_headers(
+        head.headers
+            .iter()
+            .map(|h| (h.name.as_str(), h.value.as_str())),
+    );
+    let awaiting = env
+        .cx
+        .m
+        .respond_head_framed(&resp, client_framing, now, date)
+        .unwrap_or(false);
+    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
+    p.reader = Some(BodyReader::new(framing));
+    p.head = Some(head);
+    if !awaiting {
+        // HEAD, a bodiless status or an empty body: the response is out.
+        let keep = p
+            .reader
+            .as_ref()
+            .zip(p.head.as_ref())
+            .is_some_and(|(b, h)| b.keepalive(h))
+            && p.buf.is_empty();
+        close_upstream(core, env, p, Outcome::Ok, keep);
+        return Turn::End(Flow::Done);
+    }
+    p.st = St::Body;
+    Turn::Again
+}
+
+/// The upstream's headers nginx passes to the client, in order:
+/// hop-by-hop and hidden ones dropped, the ones the header filter writes
+/// itself (type, length, dates, location) into their places.
+fn copy_headers(conf: &ProxyConf, head: &ResponseHead, resp: &mut Response) {
+    for h in &head.headers {
+        let n = h.name.as_str();
+        if conf.hide.iter().any(|x| x.eq_ignore_ascii_case(n)) {
+            continue;
+        }
+        if n.eq_ignore_ascii_case("content-type") {
+            resp.content_type = Some(h.value.clone().into());
+        } else if n.eq_ignore_ascii_case("last-modified") {
+            resp.last_modified = Some(h.value.clone().into());
+        } else if n.eq_ignore_ascii_case("location") {
+            resp.location = Some(h.value.clone().into());
+        } else if n.eq_ignore_ascii_case("content-length")
+            || n.eq_ignore_ascii_case("connection")
+            || n.eq_ignore_ascii_case("keep-alive")
+            || n.eq_ignore_ascii_case("transfer-encoding")
+        {
+            continue;
+        } else {
+            resp.headers
+                .push((h.name.clone().into(), h.value.clone().into()));
+        }
+    }
+}
+
+fn relay_body(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+    const READING: &str = "reading upstream";
+    let Some(u) = p.u else {
+        let _ = env.cx.m.abort_body(core.now());
+        return Turn::End(Flow::Done);
+    };
+    if p.timed_out.take().is_some() {
+        log_line(
+            env,
+            r,
+            p,
+            ERROR,
+            READING,
+            "upstream timed out (110: Connection timed out)",
+        );
+        return abort(core, env, r, p);
+    }
+    let max = p.conf.max_pending();
+    let size = p.conf.buffers.1.max(p.conf.buffer_size);
+    let mut progress = false;
+    // Bounded: each pass relays bytes or stops.
+    for _ in 0..256 {
+        // Bytes already read (with the head, or left by the last pass).
+        if !p.buf.is_empty() {
+            p.out.clear();
+            let Some(reader) = p.reader.as_mut() else {
+                return abort(core, env, r, p);
+            };
+            match reader.feed(&p.buf, &mut p.out) {
+                Ok(used) => {
+                    p.buf.drain(..used);
+                }
+                Err(e) => {
+                    log_line(env, r, p, ERROR, READING, e.text());
+                    return abort(core, env, r, p);
+                }
+            }
+            if !p.out.is_empty() {
+                let _ = env.cx.m.send_body_bytes(&p.out);
+                progress = true;
+            }
+        }
+        if p.reader.as_ref().is_some_and(|b| b.is_done()) {
+            return finish(core, env, r, p);
+        }
+        if env.cx.m.output_pending() >= max {
+            // The client is slower: stop reading until it took some.
+            core.del_timer(Ev::read(u));
+            return if progress {
+                Turn::WaitProgress
+            } else {
+                Turn::Wait
+            };
+        }
+        if !core.conn(u).is_some_and(|x| x.read.ready) {
+            core.add_timer(Ev::read(u), p.conf.read_timeout);
+            return if progress {
+                Turn::WaitProgress
+            } else {
+                Turn::Wait
+            };
+        }
+        p.buf.resize(size, 0);
+        match core.recv(u, &mut p.buf) {
+            Ok(0) => {
+                p.buf.clear();
+                let ok = p.reader.as_mut().is_some_and(|b| b.eof().is_ok());
+                if ok {
+                    return finish(core, env, r, p);
+                }
+                log_line(env, r, p, ERROR, READING, PREMATURE_CLOSE);
+                return abort(core, env, r, p);
+            }
+            Ok(n) => {
+                p.buf.truncate(n);
+                r.st.upstream.received(n as u64);
+                // Traffic: the read timeout starts again.
+                core.add_timer(Ev::read(u), p.conf.read_timeout);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                p.buf.clear();
+                core.add_timer(Ev::read(u), p.conf.read_timeout);
+                return if progress {
+                    Turn::WaitProgress
+                } else {
+                    Turn::Wait
+                };
+            }
+            Err(e) => {
+                p.buf.clear();
+                let msg = format!("recv() failed ({})", sys_error_text(&e));
+                log_line(env, r, p, ERROR, READING, &msg);
+                return abort(core, env, r, p);
+            }
+        }
+    }
+    Turn::WaitProgress
+}
+
+/// The body is complete: end the client's response, give the connection
+/// back to the cache when nginx would.
+fn finish(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+    let now = core.now();
+    let _ = env.cx.m.finish_body(now);
+    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
+    r.st.upstream.done(now);
+    let keep = p
+        .reader
+        .as_ref()
+        .zip(p.head.as_ref())
+        .is_some_and(|(b, h)| b.keepalive(h))
+        && p.buf.is_empty();
+    close_upstream(core, env, p, Outcome::Ok, keep);
+    Turn::End(Flow::Done)
+}
+
+/// The body cannot be completed: the client's connection closes after
+/// what it got (nginx's `ngx_http_upstream_finalize_request` with an
+/// error after the header was sent).
+fn abort(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+    let now = core.now();
+    let _ = env.cx.m.abort_body(now);
+    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
+    r.st.upstream.done(now);
+    close_upstream(core, env, p, Outcome::Failed, false);
+    Turn::End(Flow::Done)
+}
+
+/// Frees the peer with `outcome` and parks or closes the connection; true
+/// when the peer just reached `max_fails` (nginx's "upstream server
+/// temporarily disabled").
+fn close_upstream(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    p: &mut Proxy,
+    outcome: Outcome,
+    keep: bool,
+) -> bool {
+    let secs = env.worker.secs(core);
+    let now = core.now();
+    let mut disabled = false;
+    if let Some(pr) = p.pr.as_mut() {
+        let mut ups = env.worker.ups.borrow_mut();
+        if let Some(up) = ups.get_mut(p.conf.upstream) {
+            if pr.current().is_some() {
+                disabled = pr.free(up, outcome, secs).disabled;
+            }
+        }
+    }
+    let Some(u) = p.u.take() else {
+        return disabled;
+    };
+    let cache = env
+        .worker
+        .caches
+        .get(p.conf.upstream)
+        .and_then(|c| c.clone());
+    let kconf = env
+        .worker
+        .ups
+        .borrow()
+        .get(p.conf.upstream)
+        .and_then(|up| up.keepalive.clone());
+    if let (true, Some(cache), Some(kc), Some(addr)) = (keep, cache, kconf, p.addr.clone()) {
+        let f = Finished {
+            failed: outcome == Outcome::Failed,
+            broken: false,
+            requests: p.u_requests,
+            age: gyre_core::event::msec_diff(now, p.u_created).max(0) as u64,
+            response_keepalive: true,
+            body_sent: p.sent == p.req.len(),
+            exiting: core.is_exiting(),
+        };
+        if keepalive::may_cache(&kc, &f) {
+            core.del_timer(Ev::write(u));
+            if keepalive::park(core, &cache, addr, u, kc.timeout).is_ok() {
+                env.worker
+                    .kept
+                    .borrow_mut()
+                    .insert(u, (p.u_requests, p.u_created));
+            }
+            return disabled;
+        }
+    }
+    core.close(u);
+    disabled
+}
+
+/// Whether another peer may be tried (nginx's `ngx_http_upstream_next`
+/// conditions besides the failure type).
+fn can_retry(core: &Core, _env: &Env<'_, '_>, r: &HttpRequest, p: &Proxy) -> bool {
+    let conf = &p.conf;
+    if conf.next_upstream & ft::OFF != 0 {
+        return false;
+    }
+    let tries = p.pr.as_ref().map_or(0, |pr| pr.tries());
+    if tries <= 1 {
+        return false;
+    }
+    if conf.next_upstream_tries != 0 && p.attempts >= conf.next_upstream_tries {
+        return false;
+    }
+    if conf.next_upstream_timeout != 0
+        && gyre_core::event::msec_diff(core.now(), p.first) >= conf.next_upstream_timeout as i64
+    {
+        return false;
+    }
+    if p.request_sent
+        && !is_idempotent(if r.st.as_get {
+            "GET"
+        } else {
+            r.st.req.method()
+        })
+        && conf.next_upstream & ft::NON_IDEMPOTENT == 0
+    {
+        return false;
+    }
+    true
+}
+
+/// An attempt failed with `ftype` (nginx's `ngx_http_upstream_next`): log,
+/// free the peer as failed, then another peer or the error status.
+fn fail(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+    ftype: u32,
+    action: &'static str,
+    msg: &str,
+) -> Turn {
+    log_line(env, r, p, ERROR, action, msg);
+    let status = match ftype {
+        ft::TIMEOUT => 504,
+        _ => 502,
+    };
+    r.st.upstream.failed(core.now(), status);
+    if p.cached && ftype == ft::ERROR && !p.stale_retry && p.buf.is_empty() {
+        // A cached connection the upstream had closed: once more on a new
+        // connection, not counted against the peer.
+        p.stale_retry = true;
+        if let Some(pr) = p.pr.as_mut() {
+            pr.cached_connection_failed();
+        }
+        close_upstream(core, env, p, Outcome::Ok, false);
+        p.st = St::Connect;
+        return Turn::Again;
+    }
+    let retry = p.conf.next_upstream & ftype != 0 && can_retry(core, env, r, p);
+    if close_upstream(core, env, p, Outcome::Failed, false) {
+        log_line(
+            env,
+            r,
+            p,
+            WARN,
+            action,
+            "upstream server temporarily disabled",
+        );
+    }
+    if retry {
+        p.st = St::Connect;
+        return Turn::Again;
+    }
+    Turn::End(Flow::Error(status))
+}

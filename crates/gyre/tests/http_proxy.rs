@@ -1,0 +1,436 @@
+//! The reverse proxy on the real binary, with real sockets: a threaded
+//! test backend that records what it received, raw-socket backends for the
+//! edge cases, and the upstream blocks' balancing seen through the proxy.
+#![allow(clippy::unwrap_used)]
+
+mod proxy_backend;
+mod util;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use proxy_backend::{backend, dechunk, echo_backend, find, ok, Got, Reply};
+
+use util::http::{free_port, start_http, Raw};
+use util::Prefix;
+
+fn start(p: &Prefix, http: impl Fn(u16) -> String) -> util::http::Running {
+    start_http(p, 1, http)
+}
+
+fn get(port: u16, req: &str) -> util::http::Resp {
+    let mut r = Raw::connect(port);
+    r.send(req.as_bytes());
+    r.response(req.starts_with("HEAD"))
+}
+
+#[test]
+fn proxy_pass_sends_nginx_s_request_and_relays_the_response() {
+    let b = echo_backend();
+    let p = Prefix::new("proxy-basic");
+    let bp = b.port;
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location / {{ proxy_pass http://127.0.0.1:{bp}; }}
+                location /app/ {{ proxy_pass http://127.0.0.1:{bp}/v2/; }}
+                location /hdr/ {{ proxy_pass http://127.0.0.1:{bp};
+                    proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+                    proxy_set_header Host $host;
+                    proxy_hide_header X-Up;
+                    add_header X-Got $upstream_status; }}
+            }}"
+        )
+    });
+    let r = get(
+        g.port,
+        "GET /a/../b//c?x=1 HTTP/1.1\r\nHost: front\r\nUser-Agent: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert_eq!(r.text(), "/a/../b//c?x=1");
+    assert_eq!(r.header("x-up"), Some("1"));
+    assert_eq!(
+        r.header("server"),
+        Some("gyre"),
+        "the upstream's Server is hidden"
+    );
+    let got = b.got.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(got.line, "GET /a/../b//c?x=1 HTTP/1.0");
+    assert_eq!(
+        got.headers,
+        vec![
+            ("Host".to_string(), format!("127.0.0.1:{bp}")),
+            ("Connection".to_string(), "close".to_string()),
+            ("User-Agent".to_string(), "t".to_string()),
+        ]
+    );
+    let r = get(g.port, "GET /app/x%20y?q HTTP/1.1\r\nHost: front\r\n\r\n");
+    assert_eq!(r.text(), "/v2/x%20y?q");
+    let r = get(
+        g.port,
+        "GET /hdr/z HTTP/1.1\r\nHost: front\r\nX-Forwarded-For: 10.0.0.1\r\n\r\n",
+    );
+    assert_eq!(r.header("x-up"), None);
+    assert_eq!(r.header("x-got"), Some("200"));
+    let got = b.got.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(got.header("x-forwarded-for"), Some("10.0.0.1, 127.0.0.1"));
+    assert_eq!(got.header("host"), Some("front"));
+}
+
+#[test]
+fn request_bodies_go_with_a_length_and_chunked_responses_are_rechunked() {
+    let b = backend(Arc::new(|g: &Got| {
+        if g.line.starts_with("POST") {
+            let body = String::from_utf8_lossy(&g.body).to_uppercase();
+            ok(&body)
+        } else if g.line.contains("/chunked") {
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n".to_vec()
+        } else {
+            b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil close".to_vec()
+        }
+    }));
+    let p = Prefix::new("proxy-bodies");
+    let bp = b.port;
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location / {{ proxy_pass http://127.0.0.1:{bp}; proxy_http_version 1.1; }} }}"
+        )
+    });
+    let r = get(
+        g.port,
+        "POST /p HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
+    );
+    assert_eq!(r.text(), "ABCDE");
+    let got = b.got.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(got.header("content-length"), Some("5"));
+    assert_eq!(got.header("transfer-encoding"), None);
+    assert_eq!(got.line, "POST /p HTTP/1.1");
+    // Chunked upstream, HTTP/1.1 client: chunked again.
+    let mut c = Raw::connect(g.port);
+    c.send(b"GET /chunked HTTP/1.1\r\nHost: h\r\n\r\n");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut all = Vec::new();
+    while find(&all, b"0\r\n\r\n").is_none() && Instant::now() < deadline {
+        let mut chunk = [0u8; 4096];
+        let n = c.s.read(&mut chunk).unwrap();
+        if n == 0 {
+            break;
+        }
+        all.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&all).into_owned();
+    assert!(text.contains("Transfer-Encoding: chunked\r\n"), "{text}");
+    // Re-chunked as read (one chunk per upstream read, as nginx's buffers).
+    let body = text.split_once("\r\n\r\n").unwrap().1;
+    assert_eq!(dechunk(body), "hello world", "{text}");
+    // The same connection serves another request (keep-alive kept).
+    c.send(b"GET /x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+    let r = c.response(false);
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(dechunk(&r.text()), "until close");
+    // An HTTP/1.0 client gets the close-delimited body as it is.
+    let r = get(g.port, "GET /chunked HTTP/1.0\r\n\r\n");
+    assert_eq!(r.text(), "hello world");
+    // HEAD passes the upstream's length, no body.
+    let r = get(
+        g.port,
+        "HEAD /h HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn refused_and_slow_upstreams_are_502_and_504_with_nginx_s_lines() {
+    // A port nobody listens on.
+    let dead = free_port();
+    // A backend that accepts and never answers.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let slow = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in l.incoming().take(8) {
+            held.push(s);
+        }
+        std::thread::sleep(Duration::from_secs(20));
+    });
+    let p = Prefix::new("proxy-errors");
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location /dead/ {{ proxy_pass http://127.0.0.1:{dead}; }}
+                location /slow/ {{ proxy_pass http://127.0.0.1:{slow}; proxy_read_timeout 300ms; }}
+                location /page/ {{ proxy_pass http://127.0.0.1:{dead}; error_page 502 = /fallback; }}
+                location = /fallback {{ return 200 fallback; }}
+            }}"
+        )
+    });
+    let r = get(g.port, "GET /dead/x HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!(r.status, 502);
+    let line = format!(
+        "connect() failed (111: Connection refused) while connecting to upstream, client: 127.0.0.1, server: , request: \"GET /dead/x HTTP/1.1\", upstream: \"http://127.0.0.1:{dead}/dead/x\", host: \"h\""
+    );
+    assert!(
+        g.server.logged(&line, Duration::from_secs(5)),
+        "{}",
+        g.log()
+    );
+    let r = get(g.port, "GET /slow/y HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!(r.status, 504);
+    let line = format!(
+        "upstream timed out (110: Connection timed out) while reading response header from upstream, client: 127.0.0.1, server: , request: \"GET /slow/y HTTP/1.1\", upstream: \"http://127.0.0.1:{slow}/slow/y\", host: \"h\""
+    );
+    assert!(
+        g.server.logged(&line, Duration::from_secs(5)),
+        "{}",
+        g.log()
+    );
+    let r = get(g.port, "GET /page/ HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!((r.status, r.text().as_str()), (200, "fallback"));
+}
+
+/// A raw backend: reads one request head, writes `bytes`, then closes (or
+/// resets when `reset`).
+fn raw_backend(bytes: &'static [u8], hold: bool) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(16) {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = Vec::new();
+                while find(&buf, b"\r\n\r\n").is_none() {
+                    let mut c = [0u8; 4096];
+                    match s.read(&mut c) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&c[..n]),
+                    }
+                }
+                let _ = s.write_all(bytes);
+                if hold {
+                    std::thread::sleep(Duration::from_secs(3));
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn broken_upstream_responses() {
+    let big: &'static [u8] = Box::leak(
+        format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\n\r\n", "a".repeat(9000))
+            .into_bytes()
+            .into_boxed_slice(),
+    );
+    let too_big = raw_backend(big, false);
+    let short = raw_backend(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this",
+        false,
+    );
+    let invalid = raw_backend(b"HTTP/1.1 200 OK\r\nBad Header: x\r\n\r\n", false);
+    let p = Prefix::new("proxy-broken");
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location /big/ {{ proxy_pass http://127.0.0.1:{too_big}; }}
+                location /short/ {{ proxy_pass http://127.0.0.1:{short}; }}
+                location /inv/ {{ proxy_pass http://127.0.0.1:{invalid}; }}
+            }}"
+        )
+    });
+    let r = get(g.port, "GET /big/ HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!(r.status, 502);
+    assert!(
+        g.server.logged(
+            "upstream sent too big header while reading response header from upstream",
+            Duration::from_secs(5)
+        ),
+        "{}",
+        g.log()
+    );
+    let r = get(g.port, "GET /inv/ HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!(r.status, 502);
+    assert!(g
+        .server
+        .logged("upstream sent invalid header", Duration::from_secs(5)));
+    // Premature close mid-body: the head went out, then the client's
+    // connection is closed before the announced length.
+    let mut c = Raw::connect(g.port);
+    c.send(b"GET /short/ HTTP/1.1\r\nHost: h\r\n\r\n");
+    let e = c.try_response(false);
+    assert!(e.is_err(), "a truncated body must not look complete");
+    assert!(g.server.logged(
+        "upstream prematurely closed connection while reading upstream",
+        Duration::from_secs(5)
+    ));
+}
+
+#[test]
+fn keepalive_reuses_upstream_connections() {
+    let b = echo_backend();
+    let p = Prefix::new("proxy-keepalive");
+    let bp = b.port;
+    let g = start(&p, move |port| {
+        format!(
+            "upstream app {{ server 127.0.0.1:{bp}; keepalive 4; }}
+             server {{ listen 127.0.0.1:{port};
+                location / {{ proxy_pass http://app; proxy_http_version 1.1;
+                    proxy_set_header Connection \"\"; }} }}"
+        )
+    });
+    for i in 0..5 {
+        let r = get(g.port, &format!("GET /k{i} HTTP/1.1\r\nHost: h\r\n\r\n"));
+        assert_eq!(r.text(), format!("/k{i}"));
+    }
+    // The start-up probe came first, on the same connection.
+    let got: Vec<Got> = b.got.lock().unwrap().clone();
+    let got: Vec<Got> = got.into_iter().filter(|g| g.line.contains("/k")).collect();
+    assert_eq!(got.len(), 5);
+    assert_eq!(
+        got[4].on_conn,
+        got[0].on_conn + 4,
+        "one upstream connection: {got:?}"
+    );
+    assert_eq!(got[0].header("connection"), None);
+    assert_eq!(got[0].header("host"), Some("app"));
+}
+
+#[test]
+fn round_robin_weights_backup_and_failover_through_the_proxy() {
+    let name = |n: &'static str| -> Reply { Arc::new(move |_g: &Got| ok(n)) };
+    let a = backend(name("a"));
+    let b = backend(name("b"));
+    let c = backend(name("c"));
+    let bk = backend(name("backup"));
+    let dead = free_port();
+    let p = Prefix::new("proxy-rr");
+    let (ap, bp, cp, kp) = (a.port, b.port, c.port, bk.port);
+    let g = start(&p, move |port| {
+        format!(
+            "upstream w {{ server 127.0.0.1:{ap} weight=5; server 127.0.0.1:{bp}; server 127.0.0.1:{cp}; }}
+             upstream withbackup {{ server 127.0.0.1:{dead}; server 127.0.0.1:{kp} backup; }}
+             upstream half {{ server 127.0.0.1:{dead}; server 127.0.0.1:{ap}; }}
+             server {{ listen 127.0.0.1:{port};
+                location /w/ {{ proxy_pass http://w; }}
+                location /b/ {{ proxy_pass http://withbackup; }}
+                location /h/ {{ proxy_pass http://half; }} }}"
+        )
+    });
+    let seq: Vec<String> = (0..7)
+        .map(|_| get(g.port, "GET /w/ HTTP/1.1\r\nHost: h\r\n\r\n").text())
+        .collect();
+    assert_eq!(seq, ["a", "a", "b", "a", "c", "a", "a"]);
+    // The primary is down: the backup answers, every time.
+    for _ in 0..3 {
+        let r = get(g.port, "GET /b/ HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!((r.status, r.text().as_str()), (200, "backup"));
+    }
+    // One of two dead: proxy_next_upstream error makes every request work.
+    for _ in 0..20 {
+        let r = get(g.port, "GET /h/ HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!((r.status, r.text().as_str()), (200, "a"));
+    }
+    assert!(g.server.logged(
+        "upstream server temporarily disabled",
+        Duration::from_secs(5)
+    ));
+}
+
+#[test]
+fn a_slow_client_bounds_what_the_proxy_holds() {
+    // 8 MiB from the upstream; the client reads nothing for a while.
+    let body: &'static [u8] = Box::leak(
+        {
+            let mut v = b"HTTP/1.1 200 OK\r\nContent-Length: 8388608\r\n\r\n".to_vec();
+            v.extend(std::iter::repeat_n(b'x', 8 << 20));
+            v
+        }
+        .into_boxed_slice(),
+    );
+    let port_b = raw_backend(body, true);
+    let p = Prefix::new("proxy-slow");
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location / {{ proxy_pass http://127.0.0.1:{port_b}; }} }}"
+        )
+    });
+    let mut c = Raw::connect(g.port);
+    c.send(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    std::thread::sleep(Duration::from_millis(500));
+    let worker = g.server.workers()[0];
+    let rss = |pid: u32| -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        s.lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let held = rss(worker);
+    // Now read it all.
+    let r = c.response(false);
+    assert_eq!(r.body.len(), 8 << 20);
+    // The worker never held the body: its RSS while the client was not
+    // reading stayed far below 8 MiB above a fresh worker's.
+    assert!(
+        held < 8 * 1024,
+        "worker RSS {held} KiB while the client waited"
+    );
+}
+
+#[test]
+fn a_cached_connection_the_upstream_closed_is_retried_on_a_new_one() {
+    // Each connection answers one request keep-alive, then closes on the
+    // next one without answering (an upstream's keep-alive timeout racing
+    // the proxy's reuse).
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let bp = l.local_addr().unwrap().port();
+    let conns = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let n = conns.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(64) {
+            let Ok(mut s) = s else { continue };
+            n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = Vec::new();
+                for i in 0..2 {
+                    while find(&buf, b"\r\n\r\n").is_none() {
+                        let mut c = [0u8; 4096];
+                        match s.read(&mut c) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&c[..n]),
+                        }
+                    }
+                    let end = find(&buf, b"\r\n\r\n").unwrap();
+                    buf.drain(..end + 4);
+                    if i == 1 {
+                        return;
+                    }
+                    s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let p = Prefix::new("proxy-stale");
+    let g = start(&p, move |port| {
+        format!(
+            "upstream app {{ server 127.0.0.1:{bp}; keepalive 2; }}
+             server {{ listen 127.0.0.1:{port};
+                location / {{ proxy_pass http://app; proxy_http_version 1.1;
+                    proxy_set_header Connection \"\"; }} }}"
+        )
+    });
+    for _ in 0..4 {
+        let r = get(g.port, "GET /s HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!((r.status, r.text().as_str()), (200, "ok"), "{}", g.log());
+    }
+    // The probe's connection, then one new connection per request.
+    assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 5);
+}

@@ -1,0 +1,247 @@
+//! gyre and nginx 1.22 proxying to the same backend with the same
+//! configuration text: the same requests to both, compared — status, the
+//! headers that matter, the body, and what the backend received (request
+//! line and every header, in order). Skips with a message when nginx is
+//! not installed.
+#![allow(clippy::unwrap_used)]
+
+mod proxy_backend;
+mod util;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use proxy_backend::{backend, Got};
+use util::http::{free_port, probe, start_http, Raw, Resp};
+use util::Prefix;
+
+fn nginx_bin() -> Option<PathBuf> {
+    let p = std::env::var_os("NGINX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"));
+    p.exists().then_some(p)
+}
+
+struct Nginx {
+    child: Child,
+    port: u16,
+    _prefix: Prefix,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_nginx(bin: &PathBuf, http: &dyn Fn(u16) -> String) -> Option<Nginx> {
+    let p = Prefix::new("proxy-diff-nginx");
+    for t in ["cb", "px", "fc", "uw", "sc"] {
+        std::fs::create_dir_all(p.path(&format!("tmp/{t}"))).unwrap();
+    }
+    for _ in 0..3 {
+        let port = free_port();
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nerror_log logs/error.log info;\npid logs/nginx.pid;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{\n access_log off;\n server_tokens off;\n client_body_temp_path tmp/cb;\n proxy_temp_path tmp/px;\n\
+             fastcgi_temp_path tmp/fc;\n uwsgi_temp_path tmp/uw;\n scgi_temp_path tmp/sc;\n{}\n}}\n",
+            http(port)
+        );
+        p.write("conf/nginx.conf", &conf);
+        let mut child = Command::new(bin)
+            .arg("-p")
+            .arg(&p.dir)
+            .args(["-c", "conf/nginx.conf", "-e", "logs/error.log"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let end = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < end {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            if probe(port) {
+                return Some(Nginx {
+                    child,
+                    port,
+                    _prefix: p,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    None
+}
+
+/// What is compared of a response.
+fn view(r: &Resp) -> String {
+    let mut s = format!("{}\n", r.status);
+    // nginx's own error pages differ by the signature ("nginx"/"gyre").
+    let own_page = r.status >= 500;
+    for h in [
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "x-up",
+        "location",
+        "set-cookie",
+        "x-other",
+    ] {
+        if own_page && h == "content-length" {
+            continue;
+        }
+        if let Some(v) = r.header(h) {
+            s.push_str(&format!("{h}: {v}\n"));
+        }
+    }
+    if r.status != 502 && r.status != 504 {
+        s.push_str(&String::from_utf8_lossy(&r.body));
+    }
+    s
+}
+
+fn received(g: &Got) -> String {
+    let mut s = format!("{}\n", g.line);
+    for (k, v) in &g.headers {
+        s.push_str(&format!("{k}: {v}\n"));
+    }
+    s.push_str(&String::from_utf8_lossy(&g.body));
+    s
+}
+
+#[test]
+fn gyre_proxies_like_nginx() {
+    let Some(bin) = nginx_bin() else {
+        eprintln!("nginx not installed: skipping the proxy differential test");
+        return;
+    };
+    let b = backend(Arc::new(|g: &Got| {
+        let path = g.line.split(' ').nth(1).unwrap_or("").to_string();
+        let body = format!("{path} {}", String::from_utf8_lossy(&g.body));
+        if path.contains("chunked") {
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nX-Up: c\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+                body.len()
+            )
+            .into_bytes()
+        } else if path.contains("redirect") {
+            b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n".to_vec()
+        } else {
+            format!(
+                "HTTP/1.1 200 OK\r\nServer: backend\r\nDate: x\r\nContent-Type: text/plain\r\nX-Up: 1\r\nX-Other: o\r\nSet-Cookie: a=1\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .into_bytes()
+        }
+    }));
+    let bp = b.port;
+    let dead = free_port();
+    let http = move |port: u16| {
+        format!(
+            "upstream app {{ server 127.0.0.1:{bp}; }}
+             server {{ listen 127.0.0.1:{port};
+                location / {{ proxy_pass http://127.0.0.1:{bp}; }}
+                location /app/ {{ proxy_pass http://127.0.0.1:{bp}/v2/; }}
+                location /up/ {{ proxy_pass http://app;
+                    proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+                    proxy_set_header X-Real-IP $remote_addr; }}
+                location /rw/ {{ rewrite ^/rw/(.*)$ /new/$1 break; proxy_pass http://127.0.0.1:{bp}; }}
+                location /rwp/ {{ rewrite ^/rwp/(.*)$ /n/$1 break; proxy_pass http://127.0.0.1:{bp}/p/; }}
+                location ~ ^/re/ {{ proxy_pass http://127.0.0.1:{bp}; }}
+                location /h11/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_http_version 1.1; }}
+                location /hide/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_hide_header X-Up; }}
+                location /nohdr/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_pass_request_headers off; }}
+                location /nobody/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_pass_request_body off;
+                    proxy_set_header Content-Length \"\"; }}
+                location /dead/ {{ proxy_pass http://127.0.0.1:{dead}; }}
+             }}"
+        )
+    };
+    let Some(ng) = start_nginx(&bin, &http) else {
+        eprintln!("nginx did not start: skipping");
+        return;
+    };
+    let p = Prefix::new("proxy-diff-gyre");
+    let gy = start_http(&p, 1, http);
+    let cases: &[&str] = &[
+        "GET /a/../b//c?x=1 HTTP/1.1\r\nHost: front\r\nUser-Agent: t/1\r\nAccept: */*\r\n\r\n",
+        "GET /app/x%20y?q=1 HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /app/plain HTTP/1.0\r\n\r\n",
+        "GET /up/z HTTP/1.1\r\nHost: front\r\nX-Forwarded-For: 10.0.0.1\r\nX-Forwarded-For: 10.0.0.2\r\n\r\n",
+        "GET /rw/a%20b?k=v HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /rwp/a?k=v HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /re/x?y HTTP/1.1\r\nHost: front\r\n\r\n",
+        "POST /h11/p HTTP/1.1\r\nHost: front\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello",
+        "POST /h11/c HTTP/1.1\r\nHost: front\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "GET /hide/h HTTP/1.1\r\nHost: front\r\nConnection: keep-alive\r\nKeep-Alive: 300\r\nTE: trailers\r\nUpgrade: x\r\n\r\n",
+        "GET /nohdr/n HTTP/1.1\r\nHost: front\r\nX-A: 1\r\n\r\n",
+        "POST /nobody/n HTTP/1.1\r\nHost: front\r\nContent-Length: 3\r\n\r\nabc",
+        "GET /chunked HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /chunked HTTP/1.0\r\n\r\n",
+        "GET /redirect HTTP/1.1\r\nHost: front\r\n\r\n",
+        "HEAD /head HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /dead/x HTTP/1.1\r\nHost: front\r\n\r\n",
+    ];
+    let mut diffs = Vec::new();
+    for req in cases {
+        let head = req.starts_with("HEAD");
+        let one = |port: u16| -> (String, String) {
+            let before = b.got.lock().unwrap().len();
+            let mut c = Raw::connect(port);
+            c.send(req.as_bytes());
+            // Chunked responses: read to the close (Connection: close).
+            let r = if req.contains("chunked HTTP/1.1") {
+                c.send(b"GET /__end HTTP/1.1\r\nHost: front\r\nConnection: close\r\n\r\n");
+                let mut all = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut c.s, &mut all);
+                let text = String::from_utf8_lossy(&all).into_owned();
+                let first = text.split("HTTP/1.1 200").nth(1).unwrap_or("").to_string();
+                let body = first.split_once("\r\n\r\n").map_or("", |x| x.1);
+                Resp {
+                    status: 200,
+                    head: String::new(),
+                    headers: vec![(
+                        "transfer-encoding".into(),
+                        if first.contains("Transfer-Encoding: chunked") {
+                            "chunked".into()
+                        } else {
+                            String::new()
+                        },
+                    )],
+                    body: proxy_backend::dechunk(body).into_bytes(),
+                }
+            } else {
+                c.response(head)
+            };
+            let got = b.got.lock().unwrap();
+            let rec = got.get(before).map(received).unwrap_or_default();
+            (view(&r), rec)
+        };
+        let (nr, nrec) = one(ng.port);
+        let (gr, grec) = one(gy.port);
+        if nr != gr {
+            diffs.push(format!(
+                "{req:?}\n nginx response:\n{nr}\n gyre response:\n{gr}"
+            ));
+        }
+        if nrec != grec {
+            diffs.push(format!(
+                "{req:?}\n nginx sent:\n{nrec}\n gyre sent:\n{grec}"
+            ));
+        }
+    }
+    assert!(
+        diffs.is_empty(),
+        "{} differences:\n{}",
+        diffs.len(),
+        diffs.join("\n---\n")
+    );
+}
