@@ -133,8 +133,11 @@ fn serve_path(
             match cx.files.open(&candidate, now, loc.open_file_cache) {
                 Open::NotFound(_) => continue,
                 // nginx's index module: `"…" is forbidden` at [error]
-                // (a symlink error is a silent 403).
+                // (a symlink error is a silent 403). It only stats the
+                // file: one it may see but not read is served, and the
+                // static handler's open() then fails.
                 Open::Denied(40 | 31) => return Step::Error(403),
+                Open::Denied(_) if std::fs::metadata(&candidate).is_ok() => {}
                 Open::Denied(_) => {
                     gyre_core::log_ctx!(
                         ERROR,

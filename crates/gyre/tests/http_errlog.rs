@@ -77,9 +77,39 @@ impl Drop for Nginx {
 }
 
 fn start_nginx(bin: &Path, root: &Path) -> Nginx {
+    start_nginx_as(bin, root, false)
+}
+
+/// The uid and gid the permission test runs both servers as when the
+/// tests run as root (root opens files whatever their mode).
+const NOBODY: u32 = 65534;
+
+/// `setpriv` running `bin` as [`NOBODY`], or `bin` itself.
+fn command_as(bin: &Path, nobody: bool) -> Command {
+    if !nobody {
+        return Command::new(bin);
+    }
+    let mut c = Command::new("setpriv");
+    c.args([
+        &format!("--reuid={NOBODY}"),
+        &format!("--regid={NOBODY}"),
+        "--clear-groups",
+        "--",
+    ])
+    .arg(bin);
+    c
+}
+
+fn start_nginx_as(bin: &Path, root: &Path, nobody: bool) -> Nginx {
     let p = Prefix::new("errlog-nginx");
     for t in ["cb", "px", "fc", "uw", "sc"] {
         std::fs::create_dir_all(p.path(&format!("tmp/{t}"))).unwrap();
+        if nobody {
+            std::os::unix::fs::chown(p.path(&format!("tmp/{t}")), Some(NOBODY), None).unwrap();
+        }
+    }
+    if nobody {
+        std::os::unix::fs::chown(p.path("logs"), Some(NOBODY), None).unwrap();
     }
     for _attempt in 0..3 {
         let port = free_port();
@@ -93,7 +123,7 @@ fn start_nginx(bin: &Path, root: &Path) -> Nginx {
             server_block(root)
         );
         p.write("conf/nginx.conf", &conf);
-        let mut child = Command::new(bin)
+        let mut child = command_as(bin, nobody)
             .arg("-p")
             .arg(&p.dir)
             .args(["-c", "conf/nginx.conf", "-e", "logs/error.log"])
@@ -528,6 +558,139 @@ fn error_log_lines_are_nginx_lines() {
         "{} differences:\n{}",
         differences.len(),
         differences.join("\n")
+    );
+}
+
+/// Files the server may not read: a file of mode 000, a directory
+/// without search permission (its file, and the directory as an index),
+/// an index file of mode 000.
+const DENIED: &[(&str, &str)] = &[
+    (
+        "a file of mode 000",
+        "GET /secret.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "a file in a directory without x",
+        "GET /nox/f.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "a directory without x",
+        "GET /nox/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "an index of mode 000",
+        "GET /ro/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+];
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// gyre as [`start_gyre`] starts it, but as `nobody` when `nobody`.
+fn start_gyre_as(p: &Prefix, root: &Path, nobody: bool) -> (util::Server, u16) {
+    if nobody {
+        std::os::unix::fs::chown(p.path("logs"), Some(NOBODY), None).unwrap();
+    }
+    let root_s = root.display().to_string();
+    let server = server_block(root);
+    for _attempt in 0..3 {
+        let port = free_port();
+        p.conf(&format!(
+            "{}http {{\naccess_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{server}\n}}\n}}\n",
+            util::http::main_conf(1)
+        ));
+        let child = command_as(Path::new(util::gyre_bin()), nobody)
+            .arg("-p")
+            .arg(&p.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut s = util::Server {
+            child,
+            prefix: p.dir.clone(),
+        };
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if matches!(s.child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            if probe(port) {
+                return (s, port);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = s.child.kill();
+    }
+    panic!(
+        "gyre did not start; log:\n{}",
+        std::fs::read_to_string(p.path("logs/error.log")).unwrap_or_default()
+    );
+}
+
+/// EACCES is the client's problem for nginx: 403 and `open() "…" failed
+/// (13: Permission denied)` at [error] (`"…" is forbidden` from the index
+/// module). As root nothing is denied, so both servers then run as
+/// nobody.
+#[test]
+fn permission_errors_are_nginx_lines() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(bin) = nginx_bin() else {
+        eprintln!("skipping the permission differential test: no nginx at $NGINX or /usr/sbin/nginx (apt-get install nginx)");
+        return;
+    };
+    let nobody = is_root();
+    if nobody && !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipping the permission differential test: running as root without setpriv (util-linux) to drop to nobody");
+        return;
+    }
+    let p = Prefix::new("perm-gyre");
+    let root = site(&p);
+    p.write("html/secret.txt", "s\n");
+    p.write("html/nox/f.txt", "f\n");
+    p.write("html/ro/index.html", "i\n");
+    let mode = |rel: &str, m: u32| {
+        std::fs::set_permissions(p.path(rel), std::fs::Permissions::from_mode(m)).unwrap();
+    };
+    mode("html/secret.txt", 0o000);
+    mode("html/ro/index.html", 0o000);
+    mode("html/nox", 0o600);
+    let nginx = start_nginx_as(&bin, &root, nobody);
+    let (gyre, gyre_port) = start_gyre_as(&p, &root, nobody);
+    let mut statuses = Vec::new();
+    for (name, input) in DENIED {
+        let status = |port: u16| {
+            let mut r = Raw::connect(port);
+            let _ = r.try_send(input.as_bytes());
+            r.try_response(false).ok().flatten().map_or(0, |x| x.status)
+        };
+        let (n, g) = (status(nginx.port), status(gyre_port));
+        statuses.push((name, n, g));
+    }
+    let nginx_log = nginx.prefix.path("logs/error.log");
+    let want = conn_lines(&nginx_log, nginx.port);
+    let got = wait_lines(&p.path("logs/error.log"), gyre_port, want.len());
+    // Put the modes back so the prefix can be removed as a non-root user.
+    mode("html/nox", 0o700);
+    drop(gyre);
+    assert!(
+        statuses.iter().all(|&(_, n, _)| n == 403),
+        "nginx's statuses: {statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|&(_, n, g)| n == g),
+        "statuses (nginx, gyre): {statuses:?}"
+    );
+    assert_eq!(want.len(), DENIED.len(), "nginx's lines: {want:#?}");
+    assert_eq!(got, want);
+    eprintln!(
+        "compared {} permission error lines with nginx's",
+        want.len()
     );
 }
 

@@ -7,7 +7,7 @@
 
 use crate::parse::HeadParser;
 
-/// One fact for the error log, taken with [`super::Connection::take_note`].
+/// One fact for the error log, taken with [`super::Connection::take_notes`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrNote {
     pub kind: ErrKind,
