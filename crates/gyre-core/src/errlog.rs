@@ -1,6 +1,6 @@
 //! The error log in nginx's format, behind the `log` facade:
-//! `2026/11/29 22:14:45 [error] 1234#0: message`, or, for a line about a
-//! connection or request, `… 1234#0: *7 message while ACTION, client: …,
+//! `2026/11/29 22:14:45 [error] 1234#1234: message`, or, for a line about a
+//! connection or request, `… 1234#1234: *7 message while ACTION, client: …,
 //! server: …, request: "…", host: "…"` (see [`LogContext`] and [`log_ctx!`],
 //! nginx's `log->handler`).
 //!
@@ -129,13 +129,16 @@ impl Log for ErrorLog {
         let mut line = String::with_capacity(128);
         timestamp(&mut line);
         use std::fmt::Write as _;
-        let _ = writeln!(
-            line,
-            " [{}] {}#0: {}",
-            level_name(r.level()),
-            std::process::id(),
-            r.args()
-        );
+        let name = match (r.level(), r.target()) {
+            (Level::Error, CRIT) => CRIT,
+            (l, _) => level_name(l),
+        };
+        // nginx built with threads (Debian's) writes `PID#TID`; the line's
+        // length limit counts them.
+        let tid = rustix::thread::gettid().as_raw_nonzero();
+        let _ = write!(line, " [{name}] {}#{tid}: {}", std::process::id(), r.args());
+        cap(&mut line);
+        line.push('\n');
         let mut s = self.sink.lock().unwrap_or_else(|e| e.into_inner());
         match s.file.as_mut() {
             Some(f) => {
@@ -149,6 +152,26 @@ impl Log for ErrorLog {
 
     fn flush(&self) {}
 }
+
+/// nginx's `NGX_MAX_ERROR_STR`: a line is at most this many bytes with
+/// its newline; longer ones are cut (a 414's request line, a long header
+/// line quoted), as nginx cuts them.
+pub const MAX_LINE: usize = 2048;
+
+fn cap(line: &mut String) {
+    if line.len() >= MAX_LINE {
+        let mut end = MAX_LINE - 1;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        line.truncate(end);
+    }
+}
+
+/// The target that marks an [`ERROR`] record as nginx's `[crit]` (a
+/// failure of the server's own, such as an unexpected errno from open()):
+/// `log_ctx!(crit, &cx, "…")`.
+pub const CRIT: &str = "crit";
 
 /// What a line about a connection or request adds to its message (nginx's
 /// `log->handler`, e.g. `ngx_http_log_error`): the connection number
@@ -186,6 +209,14 @@ impl<C: LogContext + ?Sized> fmt::Display for WithContext<'_, C> {
 /// its context: `log_ctx!(errlog::INFO, &ctx, "client timed out ({e})")`.
 #[macro_export]
 macro_rules! log_ctx {
+    (crit, $ctx:expr, $($arg:tt)+) => {
+        $crate::errlog::__log::log!(
+            target: $crate::errlog::CRIT,
+            $crate::errlog::ERROR,
+            "{}",
+            $crate::errlog::WithContext($ctx, format_args!($($arg)+))
+        )
+    };
     ($level:expr, $ctx:expr, $($arg:tt)+) => {
         $crate::errlog::__log::log!(
             $level,
@@ -268,6 +299,20 @@ mod tests {
         assert!(
             line.starts_with("*7 client timed out while reading client request headers, client: ")
         );
+    }
+
+    #[test]
+    fn long_lines_are_cut_as_nginx_cuts_them() {
+        let mut l = "a".repeat(5000);
+        cap(&mut l);
+        assert_eq!(l.len(), MAX_LINE - 1);
+        // Never inside a character.
+        let mut l = format!("{}é", "a".repeat(MAX_LINE - 2));
+        cap(&mut l);
+        assert_eq!(l.len(), MAX_LINE - 2);
+        let mut l = "short".to_string();
+        cap(&mut l);
+        assert_eq!(l, "short");
     }
 
     #[test]

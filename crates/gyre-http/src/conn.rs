@@ -264,8 +264,33 @@ pub struct Connection {
     disposition: Disposition,
     /// Body and total bytes of the last response queued.
     last_sent: (u64, u64),
-    /// A fact for the error log (see [`Connection::take_note`]).
-    note: Option<Box<ErrNote>>,
+    /// Facts for the error log, in order (see [`Connection::take_notes`]);
+    /// empty and unallocated unless something went wrong.
+    notes: Vec<ErrNote>,
+    /// The request whose unread body is being discarded, handed over by
+    /// the glue so lines about the body name it as nginx's do (see
+    /// [`Connection::keep_discarded`]).
+    discarded: Option<Box<Request>>,
+}
+
+/// A note about `req`'s body, naming it (when known) as nginx's lines
+/// about a request do, without an action.
+fn request_note(kind: ErrKind, req: Option<&Request>) -> ErrNote {
+    let header = |name: &str| {
+        req.and_then(|r| r.header(name))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    };
+    ErrNote {
+        kind,
+        request_line: req
+            .map(|r| r.request_line().into_owned())
+            .unwrap_or_default(),
+        host: header("Host"),
+        detail: None,
+        action: None,
+        referrer: header("Referer"),
+        about_request: true,
+    }
 }
 
 fn reached(now: Msec, deadline: Msec) -> bool {
@@ -298,7 +323,8 @@ impl Connection {
             eof: false,
             disposition: Disposition::Open,
             last_sent: (0, 0),
-            note: None,
+            notes: Vec::new(),
+            discarded: None,
         }
     }
 
@@ -335,7 +361,10 @@ impl Connection {
         self.linger_start = now;
         self.eof = false;
         self.disposition = Disposition::Open;
-        self.note = None;
+        self.notes.clear();
+        if let Some(d) = self.discarded.take() {
+            self.recycle(d);
+        }
     }
 
     /// Hands a request back after it was answered, so the next one reuses
@@ -406,7 +435,7 @@ impl Connection {
                 } else {
                     ErrKind::TimedOutLine
                 };
-                self.note = Some(Box::new(err_note::note(kind, &self.head, &self.inbuf)));
+                self.note_head(err_note::note(kind, &self.head, &self.inbuf));
                 let rec = self.bare_log(408, now);
                 self.logs.push(rec);
             }
@@ -536,8 +565,89 @@ impl Connection {
 
     /// What the machine met that nginx writes to the error log (a refused
     /// request line, a client that timed out sending its head), once.
-    pub fn take_note(&mut self) -> Option<Box<ErrNote>> {
-        self.note.take()
+    pub fn take_notes(&mut self) -> Vec<ErrNote> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// True when there are facts for the error log.
+    pub fn has_notes(&self) -> bool {
+        !self.notes.is_empty()
+    }
+
+    /// A note about the head being read, after those about the header
+    /// lines it ignored (nginx logs each as it parses it).
+    fn note_head(&mut self, n: ErrNote) {
+        self.note_ignored();
+        self.notes.push(n);
+    }
+
+    fn note_ignored(&mut self) {
+        if !self.head.ignored.is_empty() {
+            err_note::ignored_notes(&self.head, &self.inbuf, &mut self.notes);
+            self.head.ignored.clear();
+        }
+    }
+
+    /// recv() failed (`ECONNRESET` from a client's RST): nginx's
+    /// `recv() failed (104: Connection reset by peer)` with the action of
+    /// the moment, and the close. Between requests there is nothing to
+    /// say here (the glue writes nginx's keep-alive and waiting lines).
+    pub fn on_recv_error(&mut self, err: &std::io::Error, now: Msec) {
+        let text = format!("recv() failed ({})", gyre_core::sys_error_text(err));
+        match self.state {
+            State::Head if self.head.started() => {
+                let kind = if self.head.line_parsed() {
+                    ErrKind::TimedOutHeaders
+                } else {
+                    ErrKind::TimedOutLine
+                };
+                let mut n = err_note::note(kind, &self.head, &self.inbuf);
+                n.kind = ErrKind::RecvFailed;
+                n.detail = Some(text);
+                self.note_head(n);
+                let rec = self.bare_log(400, now);
+                self.logs.push(rec);
+            }
+            // Lingering after a response: nginx's lingering handler names
+            // the request it answered.
+            State::Lingering | State::Done if self.discarded.is_none() => {}
+            State::Pending | State::Discard | State::Lingering | State::Done => {
+                let mut n = self.body_note(ErrKind::RecvFailed);
+                n.detail = Some(text);
+                self.notes.push(n);
+                if let Some(cur) = self.cur.take() {
+                    if self.state == State::Pending {
+                        let mut log = cur.log;
+                        log.status = 400;
+                        log.end = now;
+                        self.logs.push(log);
+                    }
+                }
+            }
+            _ => {}
+        }
+        self.close(Disposition::Close);
+    }
+
+    /// A note about the body of the current request (nginx names the
+    /// request, without an action): its line and headers come from the
+    /// request kept while discarding; while a module reads the body the
+    /// glue has the request and names it itself.
+    fn body_note(&self, kind: ErrKind) -> ErrNote {
+        request_note(kind, self.discarded.as_deref())
+    }
+
+    /// Takes the answered request while its body is still being discarded
+    /// or the connection lingers (the glue's request object goes back to
+    /// its pool): nginx's lines about the rest of the input name it. `req` gets the spare request in
+    /// exchange, so nothing is allocated once the machine has one.
+    pub fn keep_discarded(&mut self, req: &mut Box<Request>) {
+        let reading_on = self.state == State::Discard || self.disposition == Disposition::Linger;
+        if !reading_on || self.discarded.is_some() {
+            return;
+        }
+        let other = self.spare.take().unwrap_or_default();
+        self.discarded = Some(std::mem::replace(req, other));
     }
 
     /// True when records are waiting.
@@ -609,6 +719,7 @@ impl Connection {
                 return None;
             }
         };
+        self.note_ignored();
         self.inbuf.drain(..end);
         self.head.reset(&self.st);
         self.requests += 1;
@@ -624,6 +735,8 @@ impl Connection {
         // head earns a 400 instead of the page (other methods get their
         // 405 first; `respond` then closes).
         if req.is_get_or_head() && self.body_is_bad(&BodyDecoder::new(req.body)) {
+            self.notes
+                .push(request_note(ErrKind::InvalidChunked, Some(&req)));
             let mut rec = self.bare_log(400, now);
             rec.request_line = req.request_line().into_owned();
             let (body, all) = self.queue(&Response::error(400), false, req.is_head(), date);
@@ -682,7 +795,7 @@ impl Connection {
                         } else {
                             ErrKind::ClosedLine
                         };
-                        self.note = Some(Box::new(err_note::note(kind, &self.head, &self.inbuf)));
+                        self.note_head(err_note::note(kind, &self.head, &self.inbuf));
                         let rec = self.bare_log(400, now);
                         self.logs.push(rec);
                     }
@@ -692,9 +805,11 @@ impl Connection {
             HeadStatus::Error(status) => {
                 if !self.head.line_parsed() && matches!(status, 400 | 505) {
                     let kind = err_note::line_error(self.head.line_so_far(&self.inbuf), status);
-                    self.note = Some(Box::new(err_note::note(kind, &self.head, &self.inbuf)));
+                    self.note_head(err_note::note(kind, &self.head, &self.inbuf));
                 } else if let Some(n) = err_note::head_note(&self.head, &self.inbuf) {
-                    self.note = Some(Box::new(n));
+                    self.note_head(n);
+                } else {
+                    self.note_ignored();
                 }
                 // A body announced with the refused head is still coming
                 // (nginx sets lingering for 413); other leftovers are
@@ -781,7 +896,10 @@ impl Connection {
                 self.inbuf.drain(..n);
             }
             Err(_) => {
-                // The response is already out; nginx just closes.
+                // The response is already out; nginx logs the body's
+                // error and closes.
+                let n = self.body_note(ErrKind::InvalidChunked);
+                self.notes.push(n);
                 self.cur = None;
                 self.close(Disposition::Close);
                 return false;
@@ -823,7 +941,13 @@ impl Connection {
         // A body whose framing is already known to be broken cannot be
         // discarded: say so with Connection: close (nginx's special
         // response handler does the same when discarding fails).
-        let keep_alive = cur.keep_alive && !resp.close && !self.body_is_bad(&cur.decoder);
+        let bad_body = self.body_is_bad(&cur.decoder);
+        if bad_body {
+            // nginx discards the body before answering and says why it
+            // could not (the glue names the request it still holds).
+            self.notes.push(request_note(ErrKind::InvalidChunked, None));
+        }
+        let keep_alive = cur.keep_alive && !resp.close && !bad_body;
         let (body, all) = self.queue(resp, keep_alive, cur.head, date);
         self.last_sent = (body, all);
         cur.log.status = wire_status(resp.status);
@@ -869,9 +993,14 @@ impl Connection {
     }
 
     fn next_request(&mut self) {
+        if let Some(d) = self.discarded.take() {
+            self.recycle(d);
+        }
         self.state = if self.inbuf.is_empty() {
             State::Idle
         } else {
+            // nginx's `reading client pipelined request line`.
+            self.head.pipelined = true;
             State::Head
         };
         if self.state == State::Idle && self.eof {

@@ -634,8 +634,13 @@ impl HttpConn {
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) => {
+                Err(e) => {
                     drop(buf);
+                    self.log_recv_error(core, c, &e);
+                    if let Some(m) = self.m.as_mut() {
+                        m.on_recv_error(&e, now);
+                    }
+                    self.flush_logs(core, c);
                     self.close(core, c);
                     return Flow::Closed;
                 }
@@ -659,6 +664,9 @@ impl HttpConn {
                     z.stats().requests.inc();
                 }
                 self.set_stat(core, Stat::Writing);
+                // Lines about the head (ignored header lines) come before
+                // the phases' own, as nginx's do.
+                self.log_note(core, c);
                 let mut r = self.new_request(core, c, req);
                 let refused = crate::ssl::refuse(
                     core,
@@ -769,6 +777,11 @@ impl HttpConn {
     fn end_request(&mut self, core: &Core, _c: ConnId, mut r: Box<HttpRequest>) {
         // limit_conn counts end once the response is written.
         self.held.append(&mut r.st.held);
+        self.log_note_about(core, _c, Some(&r));
+        if let Some(m) = self.m.as_mut() {
+            // Lines about a body still being discarded name the request.
+            m.keep_discarded(&mut r.st.req);
+        }
         let shared = self.shared.clone();
         if shared.any_access_log && (r.st.loc.log_format != 0 || r.st.loc.log_if.is_some()) {
             self.write_custom_log(core, &mut r, None);

@@ -138,6 +138,7 @@ pub struct ConnLog<'a> {
     pub server: Server<'a>,
     pub request_line: &'a str,
     pub host: Option<&'a str>,
+    pub referrer: Option<&'a str>,
     pub action: Option<&'static str>,
 }
 
@@ -168,6 +169,9 @@ impl LogContext for ConnLog<'_> {
         if let Some(h) = self.host {
             write!(out, ", host: \"{h}\"")?;
         }
+        if let Some(r) = self.referrer {
+            write!(out, ", referrer: \"{r}\"")?;
+        }
         Ok(())
     }
 }
@@ -185,6 +189,7 @@ mod tests {
             server: Server::Name("localhost"),
             request_line: "GET / HTTP/7.1",
             host: None,
+            referrer: None,
             action: Some("reading client request line"),
         };
         let line = WithContext(&c, format_args!("client sent invalid version")).to_string();

@@ -55,7 +55,7 @@ enum MethodKind {
 
 /// A byte range of a buffer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Span {
+pub(crate) struct Span {
     start: usize,
     end: usize,
 }
@@ -65,7 +65,7 @@ impl Span {
         Span { start, end }
     }
 
-    fn of(self, buf: &[u8]) -> &[u8] {
+    pub(crate) fn of(self, buf: &[u8]) -> &[u8] {
         buf.get(self.start..self.end).unwrap_or(&[])
     }
 
@@ -353,11 +353,34 @@ pub(crate) fn parse_request_line(line: &[u8], complete: bool) -> Result<Option<R
 pub(crate) struct HeaderLine {
     pub name_end: usize,
     pub value: (usize, usize),
+    /// A name nginx ignores (odd characters, or `_` without
+    /// `underscores_in_headers`) under `ignore_invalid_headers`.
+    pub ignored: bool,
 }
 
-/// Parses one header line (without LF). `Ok(None)` is a header nginx
-/// ignores (odd characters in its name).
-pub(crate) fn parse_header_line(line: &[u8], st: &HttpSettings) -> Result<Option<HeaderLine>, u16> {
+impl HeaderLine {
+    /// Where nginx's `r->header_end` is on the line: the end of the
+    /// value without its trailing spaces, or the line's end (without CR)
+    /// when the value is empty — what `client sent invalid header line:
+    /// "…"` quotes of an ignored line.
+    pub fn text_end(&self, line: &[u8]) -> usize {
+        if self.value.0 < self.value.1 {
+            self.value.1
+        } else {
+            line.strip_suffix(b"\r").map_or(line.len(), <[u8]>::len)
+        }
+    }
+}
+
+/// A header line nginx refuses (`NGX_HTTP_PARSE_INVALID_HEADER`): the
+/// offset of the byte its parser stopped at (`r->header_end`), which the
+/// error line quotes up to and names as `\xNN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BadHeader(pub usize);
+
+/// Parses one header line (without LF), following nginx's
+/// `ngx_http_parse_header_line`.
+pub(crate) fn parse_header_line(line: &[u8], st: &HttpSettings) -> Result<HeaderLine, BadHeader> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let mut invalid = false;
     let mut i = 0;
@@ -366,7 +389,7 @@ pub(crate) fn parse_header_line(line: &[u8], st: &HttpSettings) -> Result<Option
         if c <= 0x20 || c == 0x7f {
             // Spaces and controls in a name (including obs-fold
             // continuation lines) are errors since nginx 1.21.1.
-            return Err(400);
+            return Err(BadHeader(i));
         }
         if !(c.is_ascii_alphanumeric() || c == b'-' || (c == b'_' && st.underscores_in_headers)) {
             invalid = true;
@@ -374,7 +397,7 @@ pub(crate) fn parse_header_line(line: &[u8], st: &HttpSettings) -> Result<Option
         i += 1;
     }
     if i == 0 {
-        return Err(400);
+        return Err(BadHeader(0));
     }
     let name_end = i;
     let mut start = (i + 1).min(line.len());
@@ -382,19 +405,27 @@ pub(crate) fn parse_header_line(line: &[u8], st: &HttpSettings) -> Result<Option
     while start < end && line[start] == b' ' {
         start += 1;
     }
+    // A NUL stops nginx's parser where it is; a CR inside the line where
+    // the value (without trailing spaces) ended.
+    if let Some(bad) = line[start..end].iter().position(|&c| c == 0 || c == b'\r') {
+        let at = start + bad;
+        if line[at] == 0 {
+            return Err(BadHeader(at));
+        }
+        let mut e = at;
+        while e > start && line[e - 1] == b' ' {
+            e -= 1;
+        }
+        return Err(BadHeader(e));
+    }
     while end > start && line[end - 1] == b' ' {
         end -= 1;
     }
-    if line[start..end].iter().any(|&c| c == 0 || c == b'\r') {
-        return Err(400);
-    }
-    if invalid && st.ignore_invalid_headers {
-        return Ok(None);
-    }
-    Ok(Some(HeaderLine {
+    Ok(HeaderLine {
         name_end,
         value: (start, end),
-    }))
+        ignored: invalid && st.ignore_invalid_headers,
+    })
 }
 
 /// nginx's Host check: no empty labels, no `/`, no controls; returns the
@@ -527,6 +558,17 @@ pub(crate) struct HeadParser {
     connection: Option<ConnectionOption>,
     /// Why the head was refused, for the error log.
     pub(crate) err: Option<HeadErr>,
+    /// Header lines ignored under `ignore_invalid_headers`, for nginx's
+    /// `client sent invalid header line` (empty, never allocated, unless
+    /// a client sends one): the quoted text, and whether `Host` was read
+    /// before it (the line then names it).
+    pub(crate) ignored: Vec<(Span, bool)>,
+    /// Where the last header line began (nginx's `r->header_name_start`,
+    /// which a 494 at a line boundary quotes).
+    last_header: Option<usize>,
+    /// The head began with bytes left over from the previous request
+    /// (nginx's `reading client pipelined request line`).
+    pub(crate) pipelined: bool,
 }
 
 impl HeadParser {
@@ -551,6 +593,9 @@ impl HeadParser {
         self.transfer_encoding = None;
         self.connection = None;
         self.err = None;
+        self.ignored.clear();
+        self.last_header = None;
+        self.pipelined = false;
     }
 
     /// True once any byte of a request line has arrived.
@@ -613,16 +658,36 @@ impl HeadParser {
     /// on offsets gives exactly nginx's limits.
     fn fit(&mut self, start: usize, end: usize, st: &HttpSettings) -> Result<(), u16> {
         while end > self.buf_end {
-            let err = if self.line.is_none() { 414 } else { 494 };
             if self.buf_end.saturating_sub(start) >= st.large_header_buffer_size
                 || self.nbusy >= st.large_header_buffers
             {
-                return Err(err);
+                self.err = Some(self.too_large(start));
+                return Err(if self.line.is_none() { 414 } else { 494 });
             }
             self.nbusy += 1;
             self.buf_end = start.min(self.buf_end) + st.large_header_buffer_size;
         }
         Ok(())
+    }
+
+    /// What nginx quotes when the head outgrows its buffers: the request
+    /// line up to the buffer's end (414); the header line being read, up
+    /// to the buffer's end and at most 1,748 bytes (`NGX_MAX_ERROR_STR -
+    /// 300`); at a line boundary the last header line's start, or nothing
+    /// before the first header (`client sent too large request`).
+    fn too_large(&self, start: usize) -> HeadErr {
+        if self.line.is_none() {
+            return HeadErr::TooLongUri((start, self.buf_end));
+        }
+        let from = if start < self.buf_end {
+            Some(start)
+        } else {
+            self.last_header
+        };
+        match from {
+            Some(f) => HeadErr::TooLongHeader((f, self.buf_end.min(f + 1748))),
+            None => HeadErr::TooLargeRequest,
+        }
     }
 
     /// Examines the bytes of `buf` not seen yet; a complete head is written
@@ -681,10 +746,23 @@ impl HeadParser {
                 self.on_request_line(buf, start, end - 1, st)?;
             } else if line.is_empty() || line == b"\r" {
                 return Ok(Some(end));
-            } else if let Some(h) = parse_header_line(line, st)? {
-                let name = Span::new(start, start + h.name_end);
-                let value = Span::new(start + h.value.0, start + h.value.1);
-                self.on_header(buf, name, value)?;
+            } else {
+                self.last_header = Some(start);
+                match parse_header_line(line, st) {
+                    Err(BadHeader(at)) => {
+                        self.err = Some(HeadErr::InvalidHeader((start, start + at)));
+                        return Err(400);
+                    }
+                    Ok(h) if h.ignored => {
+                        let text = Span::new(start, start + h.text_end(line));
+                        self.ignored.push((text, self.host.is_some()));
+                    }
+                    Ok(h) => {
+                        let name = Span::new(start, start + h.name_end);
+                        let value = Span::new(start + h.value.0, start + h.value.1);
+                        self.on_header(buf, name, value)?;
+                    }
+                }
             }
         }
     }
@@ -940,25 +1018,52 @@ mod tests {
     fn header_lines() {
         let st = HttpSettings::default();
         let split = |l: &'static [u8]| {
-            let h = parse_header_line(l, &st).unwrap().unwrap();
+            let h = parse_header_line(l, &st).unwrap();
+            assert!(!h.ignored);
             (&l[..h.name_end], &l[h.value.0..h.value.1])
         };
         assert_eq!(split(b"Host:   x  \r"), (&b"Host"[..], &b"x"[..]));
         assert_eq!(split(b"Foobar"), (&b"Foobar"[..], &b""[..]));
         assert_eq!(split(b"A:   "), (&b"A"[..], &b""[..]));
-        assert_eq!(parse_header_line(b"Foo_bar: 1", &st), Ok(None));
-        assert_eq!(parse_header_line("F\u{e9}: 1".as_bytes(), &st), Ok(None));
-        assert!(parse_header_line(b"Foo: a\x01b", &st).unwrap().is_some());
-        for bad in [
-            &b"Foo : bar"[..],
-            b" b",
-            b"\tb",
-            b": b",
-            b"Foo: a\x00b",
-            b"F\x01o: x",
-            b"Foo: a\rb",
+        assert!(parse_header_line(b"Foo: a\x01b", &st).is_ok());
+        // Ignored lines, and what nginx quotes of them (r->header_end).
+        for (l, quoted) in [
+            (&b"Foo_bar: 1"[..], &b"Foo_bar: 1"[..]),
+            ("F\u{e9}: 1  ".as_bytes(), "F\u{e9}: 1".as_bytes()),
+            (b"C@D:  \r", b"C@D:  "),
+            (b"E@F", b"E@F"),
         ] {
-            assert_eq!(parse_header_line(bad, &st), Err(400), "{bad:?}");
+            let h = parse_header_line(l, &st).unwrap();
+            assert!(h.ignored, "{l:?}");
+            assert_eq!(&l[..h.text_end(l)], quoted);
+        }
+        let with_underscores = HttpSettings {
+            underscores_in_headers: true,
+            ..HttpSettings::default()
+        };
+        assert!(
+            !parse_header_line(b"Foo_bar: 1", &with_underscores)
+                .unwrap()
+                .ignored
+        );
+        let kept = HttpSettings {
+            ignore_invalid_headers: false,
+            ..HttpSettings::default()
+        };
+        assert!(!parse_header_line(b"F@o: 1", &kept).unwrap().ignored);
+        // Refused lines stop where nginx's parser does.
+        for (bad, at) in [
+            (&b"Foo : bar"[..], 3),
+            (b" b", 0),
+            (b"\tb", 0),
+            (b": b", 0),
+            (b"Foo: a\x00b", 6),
+            (b"F\x01o: x", 1),
+            (b"Foo: a\rb", 6),
+            (b"Foo: a  \rb", 6),
+            (b"Foo: \rb", 5),
+        ] {
+            assert_eq!(parse_header_line(bad, &st), Err(BadHeader(at)), "{bad:?}");
         }
     }
 

@@ -46,7 +46,12 @@ pub enum Open {
     Dir,
     /// ENOENT, ENOTDIR or ENAMETOOLONG (the errno, for the error log).
     NotFound(i32),
-    Forbidden,
+    /// EACCES, or ELOOP / EMLINK from a symlink (nginx opens with
+    /// openat and answers all three 403, logged at `[error]`): the errno.
+    Denied(i32),
+    /// Neither a file nor a directory (a device, a FIFO): nginx's `"…" is
+    /// not a regular file` at `[crit]`, answered 404.
+    NotRegular,
     /// Another error (logged by the caller, answered with 500).
     Error(i32),
 }
@@ -79,7 +84,7 @@ fn open_uncached(path: &Path) -> Open {
         return Open::Dir;
     }
     if !md.is_file() {
-        return Open::Forbidden;
+        return Open::NotRegular;
     }
     let size = md.len();
     let mtime = md.mtime().max(0) as u64;
@@ -108,7 +113,8 @@ fn from_error(e: &io::Error) -> Open {
     match e.raw_os_error() {
         // ENOENT, ENOTDIR, ENAMETOOLONG
         Some(code @ (2 | 20 | 36)) => Open::NotFound(code),
-        Some(13) => Open::Forbidden, // EACCES
+        // EACCES, EMLINK, ELOOP
+        Some(code @ (13 | 31 | 40)) => Open::Denied(code),
         Some(code) => Open::Error(code),
         None => Open::Error(0),
     }

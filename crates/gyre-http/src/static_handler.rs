@@ -82,6 +82,31 @@ fn serve_path(
     let opened = cx.files.open(fpath, now, loc.open_file_cache);
     if path.ends_with('/') {
         if !matches!(opened, Open::Dir) {
+            // A device or FIFO is no directory: its index is not found.
+            let opened = match opened {
+                Open::NotRegular => Open::NotFound(20),
+                o => o,
+            };
+            // nginx's index module: EACCES is `"…" is forbidden`, a
+            // symlink error a silent 403.
+            if let (Open::Denied(13), Some(idx)) = (&opened, loc.index.first()) {
+                gyre_core::log_ctx!(
+                    ERROR,
+                    &log_error::req(cx.conf, r),
+                    "\"{}\" is forbidden ({})",
+                    fpath.join(idx).display(),
+                    os_error(13)
+                );
+            }
+            if let (Open::Error(code), Some(idx)) = (&opened, loc.index.first()) {
+                gyre_core::log_ctx!(
+                    crit,
+                    &log_error::req(cx.conf, r),
+                    "open() \"{}\" failed ({})",
+                    fpath.join(idx).display(),
+                    os_error(*code)
+                );
+            }
             if let (&Open::NotFound(code), Some(idx), true) =
                 (&opened, loc.index.first(), loc.log_not_found)
             {
@@ -95,7 +120,7 @@ fn serve_path(
                 );
             }
             return Step::Error(match opened {
-                Open::Forbidden => 403,
+                Open::Denied(_) => 403,
                 Open::Error(_) => 500,
                 _ => 404,
             });
@@ -105,8 +130,25 @@ fn serve_path(
         // location).
         for idx in &loc.index {
             let candidate = fpath.join(idx);
-            if let Open::NotFound(_) = cx.files.open(&candidate, now, loc.open_file_cache) {
-                continue;
+            match cx.files.open(&candidate, now, loc.open_file_cache) {
+                Open::NotFound(_) => continue,
+                // nginx's index module: `"…" is forbidden` at [error]
+                // (a symlink error is a silent 403). It only stats the
+                // file: one it may see but not read is served, and the
+                // static handler's open() then fails.
+                Open::Denied(40 | 31) => return Step::Error(403),
+                Open::Denied(_) if std::fs::metadata(&candidate).is_ok() => {}
+                Open::Denied(_) => {
+                    gyre_core::log_ctx!(
+                        ERROR,
+                        &log_error::req(cx.conf, r),
+                        "\"{}\" is forbidden ({})",
+                        candidate.display(),
+                        os_error(13)
+                    );
+                    return Step::Error(403);
+                }
+                _ => {}
             }
             let target = format!("{path}{idx}");
             return match crate::phases::internal_redirect(cx, r, &target) {
@@ -174,10 +216,31 @@ fn serve_path(
             );
             Step::Error(404)
         }
-        Open::Forbidden => Step::Error(403),
-        Open::Error(code) => {
+        // nginx's static handler: EACCES is the client's problem
+        // ([error], 403), a non-regular file and any other errno the
+        // server's ([crit]).
+        Open::Denied(code) => {
             gyre_core::log_ctx!(
                 ERROR,
+                &log_error::req(cx.conf, r),
+                "open() \"{}\" failed ({})",
+                fpath.display(),
+                os_error(code)
+            );
+            Step::Error(403)
+        }
+        Open::NotRegular => {
+            gyre_core::log_ctx!(
+                crit,
+                &log_error::req(cx.conf, r),
+                "\"{}\" is not a regular file",
+                fpath.display()
+            );
+            Step::Error(404)
+        }
+        Open::Error(code) => {
+            gyre_core::log_ctx!(
+                crit,
                 &log_error::req(cx.conf, r),
                 "open() \"{}\" failed ({})",
                 fpath.display(),

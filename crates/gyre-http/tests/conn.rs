@@ -825,3 +825,102 @@ fn a_reused_machine_behaves_like_a_new_one() {
     assert_eq!(c.take_logs(), fresh.take_logs());
     assert_eq!(c.next_deadline(), fresh.next_deadline());
 }
+
+#[test]
+fn error_log_notes_are_nginx_facts() {
+    use gyre_http::conn::ErrKind;
+    let reset = std::io::Error::from_raw_os_error(104);
+    // A reset inside a pipelined request line: nginx's action for it.
+    let mut c = Connection::new(HttpSettings::default(), 0);
+    c.on_read(b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /p", 1);
+    answer_all(&mut c, 1);
+    assert!(!c.has_notes());
+    c.on_recv_error(&reset, 2);
+    let n = c.take_notes();
+    assert_eq!(n.len(), 1);
+    assert_eq!(
+        n[0].message(),
+        "recv() failed (104: Connection reset by peer)"
+    );
+    assert_eq!(n[0].action, Some("reading client pipelined request line"));
+    assert_eq!(n[0].request_line, "GET /p");
+    assert_eq!(c.disposition(), Disposition::Close);
+
+    // Ignored header lines are noted when the head completes, in order,
+    // naming Host only after it was read.
+    let mut c = Connection::new(HttpSettings::default(), 0);
+    c.on_read(
+        b"GET / HTTP/1.1\r\nX@Y: 1\r\nHost: a\r\nA_B: 2  \r\n\r\n",
+        1,
+    );
+    let Some(Event::Request(_)) = c.poll(1, DATE) else {
+        panic!("no request")
+    };
+    let n = c.take_notes();
+    let texts: Vec<_> = n.iter().map(|n| (n.message(), n.host.as_deref())).collect();
+    assert_eq!(
+        texts,
+        [
+            ("client sent invalid header line: \"X@Y: 1\"", None),
+            ("client sent invalid header line: \"A_B: 2\"", Some("a")),
+        ]
+    );
+    assert_eq!(n[0].action, Some("reading client request headers"));
+
+    // A broken chunked body found while it is discarded names the
+    // request the glue handed back, at [error].
+    let mut c = Connection::new(HttpSettings::default(), 0);
+    c.on_read(
+        b"POST /x HTTP/1.1\r\nHost: a\r\nReferer: http://r/\r\nTransfer-Encoding: chunked\r\n\r\n",
+        1,
+    );
+    let Some(Event::Request(mut req)) = c.poll(1, DATE) else {
+        panic!("no request")
+    };
+    c.respond(handler(&req), 1, DATE).unwrap();
+    c.keep_discarded(&mut req);
+    c.on_read(b"zz\r\n", 2);
+    while c.poll(2, DATE).is_some() {}
+    let n = c.take_notes();
+    assert_eq!(n.len(), 1);
+    assert_eq!(n[0].kind, ErrKind::InvalidChunked);
+    assert_eq!(n[0].kind.level(), log::Level::Error);
+    assert_eq!(n[0].message(), "client sent invalid chunked body");
+    assert_eq!(
+        (
+            n[0].request_line.as_str(),
+            n[0].host.as_deref(),
+            n[0].referrer.as_deref()
+        ),
+        ("POST /x HTTP/1.1", Some("a"), Some("http://r/"))
+    );
+    assert!(n[0].about_request && n[0].action.is_none());
+
+    // A 494 between header lines before any header: nginx's "too large
+    // request"; inside one, the line (cut at 1,748 bytes).
+    let st = HttpSettings {
+        client_header_buffer_size: 32,
+        large_header_buffers: 1,
+        large_header_buffer_size: 64,
+        ..HttpSettings::default()
+    };
+    let mut c = Connection::new(st.clone(), 0);
+    let line = format!("GET /{} HTTP/1.1\r\n", "a".repeat(64 - 16));
+    c.on_read(line.as_bytes(), 1);
+    c.on_read(b"Host: a\r\n\r\n", 1);
+    while c.poll(1, DATE).is_some() {}
+    let n = c.take_notes();
+    assert_eq!(n[0].message(), "client sent too large request", "{n:?}");
+    let mut c = Connection::new(st, 0);
+    c.on_read(b"GET / HTTP/1.1\r\nX-Long: ", 1);
+    c.on_read("b".repeat(100).as_bytes(), 1);
+    while c.poll(1, DATE).is_some() {}
+    let n = c.take_notes();
+    assert_eq!(
+        n[0].message(),
+        format!(
+            "client sent too long header line: \"X-Long: {}...\"",
+            "b".repeat(64 - 8)
+        )
+    );
+}

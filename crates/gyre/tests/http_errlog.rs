@@ -2,9 +2,12 @@
 //! nginx: both serve the same directory with the same server block, get
 //! the same bad requests (missing files, a forbidden directory, a missing
 //! index, a too-large body, refused request lines, a rewrite cycle,
-//! rewrite_log, clients timing out), and must write the same error-log
-//! lines — up to the time, the pid and the connection number — and send the
-//! same `Location` for directory, `return` and `error_page` redirects.
+//! rewrite_log, clients timing out, over-long and invalid header lines,
+//! symlink and permission errors, clients resetting the connection), and
+//! must write the same error-log lines — up to the time, the pid and the
+//! connection number — and send the same `Location` for directory,
+//! `return` and `error_page` redirects. fail2ban's stock nginx filters
+//! must match gyre's log as they match nginx's.
 //!
 //! nginx is found at `$NGINX` or `/usr/sbin/nginx`; without it the test
 //! prints why it skipped.
@@ -37,7 +40,20 @@ const SERVER: &str = "
     location /epurl/ { error_page 404 =301 http://example.com/moved; }
     location /ephost/ { error_page 404 https://$host$request_uri; }
     location /quiet/ { log_not_found off; }
+    location /limited/ { limit_req zone=one; }
+    location /private/ { auth_basic \"Private\"; auth_basic_user_file @HTPASSWD@; }
 ";
+
+/// The http-level lines both get before the server.
+const HTTP: &str = "limit_req_zone $binary_remote_addr zone=one:1m rate=1r/m;";
+
+/// The server block for a site at `root` (its user file next to it).
+fn server_block(root: &Path) -> String {
+    SERVER.replace(
+        "@HTPASSWD@",
+        &root.with_file_name("htpasswd").display().to_string(),
+    )
+}
 
 fn nginx_bin() -> Option<PathBuf> {
     let p = std::env::var_os("NGINX")
@@ -61,9 +77,39 @@ impl Drop for Nginx {
 }
 
 fn start_nginx(bin: &Path, root: &Path) -> Nginx {
+    start_nginx_as(bin, root, false)
+}
+
+/// The uid and gid the permission test runs both servers as when the
+/// tests run as root (root opens files whatever their mode).
+const NOBODY: u32 = 65534;
+
+/// `setpriv` running `bin` as [`NOBODY`], or `bin` itself.
+fn command_as(bin: &Path, nobody: bool) -> Command {
+    if !nobody {
+        return Command::new(bin);
+    }
+    let mut c = Command::new("setpriv");
+    c.args([
+        &format!("--reuid={NOBODY}"),
+        &format!("--regid={NOBODY}"),
+        "--clear-groups",
+        "--",
+    ])
+    .arg(bin);
+    c
+}
+
+fn start_nginx_as(bin: &Path, root: &Path, nobody: bool) -> Nginx {
     let p = Prefix::new("errlog-nginx");
     for t in ["cb", "px", "fc", "uw", "sc"] {
         std::fs::create_dir_all(p.path(&format!("tmp/{t}"))).unwrap();
+        if nobody {
+            std::os::unix::fs::chown(p.path(&format!("tmp/{t}")), Some(NOBODY), None).unwrap();
+        }
+    }
+    if nobody {
+        std::os::unix::fs::chown(p.path("logs"), Some(NOBODY), None).unwrap();
     }
     for _attempt in 0..3 {
         let port = free_port();
@@ -72,11 +118,12 @@ fn start_nginx(bin: &Path, root: &Path) -> Nginx {
              events {{ worker_connections 64; }}\n\
              http {{\n access_log off;\n server_tokens off;\n client_body_temp_path tmp/cb;\n proxy_temp_path tmp/px;\n\
              fastcgi_temp_path tmp/fc;\n uwsgi_temp_path tmp/uw;\n scgi_temp_path tmp/sc;\n\
-             server {{\n  listen 127.0.0.1:{port};\n  root {};\n{SERVER}\n }}\n}}\n",
-            root.display()
+             {HTTP}\n server {{\n  listen 127.0.0.1:{port};\n  root {};\n{}\n }}\n}}\n",
+            root.display(),
+            server_block(root)
         );
         p.write("conf/nginx.conf", &conf);
-        let mut child = Command::new(bin)
+        let mut child = command_as(bin, nobody)
             .arg("-p")
             .arg(&p.dir)
             .args(["-c", "conf/nginx.conf", "-e", "logs/error.log"])
@@ -199,7 +246,146 @@ const BAD: &[(&str, &str)] = &[
         "directory redirect (no line)",
         "GET /app HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
     ),
+    // Header lines nginx ignores (logged, at [info], naming Host only once
+    // it was read) and refuses (quoted up to the byte its parser stopped
+    // at).
+    (
+        "ignored header lines, then no Host",
+        "GET / HTTP/1.1\r\nX@Y: 1\r\nA_B:\r\nC@D:  \r\nE@F\r\n\r\n",
+    ),
+    (
+        "an ignored header line after Host",
+        "GET /app/ HTTP/1.1\r\nHost: Other\r\nX\u{e9}: 1  \r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "a space in a header name",
+        "GET / HTTP/1.1\r\nHost: localhost\r\nX Y: 1\r\n\r\n",
+    ),
+    (
+        "a NUL in a header value",
+        "GET / HTTP/1.1\r\nHost: localhost\r\nX: a\0b\r\n\r\n",
+    ),
+    (
+        "a CR in a header value",
+        "GET / HTTP/1.1\r\nHost: localhost\r\nX: a \rb\r\n\r\n",
+    ),
+    (
+        "a control in a header name",
+        "GET / HTTP/1.1\r\nHost: localhost\r\nX\u{1}Y: a\r\n\r\n",
+    ),
+    (
+        "a folded header line",
+        "GET / HTTP/1.1\r\nHost: localhost\r\nX: a\r\n b\r\n\r\n",
+    ),
+    (
+        "a header line without a name",
+        "GET / HTTP/1.1\r\nHost: localhost\r\n: a\r\n\r\n",
+    ),
+    (
+        "a broken chunked body, discarded",
+        "POST /x HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ),
+    // Symlinks and special files.
+    (
+        "a symlink loop",
+        "GET /loop HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "a symlink loop as a directory",
+        "GET /loop/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "a device",
+        "GET /dev HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "a device as a directory",
+        "GET /dev/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "a device as the index",
+        "GET /devdir/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
 ];
+
+/// Heads too large for nginx's buffers (`client_header_buffer_size 1k`,
+/// `large_client_header_buffers 4 8k`): nginx quotes the request line up
+/// to its buffer's end (414) or the header line (494), and cuts the log
+/// line at 2,048 bytes.
+fn too_large() -> Vec<(&'static str, String)> {
+    let c = "c".repeat(4000);
+    let many: String = (0..12).map(|i| format!("X-H{i}: {c}\r\n")).collect();
+    vec![
+        (
+            "a request line longer than a large buffer",
+            format!(
+                "GET /{} HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                "a".repeat(9000)
+            ),
+        ),
+        (
+            "a header line longer than a large buffer",
+            format!(
+                "GET / HTTP/1.1\r\nHost: localhost\r\nX-Long: {}\r\n\r\n",
+                "b".repeat(9000)
+            ),
+        ),
+        (
+            "more header lines than the large buffers hold",
+            format!("GET / HTTP/1.1\r\nHost: localhost\r\n{many}\r\n"),
+        ),
+    ]
+}
+
+/// (name, bytes sent, whether the answer is read first) of clients that
+/// reset the connection (SO_LINGER 0) after sending: nginx's `recv()
+/// failed (104: Connection reset by peer)` with the action and request of
+/// the moment.
+const RESETS: &[(&str, &str, bool)] = &[
+    ("reset before a request", "", false),
+    ("reset inside the request line", "GET / HT", false),
+    (
+        "reset inside the headers",
+        "GET /h HTTP/1.1\r\nHost: localhost\r\n",
+        false,
+    ),
+    (
+        "reset on a kept-alive connection",
+        "GET /app/ HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        true,
+    ),
+    (
+        "reset inside a pipelined request line",
+        "GET /app/ HTTP/1.1\r\nHost: localhost\r\n\r\nGET /p",
+        true,
+    ),
+    (
+        "reset while a body is discarded",
+        "POST /dir/file.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 9\r\n\r\nabc",
+        true,
+    ),
+    (
+        "reset while lingering after a 413",
+        "POST /dir/file.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\nabc",
+        true,
+    ),
+];
+
+/// Sends `input`, waits until the server took it (its answer, or a
+/// moment), and resets the connection.
+fn reset(port: u16, input: &str, answered: bool) {
+    use std::os::fd::AsFd;
+    let mut r = Raw::connect(port);
+    let _ = r.try_send(input.as_bytes());
+    if answered {
+        let _ = r.try_response(false);
+    }
+    // Nothing observable says the server read a partial head: give it a
+    // moment (the line compared is the same either way once it has).
+    std::thread::sleep(Duration::from_millis(150));
+    gyre_core::sys::socket::set_linger_zero(r.s.as_fd()).unwrap();
+    drop(r);
+}
 
 /// Sends `input` on a fresh connection and reads until the server closes
 /// (every case closes) or a deadline.
@@ -277,12 +463,30 @@ fn time_out(ports: &[u16]) {
     }
 }
 
+/// gyre with the same configuration as [`start_nginx`]'s.
+fn start_gyre(p: &Prefix, root: &Path) -> util::http::Running {
+    let root_s = root.display().to_string();
+    let server = server_block(root);
+    start_http(p, 1, move |port| {
+        format!(
+            "access_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{server}\n}}"
+        )
+    })
+}
+
 fn site(p: &Prefix) -> PathBuf {
     p.write("html/dir/file.txt", "x\n");
     for d in ["", "sn/", "np/", "na/"] {
         p.write(&format!("html/{d}app/index.html"), "app\n");
     }
-    p.path("html")
+    // alice / secret
+    p.write("htpasswd", "alice:{PLAIN}secret\n");
+    let html = p.path("html");
+    std::os::unix::fs::symlink(html.join("loop"), html.join("loop")).unwrap();
+    std::os::unix::fs::symlink("/dev/null", html.join("dev")).unwrap();
+    std::fs::create_dir_all(html.join("devdir")).unwrap();
+    std::os::unix::fs::symlink("/dev/null", html.join("devdir/index.html")).unwrap();
+    html
 }
 
 #[test]
@@ -294,12 +498,7 @@ fn error_log_lines_are_nginx_lines() {
     let p = Prefix::new("errlog-gyre");
     let root = site(&p);
     let nginx = start_nginx(&bin, &root);
-    let root_s = root.display().to_string();
-    let gyre = start_http(&p, 1, move |port| {
-        format!(
-            "access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}"
-        )
-    });
+    let gyre = start_gyre(&p, &root);
     let nginx_log = nginx.prefix.path("logs/error.log");
     let gyre_log = p.path("logs/error.log");
 
@@ -307,8 +506,20 @@ fn error_log_lines_are_nginx_lines() {
         exchange(nginx.port, input);
         exchange(gyre.port, input);
     }
+    let long = too_large();
+    for (_, input) in &long {
+        exchange(nginx.port, input);
+        exchange(gyre.port, input);
+    }
+    for &(_, input, answered) in RESETS {
+        reset(nginx.port, input, answered);
+        reset(gyre.port, input, answered);
+    }
     let want = conn_lines(&nginx_log, nginx.port);
-    assert!(want.len() >= BAD.len(), "nginx wrote {want:#?}");
+    assert!(
+        want.len() >= BAD.len() + long.len() + RESETS.len(),
+        "nginx wrote {want:#?}"
+    );
     let got = wait_lines(&gyre_log, gyre.port, want.len());
     let mut differences = Vec::new();
     for (i, (n, g)) in want.iter().zip(got.iter()).enumerate() {
@@ -347,6 +558,139 @@ fn error_log_lines_are_nginx_lines() {
         "{} differences:\n{}",
         differences.len(),
         differences.join("\n")
+    );
+}
+
+/// Files the server may not read: a file of mode 000, a directory
+/// without search permission (its file, and the directory as an index),
+/// an index file of mode 000.
+const DENIED: &[(&str, &str)] = &[
+    (
+        "a file of mode 000",
+        "GET /secret.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "a file in a directory without x",
+        "GET /nox/f.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "a directory without x",
+        "GET /nox/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "an index of mode 000",
+        "GET /ro/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    ),
+];
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// gyre as [`start_gyre`] starts it, but as `nobody` when `nobody`.
+fn start_gyre_as(p: &Prefix, root: &Path, nobody: bool) -> (util::Server, u16) {
+    if nobody {
+        std::os::unix::fs::chown(p.path("logs"), Some(NOBODY), None).unwrap();
+    }
+    let root_s = root.display().to_string();
+    let server = server_block(root);
+    for _attempt in 0..3 {
+        let port = free_port();
+        p.conf(&format!(
+            "{}http {{\naccess_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{server}\n}}\n}}\n",
+            util::http::main_conf(1)
+        ));
+        let child = command_as(Path::new(util::gyre_bin()), nobody)
+            .arg("-p")
+            .arg(&p.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut s = util::Server {
+            child,
+            prefix: p.dir.clone(),
+        };
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if matches!(s.child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            if probe(port) {
+                return (s, port);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = s.child.kill();
+    }
+    panic!(
+        "gyre did not start; log:\n{}",
+        std::fs::read_to_string(p.path("logs/error.log")).unwrap_or_default()
+    );
+}
+
+/// EACCES is the client's problem for nginx: 403 and `open() "…" failed
+/// (13: Permission denied)` at [error] (`"…" is forbidden` from the index
+/// module). As root nothing is denied, so both servers then run as
+/// nobody.
+#[test]
+fn permission_errors_are_nginx_lines() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(bin) = nginx_bin() else {
+        eprintln!("skipping the permission differential test: no nginx at $NGINX or /usr/sbin/nginx (apt-get install nginx)");
+        return;
+    };
+    let nobody = is_root();
+    if nobody && !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipping the permission differential test: running as root without setpriv (util-linux) to drop to nobody");
+        return;
+    }
+    let p = Prefix::new("perm-gyre");
+    let root = site(&p);
+    p.write("html/secret.txt", "s\n");
+    p.write("html/nox/f.txt", "f\n");
+    p.write("html/ro/index.html", "i\n");
+    let mode = |rel: &str, m: u32| {
+        std::fs::set_permissions(p.path(rel), std::fs::Permissions::from_mode(m)).unwrap();
+    };
+    mode("html/secret.txt", 0o000);
+    mode("html/ro/index.html", 0o000);
+    mode("html/nox", 0o600);
+    let nginx = start_nginx_as(&bin, &root, nobody);
+    let (gyre, gyre_port) = start_gyre_as(&p, &root, nobody);
+    let mut statuses = Vec::new();
+    for (name, input) in DENIED {
+        let status = |port: u16| {
+            let mut r = Raw::connect(port);
+            let _ = r.try_send(input.as_bytes());
+            r.try_response(false).ok().flatten().map_or(0, |x| x.status)
+        };
+        let (n, g) = (status(nginx.port), status(gyre_port));
+        statuses.push((name, n, g));
+    }
+    let nginx_log = nginx.prefix.path("logs/error.log");
+    let want = conn_lines(&nginx_log, nginx.port);
+    let got = wait_lines(&p.path("logs/error.log"), gyre_port, want.len());
+    // Put the modes back so the prefix can be removed as a non-root user.
+    mode("html/nox", 0o700);
+    drop(gyre);
+    assert!(
+        statuses.iter().all(|&(_, n, _)| n == 403),
+        "nginx's statuses: {statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|&(_, n, g)| n == g),
+        "statuses (nginx, gyre): {statuses:?}"
+    );
+    assert_eq!(want.len(), DENIED.len(), "nginx's lines: {want:#?}");
+    assert_eq!(got, want);
+    eprintln!(
+        "compared {} permission error lines with nginx's",
+        want.len()
     );
 }
 
@@ -396,12 +740,7 @@ fn redirects_are_nginx_redirects() {
     let p = Prefix::new("redir-gyre");
     let root = site(&p);
     let nginx = start_nginx(&bin, &root);
-    let root_s = root.display().to_string();
-    let gyre = start_http(&p, 1, move |port| {
-        format!(
-            "access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}"
-        )
-    });
+    let gyre = start_gyre(&p, &root);
     let answer = |port: u16, input: &str| {
         let mut r = Raw::connect(port);
         let _ = r.try_send(input.as_bytes());
@@ -443,6 +782,18 @@ const BOT_PROBES: &[&str] = &[
     "GET /ordinary.html HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
 ];
 
+/// Failed logins (an unknown user, a wrong password) for fail2ban's
+/// `nginx-http-auth`, and requests over `limit_req`'s rate (1 a minute:
+/// the second and third are refused) for `nginx-limit-req`.
+const AUTH_AND_LIMITS: &[&str] = &[
+    "GET /private/ HTTP/1.1\r\nHost: localhost\r\nAuthorization: Basic Ym9iOnNlY3JldA==\r\nConnection: close\r\n\r\n",
+    "GET /private/ HTTP/1.1\r\nHost: localhost\r\nAuthorization: Basic YWxpY2U6d3Jvbmc=\r\nConnection: close\r\n\r\n",
+    "GET /private/ HTTP/1.1\r\nHost: localhost\r\nAuthorization: Basic YWxpY2U6c2VjcmV0\r\nConnection: close\r\n\r\n",
+    "GET /limited/a HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    "GET /limited/b HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    "GET /limited/c HTTP/1.1\r\nHost: localhost\r\nReferer: http://r/\r\nConnection: close\r\n\r\n",
+];
+
 /// `fail2ban-regex LOG FILTER`'s count of matched lines.
 fn fail2ban_matches(bin: &Path, log: &Path, filter: &str) -> usize {
     let out = Command::new(bin)
@@ -475,13 +826,8 @@ fn fail2ban_stock_filters_match_gyre_as_nginx() {
     let p = Prefix::new("f2b-gyre");
     let root = site(&p);
     let nginx = start_nginx(&nginx_path, &root);
-    let root_s = root.display().to_string();
-    let gyre = start_http(&p, 1, move |port| {
-        format!(
-            "access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}"
-        )
-    });
-    for input in BOT_PROBES {
+    let gyre = start_gyre(&p, &root);
+    for input in BOT_PROBES.iter().chain(AUTH_AND_LIMITS) {
         exchange(nginx.port, input);
         exchange(gyre.port, input);
     }
@@ -489,14 +835,14 @@ fn fail2ban_stock_filters_match_gyre_as_nginx() {
     let gyre_log = p.path("logs/error.log");
     let n = conn_lines(&nginx_log, nginx.port).len();
     wait_lines(&gyre_log, gyre.port, n);
-    let want = fail2ban_matches(&f2b, &nginx_log, "nginx-botsearch");
-    assert_eq!(
-        want,
-        BOT_PROBES.len() - 1,
-        "nginx's lines: the filter changed?"
-    );
-    for filter in ["nginx-botsearch", "nginx-http-auth"] {
+    // bob is unknown, alice's password wrong; two requests over the rate.
+    for (filter, n) in [
+        ("nginx-botsearch", BOT_PROBES.len() - 1),
+        ("nginx-http-auth", 2),
+        ("nginx-limit-req", 2),
+    ] {
         let want = fail2ban_matches(&f2b, &nginx_log, filter);
+        assert_eq!(want, n, "{filter} on nginx's lines: the filter changed?");
         let got = fail2ban_matches(&f2b, &gyre_log, filter);
         assert_eq!(
             got, want,

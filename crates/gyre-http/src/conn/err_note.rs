@@ -7,7 +7,7 @@
 
 use crate::parse::HeadParser;
 
-/// One fact for the error log, taken with [`super::Connection::take_note`].
+/// One fact for the error log, taken with [`super::Connection::take_notes`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrNote {
     pub kind: ErrKind,
@@ -18,6 +18,13 @@ pub struct ErrNote {
     pub host: Option<String>,
     /// The message when it names what was sent ([`ErrKind::Header`]).
     pub detail: Option<String>,
+    /// nginx's `while …` (`c->log->action`) when the fact happened.
+    pub action: Option<&'static str>,
+    /// The `Referer` header's value, for a fact about a request.
+    pub referrer: Option<String>,
+    /// A fact about a request whose head was read (its body): the glue
+    /// names the request it holds, if any, instead of these fields.
+    pub about_request: bool,
 }
 
 impl ErrNote {
@@ -26,6 +33,10 @@ impl ErrNote {
         self.detail.as_deref().unwrap_or(self.kind.message())
     }
 }
+
+/// nginx's action while a request line is read again from bytes left in
+/// the buffer by the previous request (`ngx_http_set_keepalive`).
+const PIPELINED: &str = "reading client pipelined request line";
 
 /// A header line as offsets into the head's buffer: (name, value).
 pub(crate) type Line = ((usize, usize), (usize, usize));
@@ -52,6 +63,16 @@ pub(crate) enum HeadErr {
     ClAndTe,
     Connect,
     Trace,
+    /// A header line nginx's parser refuses, up to the byte it stopped at.
+    InvalidHeader((usize, usize)),
+    /// The request line outgrew a large header buffer (414): the line up
+    /// to the buffer's end.
+    TooLongUri((usize, usize)),
+    /// A header line outgrew the large header buffers (494): what nginx
+    /// quotes of it.
+    TooLongHeader((usize, usize)),
+    /// The buffers ran out between header lines before any header.
+    TooLargeRequest,
 }
 
 impl HeadErr {
@@ -84,6 +105,16 @@ impl HeadErr {
                 .into(),
             HeadErr::Connect => "client sent CONNECT method".into(),
             HeadErr::Trace => "client sent TRACE method".into(),
+            HeadErr::InvalidHeader((s, e)) => format!(
+                "client sent invalid header line: \"{}\\x{:02x}...\"",
+                of((s, e)),
+                buf.get(e).copied().unwrap_or(0)
+            ),
+            HeadErr::TooLongUri(_) => ErrKind::TooLongUri.message().into(),
+            HeadErr::TooLongHeader(v) => {
+                format!("client sent too long header line: \"{}...\"", of(v))
+            }
+            HeadErr::TooLargeRequest => "client sent too large request".into(),
         }
     }
 }
@@ -108,8 +139,17 @@ pub enum ErrKind {
     /// `NGX_HTTP_PARSE_INVALID_09_METHOD`: a line without a version whose
     /// method is not GET.
     Invalid09Method,
-    /// A head refused after its request line (the text is the note's).
+    /// A head refused after its request line, or a header line ignored
+    /// (the text is the note's).
     Header,
+    /// The request line did not fit a large header buffer (414).
+    TooLongUri,
+    /// recv() failed (the text, with the errno, is the note's).
+    RecvFailed,
+    /// The client closed while its body was read or discarded.
+    BodyClosed,
+    /// A chunked body nginx's parser refuses (`[error]`).
+    InvalidChunked,
 }
 
 impl ErrKind {
@@ -125,6 +165,19 @@ impl ErrKind {
             ErrKind::InvalidVersion => "client sent invalid version",
             ErrKind::Invalid09Method => "client sent invalid method in HTTP/0.9 request",
             ErrKind::Header => "client sent invalid header",
+            ErrKind::TooLongUri => "client sent too long URI",
+            ErrKind::RecvFailed => "recv() failed",
+            ErrKind::BodyClosed => "client prematurely closed connection",
+            ErrKind::InvalidChunked => "client sent invalid chunked body",
+        }
+    }
+
+    /// nginx's level for the line: a broken chunked body is `[error]`,
+    /// everything else the client did `[info]`.
+    pub fn level(self) -> log::Level {
+        match self {
+            ErrKind::InvalidChunked => gyre_core::errlog::ERROR,
+            _ => gyre_core::errlog::INFO,
         }
     }
 
@@ -169,6 +222,10 @@ pub fn line_error(line: &[u8], status: u16) -> ErrKind {
 
 /// A note about the head being read in `buf`.
 pub(crate) fn note(kind: ErrKind, head: &HeadParser, buf: &[u8]) -> ErrNote {
+    let action = match kind.action() {
+        "reading client request line" if head.pipelined => PIPELINED,
+        a => a,
+    };
     ErrNote {
         kind,
         request_line: String::from_utf8_lossy(head.line_so_far(buf)).into_owned(),
@@ -176,16 +233,44 @@ pub(crate) fn note(kind: ErrKind, head: &HeadParser, buf: &[u8]) -> ErrNote {
             .header_value(buf, b"Host")
             .map(|v| String::from_utf8_lossy(v).into_owned()),
         detail: None,
+        action: Some(action),
+        referrer: None,
+        about_request: false,
     }
 }
 
-/// The note for a head the parser refused after its request line, when
-/// the parser said why.
+/// The note for a head the parser refused (after its request line, or
+/// for its length), when the parser said why.
 pub(crate) fn head_note(head: &HeadParser, buf: &[u8]) -> Option<ErrNote> {
     let err = head.err?;
-    let mut n = note(ErrKind::Header, head, buf);
+    let kind = match err {
+        HeadErr::TooLongUri(_) => ErrKind::TooLongUri,
+        _ => ErrKind::Header,
+    };
+    let mut n = note(kind, head, buf);
+    if let HeadErr::TooLongUri((s, e)) = err {
+        // nginx's `request:` is then the buffer from the line's start.
+        n.request_line = String::from_utf8_lossy(buf.get(s..e).unwrap_or(&[])).into_owned();
+    }
     n.detail = Some(err.text(buf));
     Some(n)
+}
+
+/// The notes for header lines the parser ignored (nginx's `client sent
+/// invalid header line` for each, in order), each naming `Host` only if it
+/// was read before that line.
+pub(crate) fn ignored_notes(head: &HeadParser, buf: &[u8], out: &mut Vec<ErrNote>) {
+    for &(text, host_known) in &head.ignored {
+        let mut n = note(ErrKind::Header, head, buf);
+        if !host_known {
+            n.host = None;
+        }
+        n.detail = Some(format!(
+            "client sent invalid header line: \"{}\"",
+            String::from_utf8_lossy(text.of(buf))
+        ));
+        out.push(n);
+    }
 }
 
 #[cfg(test)]

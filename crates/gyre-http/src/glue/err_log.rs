@@ -9,17 +9,38 @@ use gyre_core::errlog::INFO;
 use gyre_core::event::Core;
 
 use super::HttpConn;
+use crate::conn::ErrNote;
 use crate::log_error::{self, ConnLog, Server};
+use crate::request::HttpRequest;
 
 /// nginx's text for every timer that fires on a client.
 const TIMED_OUT: &str = "client timed out (110: Connection timed out)";
 
 impl HttpConn {
-    /// The machine's note, if it left one (cheap when it did not).
+    /// The machine's notes, if it left any (cheap when it did not).
     pub(super) fn log_note(&mut self, core: &Core, c: ConnId) {
-        let Some(n) = self.m.as_mut().and_then(|m| m.take_note()) else {
+        self.log_note_about(core, c, None);
+    }
+
+    /// The same, naming `r` in the notes about a request (its body) — the
+    /// request being ended, or the one a module reading its body holds.
+    pub(super) fn log_note_about(&mut self, core: &Core, c: ConnId, r: Option<&HttpRequest>) {
+        if !self.m.as_ref().is_some_and(|m| m.has_notes()) {
             return;
-        };
+        }
+        let notes = self.m.as_mut().map(|m| m.take_notes()).unwrap_or_default();
+        for n in &notes {
+            self.log_one_note(core, c, n, r.or(self.r.as_deref()));
+        }
+    }
+
+    fn log_one_note(&self, core: &Core, c: ConnId, n: &ErrNote, r: Option<&HttpRequest>) {
+        let level = n.kind.level();
+        if let (true, Some(r)) = (n.about_request, r) {
+            let cx = log_error::req(&self.shared.conf, r);
+            gyre_core::log_ctx!(level, &cx, "{}", n.message());
+            return;
+        }
         // nginx has chosen the virtual server by then if Host was read.
         let host = n.host.as_deref().map(strip_port);
         let server = self.pick_server(host);
@@ -29,9 +50,40 @@ impl HttpConn {
             server: Server::Name(log_error::server_name(&self.shared.conf, server)),
             request_line: &n.request_line,
             host: n.host.as_deref(),
-            action: Some(n.kind.action()),
+            referrer: n.referrer.as_deref(),
+            action: n.action,
         };
-        gyre_core::log_ctx!(INFO, &cx, "{}", n.message());
+        gyre_core::log_ctx!(level, &cx, "{}", n.message());
+    }
+
+    /// recv() failed between requests: before the first (nginx's `…
+    /// while waiting for request`, named by the listening address) or on
+    /// a kept-alive connection (`client ADDR closed keepalive connection
+    /// (104: …)`, without the context). Inside a request it is the
+    /// machine's note.
+    pub(super) fn log_recv_error(&self, core: &Core, c: ConnId, e: &std::io::Error) {
+        let number = core.conn(c).map_or(0, |x| x.number);
+        let peer = core.conn(c).and_then(|x| x.peer);
+        let text = gyre_core::sys_error_text(e);
+        if self.is_fresh() {
+            let cx = ConnLog {
+                number,
+                peer,
+                server: Server::Listening(self.port.addr),
+                request_line: "",
+                host: None,
+                referrer: None,
+                action: Some("waiting for request"),
+            };
+            gyre_core::log_ctx!(INFO, &cx, "recv() failed ({text})");
+        } else if self.is_idle() {
+            let addr = peer.map(|p| p.ip().to_string()).unwrap_or_default();
+            gyre_core::log_ctx!(
+                INFO,
+                &Bare(number),
+                "client {addr} closed keepalive connection ({text})"
+            );
+        }
     }
 
     /// The first request never came (nginx's `waiting for request`,
@@ -43,6 +95,7 @@ impl HttpConn {
             server: Server::Listening(self.port.addr),
             request_line: "",
             host: None,
+            referrer: None,
             action: Some("waiting for request"),
         };
         gyre_core::log_ctx!(INFO, &cx, "{TIMED_OUT}");
@@ -63,6 +116,7 @@ impl HttpConn {
                 server: Server::Listening(self.port.addr),
                 request_line: "",
                 host: None,
+                referrer: None,
                 action: Some("waiting for request"),
             };
             gyre_core::log_ctx!(INFO, &cx, "client closed connection");
@@ -90,6 +144,7 @@ impl HttpConn {
             server: Server::Name(log_error::server_name(&self.shared.conf, self.port.default)),
             request_line: "",
             host: None,
+            referrer: None,
             action: Some(SENDING),
         };
         gyre_core::log_ctx!(INFO, &cx, "{TIMED_OUT}");
