@@ -220,6 +220,17 @@ impl User {
     }
 
     /// Whether a password is accepted (nopass: any).
+    /// Redis's `ACLUserCheckKeyPerm(u, "*", CMD_KEY_ACCESS)`: some read
+    /// pattern matches the literal key `*` (all keys readable), which
+    /// SORT asks of BY and GET patterns.
+    pub(crate) fn may_read_all_keys(&self) -> bool {
+        self.allkeys
+            || self
+                .keys
+                .iter()
+                .any(|k| k.read && stringmatch(&k.pat, b"*", false))
+    }
+
     fn password_ok(&self, pass: &[u8]) -> bool {
         if self.nopass {
             return true;
@@ -640,6 +651,29 @@ fn key_positions(spec: &CommandSpec, argc: usize) -> impl Iterator<Item = usize>
     (first..end.max(first)).step_by(step)
 }
 
+/// SORT's keys as Redis's `sortGetKeys` finds them: `(index, write)` for
+/// the sorted key and the last `STORE` key (LIMIT, GET and BY skip their
+/// arguments; SORT_RO, Redis's `sortROGetKeys`, has only the first).
+fn sort_keys(argv: crate::resp::Argv<'_>, store_key: bool) -> Vec<(usize, bool)> {
+    let mut keys = vec![(1, false)];
+    let mut store = None;
+    let mut i = 2;
+    while i < argv.len() {
+        let a = argv.get(i).unwrap_or_default();
+        let is = |n: &str| a.eq_ignore_ascii_case(n.as_bytes());
+        if is("limit") {
+            i += 2;
+        } else if is("get") || is("by") {
+            i += 1;
+        } else if store_key && is("store") && i + 1 < argv.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    keys.extend(store.map(|s| (s, true)));
+    keys
+}
+
 /// Redis's `ACLCheckAllUserCommandPerm` for the root selector.
 pub fn check(user: &User, cmd: &Resolved, argv: crate::resp::Argv<'_>) -> Result<(), Denied> {
     let full = cmd.full_name();
@@ -657,14 +691,24 @@ pub fn check(user: &User, cmd: &Resolved, argv: crate::resp::Argv<'_>) -> Result
     let spec = cmd.spec;
     if !user.allkeys && spec.first_key > 0 {
         let write = spec.flags.contains(&"write");
-        for i in key_positions(spec, argv.len()) {
-            let key = argv.get(i).unwrap_or_default();
-            let ok = user
-                .keys
+        let may = |key: &[u8], write: bool| {
+            user.keys
                 .iter()
-                .any(|k| (if write { k.write } else { k.read }) && stringmatch(&k.pat, key, false));
-            if !ok {
-                return Err(Denied::Key(i));
+                .any(|k| (if write { k.write } else { k.read }) && stringmatch(&k.pat, key, false))
+        };
+        if cmd.parent.is_none() && matches!(spec.name, "sort" | "sort_ro") {
+            // Redis's `sortGetKeys`: the sorted key is read, the last
+            // STORE's key written.
+            for (i, write) in sort_keys(argv, spec.name == "sort") {
+                if !may(argv.get(i).unwrap_or_default(), write) {
+                    return Err(Denied::Key(i));
+                }
+            }
+        } else {
+            for i in key_positions(spec, argv.len()) {
+                if !may(argv.get(i).unwrap_or_default(), write) {
+                    return Err(Denied::Key(i));
+                }
             }
         }
     }

@@ -375,6 +375,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::t_bitops::COMMANDS,
     crate::t_zset::COMMANDS,
     crate::keyspace::COMMANDS,
+    crate::sort::COMMANDS,
     crate::t_hash::COMMANDS,
     crate::t_set::COMMANDS,
     crate::t_list::COMMANDS,

@@ -9,6 +9,7 @@
 //! * [`cmd`] — the command table (assembled from the modules' slices),
 //!   the per-call context, shared error texts.
 //! * [`t_string`], [`keyspace`] — string and generic key commands.
+//! * [`sort`] — SORT and SORT_RO (BY / GET patterns, LIMIT, STORE).
 //! * [`server_cmds`], [`config`], [`client`], [`command_docs`] — the
 //!   connection and server commands (PING HELLO INFO ..., CONFIG, CLIENT,
 //!   COMMAND).
@@ -111,6 +112,7 @@ pub mod resp;
 pub mod server;
 pub mod server_cmds;
 pub mod sha256;
+pub mod sort;
 pub mod t_bitops;
 pub mod t_hash;
 pub mod t_list;

@@ -263,6 +263,7 @@ fn write_event(
         "zinterstore" => (ZSET, "zinterstore"),
         "zdiffstore" => (ZSET, "zdiffstore"),
         "zrangestore" => (ZSET, "zrangestore"),
+        "sort" => (LIST, "sortstore"),
         "rename" | "renamenx" => (GENERIC, "rename_to"),
         "copy" => (GENERIC, "copy_to"),
         "move" => (GENERIC, "move_to"),
