@@ -6,8 +6,9 @@
 //! `allchannels` `resetchannels`), `reset`; and the permission check every
 //! command passes (NOPERM errors). The ACL command is [`crate::acl_cmds`].
 //!
-//! Not here: selectors `(...)`, first-argument rules (`+select|0`),
-//! ACL LOG, `aclfile`. The describe form of command rules
+//! Not here: selectors `(...)`, first-argument rules (`+select|0`);
+//! ACL LOG is [`crate::acl_log`], `aclfile` and `user` lines
+//! [`crate::acl_file`]. The describe form of command rules
 //! (ACL LIST, GETUSER) follows Redis 7.0's algorithm — categories that
 //! are mostly on (or off), then single commands — over this server's
 //! command table; Redis prints the single commands in its hash table's
@@ -186,7 +187,7 @@ impl User {
     }
 
     /// `user default on nopass ~* &* +@all`.
-    fn default_user() -> User {
+    pub(crate) fn default_user() -> User {
         let mut u = User::new("default");
         u.enabled = true;
         u.nopass = true;

@@ -1,6 +1,7 @@
 //! The ACL command (Redis's `aclCommand`): SETUSER GETUSER DELUSER LIST
-//! USERS WHOAMI CAT GENPASS DRYRUN SAVE LOAD HELP, over the users and rules
-//! of [`crate::acl`].
+//! USERS WHOAMI CAT GENPASS DRYRUN SAVE LOAD LOG HELP, over the users and
+//! rules of [`crate::acl`] (LOG: [`crate::acl_log`]; SAVE, LOAD:
+//! [`crate::acl_file`]).
 
 use crate::acl::{check, index, Denied, User, CATEGORIES};
 use crate::cmd::{help_lines, no_handler, spec, CommandSpec, Ctx};
@@ -133,7 +134,7 @@ static ACL_SUBS: &[CommandSpec] = &[
         "server",
         "6.0.0",
         "Save the current ACL rules in the configured ACL file",
-        acl_nofile
+        crate::acl_file::acl_save
     ),
     spec!(
         "load",
@@ -145,7 +146,19 @@ static ACL_SUBS: &[CommandSpec] = &[
         "server",
         "6.0.0",
         "Reload the ACLs from the configured ACL file",
-        acl_nofile
+        crate::acl_file::acl_load
+    ),
+    spec!(
+        "log",
+        -2,
+        ADMIN_SLOW,
+        0,
+        0,
+        0,
+        "server",
+        "6.0.0",
+        "List latest events denied because of ACLs in place",
+        acl_log
     ),
     spec!(
         "dryrun",
@@ -291,8 +304,7 @@ fn acl_whoami(server: &mut Server, ctx: &mut Ctx<'_>) {
 
 fn acl_cat(_: &mut Server, ctx: &mut Ctx<'_>) {
     if ctx.argc() > 3 {
-        return ctx
-            .err("ERR Unknown subcommand or wrong number of arguments for 'cat'. Try ACL HELP.");
+        return subcommand_syntax_error(ctx);
     }
     if ctx.argc() == 2 {
         ctx.array(CATEGORIES.len());
@@ -399,8 +411,21 @@ fn acl_dryrun(server: &mut Server, ctx: &mut Ctx<'_>) {
     }
 }
 
-fn acl_nofile(_: &mut Server, ctx: &mut Ctx<'_>) {
-    ctx.err("ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.");
+/// ACL LOG [count | RESET] (arity -2 with at most one argument).
+fn acl_log(server: &mut Server, ctx: &mut Ctx<'_>) {
+    if ctx.argc() > 3 {
+        return subcommand_syntax_error(ctx);
+    }
+    crate::acl_log::acl_log_command(server, ctx);
+}
+
+/// Redis's `addReplySubcommandSyntaxError` (the subcommand as typed).
+fn subcommand_syntax_error(ctx: &mut Ctx<'_>) {
+    let m = format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
+        String::from_utf8_lossy(crate::cmd::c_str(ctx.arg(1), 128))
+    );
+    ctx.err(&m);
 }
 
 fn acl_help(_: &mut Server, ctx: &mut Ctx<'_>) {
@@ -413,6 +438,8 @@ fn acl_help(_: &mut Server, ctx: &mut Ctx<'_>) {
             "    when no category is specified.",
             "DELUSER <username> [<username> ...]",
             "    Delete a list of users.",
+            "DRYRUN <username> <command> [<arg> ...]",
+            "    Returns whether the user can execute the given command without executing the command.",
             "GETUSER <username>",
             "    Get the user's details.",
             "GENPASS [<bits>]",
@@ -422,6 +449,8 @@ fn acl_help(_: &mut Server, ctx: &mut Ctx<'_>) {
             "    Show users details in config file format.",
             "LOAD",
             "    Reload users from the ACL file.",
+            "LOG [<count> | RESET]",
+            "    Show the ACL log entries.",
             "SAVE",
             "    Save the current config to the ACL file.",
             "SETUSER <username> <attribute> [<attribute> ...]",

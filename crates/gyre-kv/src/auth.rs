@@ -115,6 +115,7 @@ pub(crate) fn authenticate(
         ctx.resync = true;
         true
     } else {
+        crate::acl_log::log_auth_failure(server, ctx, user);
         ctx.err(ERR_WRONGPASS);
         false
     }

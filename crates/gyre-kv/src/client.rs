@@ -207,13 +207,26 @@ pub(crate) fn client_line(
     now: i64,
     cur: Option<(&Ctx<'_>, &str)>,
 ) -> String {
+    let live = cur
+        .filter(|(ctx, _)| ctx.client_id == id)
+        .map(|(ctx, name)| (ctx.db, ctx.proto, name));
+    client_line_as(server, id, now, live)
+}
+
+/// [`client_line`] with the client's live db, protocol and command given
+/// (the running client's are only written back after its command).
+pub(crate) fn client_line_as(
+    server: &Server,
+    id: ClientId,
+    now: i64,
+    live: Option<(usize, u8, &str)>,
+) -> String {
     let Some(c) = server.clients.get(&id) else {
         return String::new();
     };
-    // The calling client's db/resp/cmd are only written back after the call.
-    let (db, resp, cmd) = match cur {
-        Some((ctx, name)) if ctx.client_id == id => (ctx.db, ctx.proto, name.to_string()),
-        _ => (
+    let (db, resp, cmd) = match live {
+        Some((db, proto, name)) => (db, proto, name.to_string()),
+        None => (
             c.db,
             c.resp,
             c.last_cmd

@@ -397,7 +397,7 @@ pub fn count() -> usize {
 }
 
 pub(crate) fn help_lines(ctx: &mut Ctx<'_>, cmd: &str, lines: &[&str]) {
-    ctx.array(lines.len() + 2);
+    ctx.array(lines.len() + 3);
     ctx.simple(&format!(
         "{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
     ));
@@ -405,7 +405,7 @@ pub(crate) fn help_lines(ctx: &mut Ctx<'_>, cmd: &str, lines: &[&str]) {
         ctx.simple(l);
     }
     ctx.simple("HELP");
-    // Redis ends with an indented "Print this help." line.
+    ctx.simple("    Prints this help.");
 }
 
 /// SCAN-family options after the cursor (Redis's `scanGenericCommand`):

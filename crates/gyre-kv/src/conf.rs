@@ -37,6 +37,9 @@
 //!     client-output-buffer-limit pubsub 32mb 8mb 60;   # repeatable, per class
 //!     maxmemory 100mb;
 //!     maxmemory-policy allkeys-lru;   # the 8 policies, samples, tenacity, lfu-*
+//!     user alice on >secret ~cache:* +@read;      # redis.conf's ACL user lines
+//!     aclfile users.acl;                          # or an ACL file (not both)
+//!     acllog-max-len 128;
 //! ```
 
 use crate::object::Limits;
@@ -81,6 +84,12 @@ pub struct KvConf {
     pub maxmemory: u64,
     /// `maxmemory-policy` and the eviction tuning.
     pub evict: crate::evict::EvictConfig,
+    /// `aclfile` (resolved against the prefix).
+    pub aclfile: Option<std::path::PathBuf>,
+    /// `acllog-max-len`.
+    pub acllog_max_len: u64,
+    /// `user NAME RULES...` lines.
+    pub users: Vec<Vec<Vec<u8>>>,
 }
 
 impl Default for KvConf {
@@ -109,6 +118,9 @@ impl Default for KvConf {
             client_output_buffer_limit: crate::output::DEFAULT_LIMITS,
             maxmemory: 0,
             evict: crate::evict::EvictConfig::default(),
+            aclfile: None,
+            acllog_max_len: crate::acl_log::DEFAULT_MAX_LEN,
+            users: Vec::new(),
         }
     }
 }
@@ -243,6 +255,27 @@ fn set_notify(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> 
 fn set_obuf_limit(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     let args: Vec<&[u8]> = (0..4).map(|i| d.arg(i).as_bytes()).collect();
     crate::output::parse_limits(&args, &mut c.client_output_buffer_limit).map_err(str::to_string)
+}
+
+fn set_aclfile(c: &mut KvConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let p = d.arg(0);
+    c.aclfile = (!p.is_empty()).then(|| cx.prefix().join(p));
+    Ok(())
+}
+
+fn set_acllog_max_len(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.acllog_max_len = d.number(0)?;
+    Ok(())
+}
+
+/// `user NAME RULES...` (redis.conf's ACL user lines), checked as Redis
+/// checks them when it reads its configuration.
+fn set_user(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let args: Vec<Vec<u8>> = d.args.iter().map(|a| a.as_bytes().to_vec()).collect();
+    let seen: Vec<Vec<u8>> = c.users.iter().map(|u| u[0].clone()).collect();
+    crate::acl_file::check_user_line(&args, &seen)?;
+    c.users.push(args);
+    Ok(())
 }
 
 /// The context inside `kv {}`.
@@ -411,6 +444,10 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     ),
     DirectiveSpec::new("client-query-buffer-limit", KV, Args::TAKE1, set_qbuf),
     DirectiveSpec::new("requirepass", KV, Args::TAKE1, set_requirepass),
+    DirectiveSpec::new("aclfile", KV, Args::TAKE1, set_aclfile),
+    DirectiveSpec::new("acllog-max-len", KV, Args::TAKE1, set_acllog_max_len),
+    DirectiveSpec::new("acllog_max_len", KV, Args::TAKE1, set_acllog_max_len),
+    DirectiveSpec::multi("user", KV, Args::ONE_MORE, set_user),
     DirectiveSpec::new("maxmemory", KV, Args::TAKE1, set_maxmemory),
     DirectiveSpec::new("maxmemory-policy", KV, Args::TAKE1, set_policy),
     DirectiveSpec::new("maxmemory_policy", KV, Args::TAKE1, set_policy),
@@ -585,6 +622,15 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
 ];
 
 fn kv_init(c: &mut KvConf, cx: &ConfCtx) -> Result<(), ConfError> {
+    if let Some(path) = &c.aclfile {
+        // Redis refuses to start with both, and with a bad ACL file.
+        if !c.users.is_empty() {
+            return Err(ConfError::new("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both."));
+        }
+        crate::acl_file::load_file(path).map_err(|e| {
+            ConfError::new(format!("Aborting Redis startup because of ACL errors: {e}"))
+        })?;
+    }
     if c.persist.dir.as_os_str().is_empty() {
         c.persist.dir = cx.prefix().to_path_buf();
     }

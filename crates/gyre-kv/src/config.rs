@@ -141,6 +141,17 @@ const PARAMS: &[Param] = &[
         kind: Kind::Immutable,
     },
     Param {
+        name: "acllog-max-len",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "aclfile",
+        kind: Kind::Immutable,
+    },
+    Param {
         name: "proto-max-bulk-len",
         kind: Kind::Mem {
             min: 1024 * 1024,
@@ -373,6 +384,12 @@ fn param_value(server: &Server, name: &str) -> String {
         "timeout" => c.timeout.to_string(),
         "maxclients" => c.maxclients.to_string(),
         "databases" => c.databases.to_string(),
+        "acllog-max-len" => c.acllog_max_len.to_string(),
+        "aclfile" => c
+            .aclfile
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
         "proto-max-bulk-len" => c.proto_max_bulk_len.to_string(),
         "client-query-buffer-limit" => c.client_query_buffer_limit.to_string(),
         "maxmemory" => c.maxmemory.to_string(),
@@ -603,6 +620,7 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
             ("dynamic-hz", NewValue::Bool(b)) => c.dynamic_hz = b,
             ("timeout", NewValue::Int(v)) => c.timeout = v as u64,
             ("maxclients", NewValue::Int(v)) => c.maxclients = v as u64,
+            ("acllog-max-len", NewValue::Int(v)) => c.acllog_max_len = v as u64,
             ("proto-max-bulk-len", NewValue::Mem(v)) => c.proto_max_bulk_len = v,
             ("client-query-buffer-limit", NewValue::Mem(v)) => c.client_query_buffer_limit = v,
             ("maxmemory", NewValue::Mem(v)) => c.maxmemory = v,

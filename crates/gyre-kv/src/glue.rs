@@ -102,6 +102,9 @@ pub fn config(conf: &KvConf) -> Config {
         seed: std::process::id() as u64 ^ 0x5EED,
         expire_slices: true,
         persist: conf.persist.clone(),
+        aclfile: conf.aclfile.clone(),
+        acllog_max_len: conf.acllog_max_len,
+        users: conf.users.clone(),
         ..Config::default()
     }
 }

@@ -34,7 +34,8 @@
 //! * [`notify`] — keyspace events (`notify-keyspace-events`).
 //! * [`evict`] — `maxmemory` and the eviction policies.
 //! * [`auth`], [`acl`] (with [`acl_cats`], [`sha256`]) — AUTH, RESET,
-//!   protected mode, ACL users and permissions.
+//!   protected mode, ACL users and permissions; [`acl_log`] — ACL LOG;
+//!   [`acl_file`] — `aclfile`, ACL LOAD / SAVE and `user` lines.
 //! * [`reply_mode`], [`pause`] — CLIENT REPLY, CLIENT PAUSE.
 //! * [`info`] — INFO text.
 //! * [`rdb`] — the RDB v10 format (Redis 7.0's encodings, LZF, CRC64,
@@ -76,6 +77,8 @@
 pub mod acl;
 pub mod acl_cats;
 pub mod acl_cmds;
+pub mod acl_file;
+pub mod acl_log;
 pub mod auth;
 pub mod bitops;
 pub mod blocked;

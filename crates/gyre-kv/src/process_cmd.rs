@@ -149,6 +149,14 @@ impl Server {
         // The user's rules may have changed since the command was queued.
         if self.acl_restricted {
             if let Err(d) = self.acl_check(ctx.client_id, &cmd, argv) {
+                let at = crate::acl_log::At {
+                    id: ctx.client_id,
+                    db: ctx.db,
+                    proto: ctx.proto,
+                    context: crate::acl_log::Context::Multi,
+                    now: ctx.now,
+                };
+                crate::acl_log::log_denial(self, at, &cmd, argv, d);
                 ctx.errors += 1;
                 let m = format!(
                     "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {}",

@@ -103,6 +103,12 @@ pub struct Config {
     pub encodings: crate::object::Limits,
     /// RDB settings (`dir`, `dbfilename`, `save`, ...).
     pub persist: crate::persist::PersistConfig,
+    /// `acllog-max-len`.
+    pub acllog_max_len: u64,
+    /// `aclfile` (`None`: users come from `user` lines).
+    pub aclfile: Option<std::path::PathBuf>,
+    /// `user` lines: the name, then its rules.
+    pub users: Vec<Vec<Vec<u8>>>,
 }
 
 impl Default for Config {
@@ -132,6 +138,9 @@ impl Default for Config {
             evict: crate::evict::EvictConfig::default(),
             encodings: crate::object::Limits::default(),
             persist: crate::persist::PersistConfig::default(),
+            acllog_max_len: crate::acl_log::DEFAULT_MAX_LEN,
+            aclfile: None,
+            users: Vec::new(),
         }
     }
 }
@@ -414,6 +423,8 @@ pub struct Server {
     /// Some user has restrictions: every command is checked against its
     /// client's user (off: no per-command cost).
     pub(crate) acl_restricted: bool,
+    /// ACL LOG ([`crate::acl_log`]).
+    pub(crate) acl_log: crate::acl_log::AclLog,
     /// The eviction pool and the state of a time-limited run.
     pub(crate) evict_state: crate::evict::EvictState,
     /// The clients' share of memory as of the last cron (eviction reads
@@ -467,9 +478,11 @@ impl Server {
             clients_mem_cached: 0,
             users: Default::default(),
             acl_restricted: false,
+            acl_log: Default::default(),
         };
         let pass = server.config.requirepass.clone();
         server.users.set_default_password(pass.as_deref());
+        crate::acl_file::load_at_startup(&mut server);
         crate::evict::sync_policy(&mut server);
         crate::notify::sync_expired_log(&mut server);
         crate::notify::sync_change_log(&mut server);
@@ -916,6 +929,19 @@ impl Server {
         }
         if self.acl_restricted {
             if let Err(d) = self.acl_check(id, &cmd, argv) {
+                let context = if st.gate & GATE_MULTI != 0 {
+                    crate::acl_log::Context::Multi
+                } else {
+                    crate::acl_log::Context::Toplevel
+                };
+                let at = crate::acl_log::At {
+                    id,
+                    db: st.db,
+                    proto: st.proto,
+                    context,
+                    now: now_ms,
+                };
+                crate::acl_log::log_denial(self, at, &cmd, argv, d);
                 self.reject(id, st, is_exec(), out, d.message(&cmd).as_bytes());
                 return Some(Flow::Continue);
             }

@@ -1,0 +1,257 @@
+//! Differential tests of the ACL log, the ACL file and `user` lines
+//! against a real redis-server 7.0 (Debian's `/usr/bin/redis-server`):
+//! the same scripts run against both, transcripts compared (ACL LOG's
+//! ages and connection-dependent client fields masked, see
+//! [`kv_script`]). Skips with a message when redis-server is missing.
+#![allow(clippy::unwrap_used)]
+
+mod kv_script;
+mod util;
+
+use kv_script::{assert_same, differential, run_script, start_gyre, start_redis};
+use util::Prefix;
+
+#[test]
+fn acl_log_matches_redis() {
+    differential(
+        "kvdiff-acllog",
+        &[],
+        "",
+        "
+        0> ACL LOG
+        0> ACL SETUSER bob on >pw ~k* &news* +get +set +publish +subscribe +multi +exec +acl|whoami
+        1> AUTH bob pw
+        1> GET other
+        1> GET k1
+        1> SET other v
+        1> INCR k1
+        1> PUBLISH chat m
+        1> SUBSCRIBE news1 chat
+        0>l ACL LOG
+        1> GET other
+        1> GET other
+        0>l ACL LOG 2
+        2> AUTH bob wrong
+        2> AUTH nobody x
+        2> HELLO 2 AUTH bob nope
+        2> auth bob wrong
+        0>l ACL LOG 3
+        1> MULTI
+        1> GET other
+        1> DEL k1
+        1> GET k1
+        1> EXEC
+        1> MULTI
+        1> GET k1
+        1> SET k2 v
+        0> ACL SETUSER bob -get
+        1> EXEC
+        1> MULTI
+        1> AUTH bob wrong
+        1> EXEC
+        0>l ACL LOG 5
+        3> SELECT 3
+        3> ACL SETUSER db3 on nopass ~a* +select +get
+        3> AUTH db3 x
+        3> GET b
+        0>l ACL LOG 1
+        0> ACL LOG 0
+        0> ACL LOG -5
+        0> ACL LOG x
+        0> ACL LOG 1 2
+        0> ACL LOG RESET
+        0> ACL LOG
+        0> CONFIG GET acllog-max-len
+        0> CONFIG SET acllog-max-len 2
+        1> GET o1
+        1> GET o2
+        1> GET o3
+        0>l ACL LOG
+        0> CONFIG SET acllog-max-len -1
+        0> CONFIG SET acllog-max-len 128
+        0>? HELLO 3
+        0>l ACL LOG 1
+        0> ACL HELP
+        0> ACL Cat a b
+        ",
+    );
+}
+
+/// Runs `script` on a redis-server and a gyre that share an ACL file's
+/// first contents; the transcripts with each side's path shown as
+/// `<aclfile>`, and the two files at the end.
+fn with_aclfile(name: &str, acl: &str, script: &str) -> Option<(String, String)> {
+    let dir = Prefix::new(name);
+    let rpath = dir.write("redis.acl", acl);
+    let redis = start_redis(&["--aclfile", rpath.to_str().unwrap()])?;
+    let gpath = dir.write("gyre0.acl", acl);
+    let gyre = start_gyre(name, &format!("    aclfile {};", gpath.display()));
+    let mask = |t: Vec<String>, p: &std::path::Path| -> Vec<String> {
+        let p = p.display().to_string();
+        t.into_iter().map(|l| l.replace(&p, "<aclfile>")).collect()
+    };
+    let want = mask(run_script(redis.port, script), &rpath);
+    let got = mask(run_script(gyre.port, script), &gpath);
+    assert_same(name, &want, &got, &gyre.s.log());
+    Some((
+        std::fs::read_to_string(&rpath).unwrap(),
+        std::fs::read_to_string(&gpath).unwrap(),
+    ))
+}
+
+#[test]
+fn aclfile_load_save_match_redis() {
+    let acl = "user bob on #148de9c5a7a44d19e56cd9ae1a554bf67847afb0c58f6e12fa29ac7ddfca9940 ~* resetchannels +@all\n\
+               user default on nopass ~* &* +@all\n\
+               \n\
+               user carol on nopass %R~r* &news -@all +get +@hash\n";
+    let Some((r, g)) = with_aclfile(
+        "kvdiff-aclfile",
+        acl,
+        "
+        0> ACL LIST
+        1> AUTH bob p
+        1> ACL WHOAMI
+        2> AUTH carol x
+        2> GET r1
+        2> GET w1
+        0> ACL SETUSER dave on >secret ~d* +@string
+        0> ACL SETUSER carol -get
+        0> ACL SAVE
+        0> ACL SETUSER eve on
+        0> ACL LOAD
+        0> ACL LIST
+        1> PING
+        2> PING
+        0> PING
+        3> AUTH dave secret
+        3> GET d1
+        0> CONFIG GET aclfile
+        0> CONFIG SET aclfile /tmp/x
+        ",
+    ) else {
+        return;
+    };
+    assert_eq!(r, g, "ACL SAVE wrote different files");
+}
+
+#[test]
+fn bad_aclfile_on_load_matches_redis() {
+    let dir = Prefix::new("kvdiff-aclbad");
+    let good = "user bob on nopass ~* +@all\n";
+    let rpath = dir.write("redis.acl", good);
+    let Some(redis) = start_redis(&["--aclfile", rpath.to_str().unwrap()]) else {
+        return;
+    };
+    let gpath = dir.write("gyre.acl", good);
+    let gyre = start_gyre(
+        "kvdiff-aclbad",
+        &format!("    aclfile {};", gpath.display()),
+    );
+    // The kv process has read its file once it answers.
+    run_script(gyre.port, "0> PING");
+    let bad = "user bob on >p ~* +@all\nuser bob off\n# a comment\nuser carol badrule +nosuch >x alsobad\nuser\n\tuser dan on\n";
+    std::fs::write(&rpath, bad).unwrap();
+    std::fs::write(&gpath, bad).unwrap();
+    let script = "
+        0> ACL LOAD
+        0> ACL LIST
+        0> ACL SAVE
+        ";
+    let mask = |t: Vec<String>, p: &std::path::Path| -> Vec<String> {
+        let p = p.display().to_string();
+        t.into_iter().map(|l| l.replace(&p, "<aclfile>")).collect()
+    };
+    let want = mask(run_script(redis.port, script), &rpath);
+    let got = mask(run_script(gyre.port, script), &gpath);
+    assert_same("kvdiff-aclbad", &want, &got, &gyre.s.log());
+    // ACL SAVE wrote the rules in force (the good file's) over the bad one.
+    assert_eq!(
+        std::fs::read_to_string(&rpath).unwrap(),
+        std::fs::read_to_string(&gpath).unwrap()
+    );
+    std::fs::remove_file(&gpath).unwrap();
+    std::fs::remove_file(&rpath).unwrap();
+    let script = "0> ACL LOAD\n0> ACL LIST\n";
+    let want = mask(run_script(redis.port, script), &rpath);
+    let got = mask(run_script(gyre.port, script), &gpath);
+    assert_same("kvdiff-aclbad-missing", &want, &got, &gyre.s.log());
+}
+
+#[test]
+fn user_lines_match_redis() {
+    differential(
+        "kvdiff-userlines",
+        &[
+            "--user",
+            "alice",
+            "on",
+            ">p1",
+            "~cache:*",
+            "+get",
+            "--user",
+            "default",
+            "on",
+            "nopass",
+            "~*",
+            "+@all",
+            "-flushall",
+        ],
+        "    user alice on >p1 ~cache:* +get;\n    user default on nopass ~* +@all -flushall;",
+        "
+        0> ACL LIST
+        0> FLUSHALL
+        1> AUTH alice p1
+        1> GET cache:1
+        1> GET x
+        ",
+    );
+}
+
+/// `gyre -t` refuses what redis-server refuses at start, with its words.
+#[test]
+fn bad_acl_configuration_is_refused() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "user alice on badrule;",
+            "",
+            "Error in user declaration 'alice': Syntax error",
+        ),
+        (
+            "user alice on >x;\n    user alice off;",
+            "",
+            "Error in user declaration 'alice': Duplicate user found. A user can only be defined once in config files",
+        ),
+        (
+            "user alice on +nosuch;",
+            "",
+            "Error loading ACL rule '+nosuch' for the user named 'alice': Unknown command or category name in ACL",
+        ),
+        (
+            "user alice on;\n    aclfile conf/users.acl;",
+            "user bob on\n",
+            "Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid.",
+        ),
+        (
+            "aclfile conf/users.acl;",
+            "user bob on\nuser bob off\n",
+            "Aborting Redis startup because of ACL errors: WARNING: Duplicate user 'bob' found on line 2. WARNING: ACL errors detected",
+        ),
+        (
+            "aclfile conf/nosuch.acl;",
+            "",
+            "Error loading ACLs, opening file '",
+        ),
+    ];
+    for (kv, acl, want) in cases {
+        let p = Prefix::new("kv-aclconf");
+        p.write("conf/users.acl", acl);
+        p.conf(&format!(
+            "daemon off;\nerror_log logs/error.log notice;\nevents {{}}\nkv {{\n    listen 127.0.0.1:1;\n    {kv}\n}}\n"
+        ));
+        let out = p.run(&["-t"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{kv}: accepted");
+        assert!(err.contains(want), "{kv}: {err}");
+    }
+}

@@ -1,0 +1,338 @@
+//! The scripted multi-client harness of the kv differential tests: a
+//! redis-server and a gyre kv process on 127.0.0.1, the same script run
+//! against each, transcripts compared byte for byte.
+//!
+//! A script line is `N> CMD ARGS...` (client N sends, one reply frame
+//! read), `N>K CMD ...` (K frames read; `N>0`: a command with no reply), `N>? CMD ...` (one frame read, not
+//! compared: HELLO's client id), `N>s CMD ...` (array reply compared with
+//! its elements sorted: Redis's dict order is random), `N>l CMD ...` (an
+//! ACL LOG reply: `age-seconds` masked, `client-info` cut to the fields
+//! that do not depend on the connection), `sync N M ...`
+//! (each listed client PINGs and everything it received before the PONG
+//! is compared: messages others' commands sent it), `sleep MS`; `''` is
+//! an empty argument.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::http::free_port;
+use crate::util::{wait_for, Prefix, Server};
+
+pub const REDIS: &str = "/usr/bin/redis-server";
+
+/// A redis-server on 127.0.0.1, killed on drop.
+pub struct Redis {
+    child: Child,
+    pub port: u16,
+    pub dir: Prefix,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn start_redis(extra: &[&str]) -> Option<Redis> {
+    if !Path::new(REDIS).exists() {
+        eprintln!("skipping: {REDIS} not installed (apt-get install redis-server)");
+        return None;
+    }
+    let dir = Prefix::new("redis-peer");
+    let port = free_port();
+    let child = Command::new(REDIS)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .arg("--dir")
+        .arg(&dir.dir)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect(
+        addr
+    )
+    .is_ok()));
+    Some(Redis { child, port, dir })
+}
+
+pub struct Gyre {
+    pub p: Prefix,
+    pub s: Server,
+    pub port: u16,
+}
+
+pub fn start_gyre(name: &str, kv_extra: &str) -> Gyre {
+    let p = Prefix::new(name);
+    let port = free_port();
+    p.conf(&format!(
+        "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
+         kv {{\n    listen 127.0.0.1:{port};\n{kv_extra}\n}}\n"
+    ));
+    let s = p.start();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    assert!(
+        wait_for(Duration::from_secs(5), || TcpStream::connect(addr).is_ok()),
+        "{}",
+        s.log()
+    );
+    Gyre { p, s, port }
+}
+
+/// A raw RESP client with a deadline on every read.
+pub struct Conn {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    pub fn open(port: u16) -> Conn {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        Conn { s, buf: Vec::new() }
+    }
+
+    pub fn send(&mut self, args: &[&str]) {
+        let mut b = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            b.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        // A connection the server closed shows as `<closed>` on reading.
+        let _ = self.s.write_all(&b);
+    }
+
+    /// One whole frame, raw.
+    pub fn frame(&mut self) -> Vec<u8> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(n) = frame_len(&self.buf, 0) {
+                return self.buf.drain(..n).collect();
+            }
+            assert!(Instant::now() < deadline, "no reply frame");
+            let mut tmp = [0u8; 16384];
+            match self.s.read(&mut tmp) {
+                Ok(0) => return b"<closed>".to_vec(),
+                Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return b"<closed>".to_vec()
+                }
+                Err(e) => panic!("read: {e}; have {:?}", String::from_utf8_lossy(&self.buf)),
+            }
+        }
+    }
+}
+
+fn line_end(b: &[u8], at: usize) -> Option<usize> {
+    b.get(at..)?
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .map(|p| at + p)
+}
+
+/// Length of the frame starting at `at`, if complete.
+pub fn frame_len(b: &[u8], at: usize) -> Option<usize> {
+    let t = *b.get(at)?;
+    let e = line_end(b, at)?;
+    let head = std::str::from_utf8(&b[at + 1..e]).ok()?;
+    match t {
+        b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Some(e + 2 - at),
+        b'$' | b'=' | b'!' => {
+            let n: i64 = head.parse().ok()?;
+            if n < 0 {
+                return Some(e + 2 - at);
+            }
+            let end = e + 2 + n as usize + 2;
+            (b.len() >= end).then_some(end - at)
+        }
+        b'*' | b'>' | b'~' | b'%' | b'|' => {
+            let n: i64 = head.parse().ok()?;
+            let n = if t == b'%' || t == b'|' { n * 2 } else { n };
+            let mut pos = e + 2;
+            for _ in 0..n.max(0) {
+                pos += frame_len(b, pos)?;
+            }
+            Some(pos - at)
+        }
+        _ => Some(b.len() - at),
+    }
+}
+
+/// An array frame with its elements sorted (order-free replies).
+fn sorted_array(f: &[u8]) -> Vec<u8> {
+    let e = line_end(f, 0).unwrap();
+    let mut items = Vec::new();
+    let mut pos = e + 2;
+    while pos < f.len() {
+        let n = frame_len(f, pos).unwrap();
+        items.push(f[pos..pos + n].to_vec());
+        pos += n;
+    }
+    items.sort();
+    let mut out = f[..e + 2].to_vec();
+    for i in items {
+        out.extend_from_slice(&i);
+    }
+    out
+}
+
+/// CLIENT LIST fields that do not depend on the connection, timing or
+/// buffering.
+const STABLE_CLIENT_FIELDS: &[&str] = &[
+    "name", "db", "sub", "psub", "ssub", "oll", "events", "cmd", "user", "redir", "resp",
+];
+
+/// An ACL LOG reply with `age-seconds` masked and `client-info` cut to
+/// [`STABLE_CLIENT_FIELDS`] (the field names are all kept, in order).
+fn mask_acl_log(f: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(f);
+    let lines: Vec<&str> = text.split("\r\n").collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i];
+        out.push(l.to_string());
+        i += 1;
+        if l != "age-seconds" && l != "client-info" {
+            continue;
+        }
+        // The value: a bulk (header and text) or a RESP3 double.
+        if lines.get(i).is_some_and(|h| h.starts_with('$')) {
+            i += 1;
+        }
+        let v = lines.get(i).copied().unwrap_or_default();
+        i += 1;
+        if l == "age-seconds" {
+            out.push("<age>".into());
+        } else {
+            let kept: Vec<String> = v
+                .split(' ')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if !STABLE_CLIENT_FIELDS.contains(&k) => format!("{k}=?"),
+                    _ => kv.to_string(),
+                })
+                .collect();
+            out.push(kept.join(" "));
+        }
+    }
+    out.join("\r\n").into_bytes()
+}
+
+pub fn show(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).replace("\r\n", "\\r\\n")
+}
+
+/// Runs `script` against the server on `port`; the transcript.
+pub fn run_script(port: u16, script: &str) -> Vec<String> {
+    let mut conns: Vec<Conn> = Vec::new();
+    let mut out = Vec::new();
+    let trace = std::env::var_os("KVDIFF_TRACE").is_some();
+    for line in script.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if trace {
+            eprintln!("{port}: {line}");
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words[0] == "sleep" {
+            std::thread::sleep(Duration::from_millis(words[1].parse().unwrap()));
+            continue;
+        }
+        if words[0] == "sync" {
+            for w in &words[1..] {
+                let i: usize = w.parse().unwrap();
+                let c = &mut conns[i];
+                c.send(&["PING"]);
+                let mut got = Vec::new();
+                loop {
+                    let f = c.frame();
+                    if f == b"+PONG\r\n" || f == b"*2\r\n$4\r\npong\r\n$0\r\n\r\n" {
+                        break;
+                    }
+                    if f == b"<closed>" {
+                        got.push(f);
+                        break;
+                    }
+                    got.push(f);
+                }
+                let shown: Vec<String> = got.iter().map(|f| show(f)).collect();
+                out.push(format!("sync {i}: {}", shown.join(" | ")));
+            }
+            continue;
+        }
+        let (who, mode) = words[0].split_once('>').unwrap();
+        let i: usize = who.parse().unwrap();
+        while conns.len() <= i {
+            conns.push(Conn::open(port));
+        }
+        let c = &mut conns[i];
+        let args: Vec<&str> = words[1..]
+            .iter()
+            .map(|w| if *w == "''" { "" } else { w })
+            .collect();
+        c.send(&args);
+        let (n, compare, sort) = match mode {
+            "" | "l" => (1, true, false),
+            "?" => (1, false, false),
+            "s" => (1, true, true),
+            k => (k.parse().unwrap(), true, false),
+        };
+        let mut frames = Vec::new();
+        for _ in 0..n {
+            let f = c.frame();
+            frames.push(if sort {
+                sorted_array(&f)
+            } else if mode == "l" {
+                mask_acl_log(&f)
+            } else {
+                f
+            });
+        }
+        let shown: Vec<String> = frames.iter().map(|f| show(f)).collect();
+        out.push(if compare {
+            format!("{line} -> {}", shown.join(" | "))
+        } else {
+            format!("{line} -> (not compared)")
+        });
+    }
+    out
+}
+
+/// Runs `script` on both servers and asserts identical transcripts.
+pub fn differential(name: &str, redis_args: &[&str], kv_extra: &str, script: &str) {
+    let Some(redis) = start_redis(redis_args) else {
+        return;
+    };
+    let gyre = start_gyre(name, kv_extra);
+    let want = run_script(redis.port, script);
+    let got = run_script(gyre.port, script);
+    assert_same(name, &want, &got, &gyre.s.log());
+}
+
+/// Asserts two transcripts are the same, showing where they part.
+pub fn assert_same(name: &str, want: &[String], got: &[String], gyre_log: &str) {
+    // Shown with --nocapture: what was compared.
+    for l in got {
+        eprintln!("{name}: {l}");
+    }
+    for (i, (w, g)) in want.iter().zip(got).enumerate() {
+        if w != g {
+            // Where they part: the frames from the first difference on.
+            let (wf, gf): (Vec<&str>, Vec<&str>) =
+                (w.split(" | ").collect(), g.split(" | ").collect());
+            let k = wf.iter().zip(&gf).take_while(|(a, b)| a == b).count();
+            panic!(
+                "{name}: step {i} differs at frame {k}\nredis: {}\ngyre:  {}\nwhole redis: {w}\ngyre log:\n{}",
+                wf[k.min(wf.len())..].join(" | "),
+                gf[k.min(gf.len())..].join(" | "),
+                gyre_log
+            );
+        }
+    }
+    assert_eq!(want.len(), got.len());
+}
