@@ -75,6 +75,7 @@
 pub mod acl;
 pub mod acl_cats;
 pub mod acl_cmds;
+pub mod aof;
 pub mod auth;
 pub mod bitops;
 pub mod blocked;
