@@ -216,13 +216,56 @@ impl Server {
                     break;
                 };
                 let mut out = Vec::new();
+                let dirty_before = self.dirty;
                 self.serve(id, &w, &key, now, &mut out);
+                if self.prop.on {
+                    self.propagate_served(&w, &key, dirty_before);
+                }
                 if let Some(c) = self.clients.get_mut(&id) {
                     c.pending.extend_from_slice(&out);
                 }
                 self.blocked.woken.push(id);
             }
         }
+    }
+
+    /// A served client's pop, propagated as its non-blocking form (the
+    /// pop wrote it with [`Server::prop_rewrite`]), one unit per client.
+    fn propagate_served(&mut self, w: &Waiter, key: &[u8], dirty_before: u64) {
+        self.prop_expired();
+        let form = self.prop.rewritten.take();
+        self.prop.prevent = false;
+        if self.dirty > dirty_before {
+            let argv = form.unwrap_or_else(|| match &w.op {
+                BlockOp::Move {
+                    dst,
+                    from_left,
+                    to_left,
+                } => {
+                    let side = |l: bool| {
+                        if l {
+                            b"LEFT".to_vec()
+                        } else {
+                            b"RIGHT".to_vec()
+                        }
+                    };
+                    vec![
+                        b"LMOVE".to_vec(),
+                        key.to_vec(),
+                        dst.clone(),
+                        side(*from_left),
+                        side(*to_left),
+                    ]
+                }
+                _ => Vec::new(),
+            });
+            if !argv.is_empty() {
+                self.prop
+                    .ops
+                    .push(crate::aof::propagate::Op { db: w.db, argv });
+            }
+        }
+        self.propagate_pending();
     }
 
     /// The kind of a non-empty list or sorted set at `key`, if any.
@@ -260,6 +303,13 @@ impl Server {
                 });
                 if let Ok(Some(v)) = r {
                     self.dirty += v.len() as u64;
+                    let name: &[u8] = if *left { b"LPOP" } else { b"RPOP" };
+                    if matches!(w.op, BlockOp::Pop { .. }) {
+                        self.prop_rewrite([name, key]);
+                    } else {
+                        let c = v.len().to_string();
+                        self.prop_rewrite([name, key, c.as_bytes()]);
+                    }
                     if matches!(w.op, BlockOp::Pop { .. }) {
                         ctx.array(2);
                         ctx.bulk(key);
@@ -367,6 +417,8 @@ pub fn bpop(server: &mut Server, ctx: &mut Ctx<'_>, left: bool) {
             Ok(None) => {}
             Ok(Some(v)) => {
                 server.dirty += 1;
+                let name: &[u8] = if left { b"LPOP" } else { b"RPOP" };
+                server.prop_rewrite([name, key]);
                 ctx.array(2);
                 ctx.bulk(key);
                 if let Some(x) = v.first() {
@@ -393,7 +445,19 @@ pub fn bmove(server: &mut Server, ctx: &mut Ctx<'_>, from_left: bool, to_left: b
         Ok(true) => match lmove_generic(server, ctx, src, dst, from_left, to_left) {
             Err(Replied) => {}
             Ok(None) => ctx.null(),
-            Ok(Some(v)) => ctx.bulk(&v),
+            Ok(Some(v)) => {
+                if server.propagating() {
+                    // BLMOVE as LMOVE with its own side words, BRPOPLPUSH
+                    // as RPOPLPUSH (Redis rewrites argv[0] only).
+                    if t == 3 {
+                        server.prop_rewrite([&b"RPOPLPUSH"[..], src, dst]);
+                    } else {
+                        let (a, b) = (ctx.arg(3), ctx.arg(4));
+                        server.prop_rewrite([&b"LMOVE"[..], src, dst, a, b]);
+                    }
+                }
+                ctx.bulk(&v)
+            }
         },
         Ok(false) => {
             let op = BlockOp::Move {
@@ -418,7 +482,10 @@ pub fn bmpop(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (db, now) = (ctx.db, ctx.now);
     match crate::t_list::mpop_generic(server, db, now, ctx, &a) {
         Err(Replied) => {}
-        Ok(Some((k, v))) => crate::t_list::reply_key_elements(ctx, &k, &v),
+        Ok(Some((k, v))) => {
+            crate::t_list::prop_mpop(server, a.left, &k, v.len());
+            crate::t_list::reply_key_elements(ctx, &k, &v)
+        }
         Ok(None) => {
             let op = BlockOp::Mpop {
                 left: a.left,

@@ -90,6 +90,9 @@ pub struct KvConf {
     pub acllog_max_len: u64,
     /// `user NAME RULES...` lines.
     pub users: Vec<Vec<Vec<u8>>>,
+    /// `lazyfree-lazy-expire`, `lazyfree-lazy-eviction`.
+    pub lazyfree_lazy_expire: bool,
+    pub lazyfree_lazy_eviction: bool,
 }
 
 impl Default for KvConf {
@@ -121,6 +124,8 @@ impl Default for KvConf {
             aclfile: None,
             acllog_max_len: crate::acl_log::DEFAULT_MAX_LEN,
             users: Vec::new(),
+            lazyfree_lazy_expire: false,
+            lazyfree_lazy_eviction: false,
         }
     }
 }
@@ -233,6 +238,50 @@ fn set_stop_writes(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), Str
 
 fn set_del_sync(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     c.persist.rdb_del_sync_files = yes_no(d)?;
+    Ok(())
+}
+
+/// The AOF directives (`appendonly`, `appendfsync`, ...), Redis's names.
+fn set_aof(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let a = &mut c.persist.aof;
+    match d.name.as_str() {
+        "appendonly" => a.appendonly = yes_no(d)?,
+        "appendfsync" => {
+            a.appendfsync = crate::aof::Fsync::parse(d.arg(0).as_bytes()).ok_or_else(|| {
+                format!("invalid value \"{}\" in \"appendfsync\" directive, it must be \"always\", \"everysec\" or \"no\"", d.arg(0))
+            })?
+        }
+        "appendfilename" | "appenddirname" => {
+            let v = d.arg(0);
+            if v.is_empty() || v.contains('/') {
+                return Err(format!("{} can't be a path, just a filename", d.name));
+            }
+            if d.name == "appendfilename" {
+                a.appendfilename = v.to_string();
+            } else {
+                a.appenddirname = v.to_string();
+            }
+        }
+        "no-appendfsync-on-rewrite" => a.no_appendfsync_on_rewrite = yes_no(d)?,
+        "auto-aof-rewrite-percentage" => {
+            a.auto_rewrite_perc = d
+                .arg(0)
+                .parse::<u32>()
+                .map_err(|_| d.error("invalid number"))?
+                .into()
+        }
+        "auto-aof-rewrite-min-size" => {
+            a.auto_rewrite_min_size = crate::util::memtoull(d.arg(0).as_bytes())
+                .ok_or_else(|| format!("invalid value \"{}\" in \"{}\"", d.arg(0), d.name))?
+        }
+        "aof-use-rdb-preamble" => a.use_rdb_preamble = yes_no(d)?,
+        "aof-load-truncated" => a.load_truncated = yes_no(d)?,
+        "aof-timestamp-enabled" => a.timestamp_enabled = yes_no(d)?,
+        "aof-rewrite-incremental-fsync" => a.rewrite_incremental_fsync = yes_no(d)?,
+        "lazyfree-lazy-expire" => c.lazyfree_lazy_expire = yes_no(d)?,
+        "lazyfree-lazy-eviction" => c.lazyfree_lazy_eviction = yes_no(d)?,
+        _ => {}
+    }
     Ok(())
 }
 
@@ -394,6 +443,19 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
         set_stop_writes,
     ),
     DirectiveSpec::new("rdb-del-sync-files", KV, Args::TAKE1, set_del_sync),
+    DirectiveSpec::new("appendonly", KV, Args::TAKE1, set_aof),
+    DirectiveSpec::new("appendfsync", KV, Args::TAKE1, set_aof),
+    DirectiveSpec::new("appendfilename", KV, Args::TAKE1, set_aof),
+    DirectiveSpec::new("appenddirname", KV, Args::TAKE1, set_aof),
+    DirectiveSpec::new("no-appendfsync-on-rewrite", KV, Args::TAKE1, set_aof),
+    DirectiveSpec::new("auto-aof-rewrite-percentage", KV, Args::TAKE1, set_aof),
+    DirectiveSpec::new("auto-aof-rewrite-min-size", KV, Args::TAKE1, set_aof),
+    DirectiveSpec::new("aof-use-rdb-preamble", KV, Args::TAKE1, set_aof),
+    DirectiveSpec::new("aof-load-truncated", KV, Args::TAKE1, set_aof),
+    DirectiveSpec::new("aof-timestamp-enabled", KV, Args::TAKE1, set_aof),
+    DirectiveSpec::new("aof-rewrite-incremental-fsync", KV, Args::TAKE1, set_aof),
+    DirectiveSpec::new("lazyfree-lazy-expire", KV, Args::TAKE1, set_aof),
+    DirectiveSpec::new("lazyfree-lazy-eviction", KV, Args::TAKE1, set_aof),
     DirectiveSpec::block(
         "kv",
         Context::MAIN,

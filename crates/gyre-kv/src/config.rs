@@ -99,8 +99,6 @@ enum Kind {
     /// Text checked by [`crate::persist::check_config`].
     Str,
     Immutable,
-    /// Accepted and ignored (reported value fixed).
-    Fixed,
     /// Parsed and applied by [`special_set`] (strings and lists).
     Special,
 }
@@ -242,7 +240,61 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "appendonly",
-        kind: Kind::Fixed,
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "appendfsync",
+        kind: Kind::Special,
+    },
+    Param {
+        name: "appendfilename",
+        kind: Kind::Immutable,
+    },
+    Param {
+        name: "appenddirname",
+        kind: Kind::Immutable,
+    },
+    Param {
+        name: "no-appendfsync-on-rewrite",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "auto-aof-rewrite-percentage",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+    },
+    Param {
+        name: "auto-aof-rewrite-min-size",
+        kind: Kind::Mem {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+    },
+    Param {
+        name: "aof-use-rdb-preamble",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "aof-load-truncated",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "aof-timestamp-enabled",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "aof-rewrite-incremental-fsync",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "lazyfree-lazy-expire",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "lazyfree-lazy-eviction",
+        kind: Kind::Bool,
     },
     Param {
         name: "maxmemory-policy",
@@ -405,7 +457,19 @@ fn param_value(server: &Server, name: &str) -> String {
         "rdbchecksum" => yn(c.persist.rdbchecksum),
         "stop-writes-on-bgsave-error" => yn(c.persist.stop_writes_on_bgsave_error),
         "rdb-del-sync-files" => yn(c.persist.rdb_del_sync_files),
-        "appendonly" => "no".into(),
+        "appendonly" => yn(c.persist.aof.appendonly),
+        "appendfsync" => c.persist.aof.appendfsync.name().into(),
+        "appendfilename" => c.persist.aof.appendfilename.clone(),
+        "appenddirname" => c.persist.aof.appenddirname.clone(),
+        "no-appendfsync-on-rewrite" => yn(c.persist.aof.no_appendfsync_on_rewrite),
+        "auto-aof-rewrite-percentage" => c.persist.aof.auto_rewrite_perc.to_string(),
+        "auto-aof-rewrite-min-size" => c.persist.aof.auto_rewrite_min_size.to_string(),
+        "aof-use-rdb-preamble" => yn(c.persist.aof.use_rdb_preamble),
+        "aof-load-truncated" => yn(c.persist.aof.load_truncated),
+        "aof-timestamp-enabled" => yn(c.persist.aof.timestamp_enabled),
+        "aof-rewrite-incremental-fsync" => yn(c.persist.aof.rewrite_incremental_fsync),
+        "lazyfree-lazy-expire" => yn(c.lazyfree_lazy_expire),
+        "lazyfree-lazy-eviction" => yn(c.lazyfree_lazy_eviction),
         "maxmemory-policy" => c.evict.policy.name().into(),
         "maxmemory-samples" => c.evict.samples.to_string(),
         "maxmemory-eviction-tenacity" => c.evict.tenacity.to_string(),
@@ -458,7 +522,6 @@ enum NewValue {
     Mem(u64),
     Bool(bool),
     Str(String),
-    Ignored,
     Special(Vec<u8>),
 }
 
@@ -477,6 +540,9 @@ fn special_check(server: &Server, name: &str, val: &[u8]) -> Result<(), &'static
         "notify-keyspace-events" => crate::notify::string_to_flags(val)
             .map(|_| ())
             .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
+        "appendfsync" => crate::aof::Fsync::parse(val)
+            .map(|_| ())
+            .ok_or("argument(s) must be one of the following: always, everysec, no"),
         _ => Ok(()),
     }
 }
@@ -505,6 +571,11 @@ fn special_set(server: &mut Server, name: &str, val: &[u8]) {
             c.notify_keyspace_events = crate::notify::string_to_flags(val).unwrap_or(0);
             crate::notify::sync_expired_log(server);
             crate::notify::sync_change_log(server);
+        }
+        "appendfsync" => {
+            if let Some(f) = crate::aof::Fsync::parse(val) {
+                c.persist.aof.appendfsync = f;
+            }
         }
         _ => {}
     }
@@ -537,7 +608,6 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
         }
         let nv = match p.kind {
             Kind::Immutable => return ctx.err(&fail("can't set immutable config")),
-            Kind::Fixed => NewValue::Ignored,
             Kind::Str => {
                 let text = String::from_utf8_lossy(&val).into_owned();
                 match crate::persist::check_config(&server.config.persist, p.name, &text) {
@@ -602,6 +672,7 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
             ));
         }
     }
+    let aof_was = server.config.persist.aof.appendonly;
     for (name, v) in updates {
         if let NewValue::Special(val) = v {
             special_set(server, name, &val);
@@ -662,6 +733,24 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
                 c.persist.stop_writes_on_bgsave_error = b
             }
             ("rdb-del-sync-files", NewValue::Bool(b)) => c.persist.rdb_del_sync_files = b,
+            ("appendonly", NewValue::Bool(b)) => c.persist.aof.appendonly = b,
+            ("no-appendfsync-on-rewrite", NewValue::Bool(b)) => {
+                c.persist.aof.no_appendfsync_on_rewrite = b
+            }
+            ("auto-aof-rewrite-percentage", NewValue::Int(v)) => {
+                c.persist.aof.auto_rewrite_perc = v as u64
+            }
+            ("auto-aof-rewrite-min-size", NewValue::Mem(v)) => {
+                c.persist.aof.auto_rewrite_min_size = v
+            }
+            ("aof-use-rdb-preamble", NewValue::Bool(b)) => c.persist.aof.use_rdb_preamble = b,
+            ("aof-load-truncated", NewValue::Bool(b)) => c.persist.aof.load_truncated = b,
+            ("aof-timestamp-enabled", NewValue::Bool(b)) => c.persist.aof.timestamp_enabled = b,
+            ("aof-rewrite-incremental-fsync", NewValue::Bool(b)) => {
+                c.persist.aof.rewrite_incremental_fsync = b
+            }
+            ("lazyfree-lazy-expire", NewValue::Bool(b)) => c.lazyfree_lazy_expire = b,
+            ("lazyfree-lazy-eviction", NewValue::Bool(b)) => c.lazyfree_lazy_eviction = b,
             (name @ ("save" | "dir" | "dbfilename"), NewValue::Str(v)) => {
                 crate::persist::apply_config(&mut c.persist, name, v)
             }
@@ -669,6 +758,19 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
         }
     }
     crate::evict::sync_policy(server);
+    // `appendonly` changed: start (a rewrite writes the first base) or
+    // stop the AOF, as Redis's `updateAppendonly`.
+    let aof_now = server.config.persist.aof.appendonly;
+    if aof_now != aof_was {
+        if aof_now {
+            if server.aof_start(ctx.now).is_err() {
+                server.config.persist.aof.appendonly = false;
+                return ctx.err("ERR CONFIG SET failed (possibly related to argument 'appendonly') - Unable to turn on AOF. Check server logs.");
+            }
+        } else {
+            server.aof_stop(ctx.now);
+        }
+    }
     ctx.ok();
 }
 

@@ -289,6 +289,10 @@ pub struct Db {
     /// Keys removed by expiry since the server last drained them, kept
     /// only while `expired` keyspace events are enabled.
     pub(crate) expired_log: Option<Vec<Vec<u8>>>,
+    /// Keys removed by expiry (false) or eviction (true) since the
+    /// server last propagated them as DEL, kept only while the AOF is on
+    /// ([`crate::aof::propagate`]).
+    pub(crate) deleted_log: Option<Vec<(Vec<u8>, bool)>>,
     /// What the running command changed, in order, kept only while
     /// keyspace events other than `expired` are enabled
     /// ([`crate::notify`] turns it into events after the command).
@@ -337,6 +341,7 @@ impl Db {
             snap: None,
             watched: crate::multi::Watched::default(),
             expired_log: None,
+            deleted_log: None,
             changes: None,
             expiring: false,
             soft_touched: Vec::new(),
@@ -593,6 +598,9 @@ impl Db {
         if let Some(log) = &mut self.expired_log {
             log.push(self.nodes[i].key.as_slice().to_vec());
         }
+        if let Some(log) = &mut self.deleted_log {
+            log.push((self.nodes[i].key.as_slice().to_vec(), false));
+        }
     }
 
     /// Number of keys WATCHed in this database.
@@ -693,6 +701,9 @@ impl Db {
     pub fn evict(&mut self, key: &[u8]) -> Option<u64> {
         let i = self.find(key)?;
         let before = self.mem;
+        if let Some(log) = &mut self.deleted_log {
+            log.push((key.to_vec(), true));
+        }
         self.expiring = true;
         self.delete_at(i);
         self.expiring = false;

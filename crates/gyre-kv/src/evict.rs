@@ -421,7 +421,11 @@ impl Server {
 
     /// Continue eviction from a time event (Redis's `evictionTimeProc`).
     pub fn evict_slice(&mut self, now: i64) -> Outcome {
-        perform_evictions(self, now)
+        let r = perform_evictions(self, now);
+        if self.prop.on {
+            self.propagate_expired_keys();
+        }
+        r
     }
 }
 

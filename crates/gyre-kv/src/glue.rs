@@ -105,6 +105,8 @@ pub fn config(conf: &KvConf) -> Config {
         aclfile: conf.aclfile.clone(),
         acllog_max_len: conf.acllog_max_len,
         users: conf.users.clone(),
+        lazyfree_lazy_expire: conf.lazyfree_lazy_expire,
+        lazyfree_lazy_eviction: conf.lazyfree_lazy_eviction,
         ..Config::default()
     }
 }
@@ -131,6 +133,12 @@ impl Drop for Shared {
     /// SHUTDOWN already did what it was asked.
     fn drop(&mut self) {
         let server = self.server.get_mut();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        if !server.persist.load_failed {
+            server.aof_shutdown(now);
+        }
         if !server.persist.shutdown_asked
             && !server.persist.load_failed
             && !server.config.persist.save.is_empty()
@@ -260,6 +268,22 @@ fn wake(s: &Rc<Shared>, core: &mut Core) {
 /// as Redis refuses to start: no silent empty dataset.
 fn start_loading(s: &Rc<Shared>, core: &mut Core) -> io::Result<()> {
     let now = now_ms(core);
+    if s.server.borrow().config.persist.aof.appendonly {
+        // With `appendonly yes` the AOF is the dataset (the RDB file is
+        // not read), loaded before the first client is served.
+        let mut server = s.server.borrow_mut();
+        server.aof.status = crate::aof::AofStatus::On;
+        let r = server
+            .aof_load_at_start(now)
+            .and_then(|_| server.aof_open_at_start(now));
+        if let Err(e) = r {
+            log::error!("{e}");
+            server.persist.load_failed = true;
+            return Err(io::Error::other(e));
+        }
+        server.sync_propagation();
+        return Ok(());
+    }
     let path = s.server.borrow().config.persist.path();
     match s.server.borrow_mut().load_begin(now) {
         Ok(false) => return Ok(()),

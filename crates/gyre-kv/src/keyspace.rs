@@ -528,8 +528,22 @@ fn expire_generic(server: &mut Server, ctx: &mut Ctx<'_>, base: i64, seconds: bo
     }
     if when <= now {
         d.remove(&key);
+        let name: &[u8] = if server.config.lazyfree_lazy_expire {
+            b"UNLINK"
+        } else {
+            b"DEL"
+        };
+        server.prop_rewrite([name, &key]);
     } else {
         d.set_expire(&key, when);
+        if server.propagating() && cmd != "pexpireat" {
+            // PEXPIREAT key ms, the options kept (Redis rewrites
+            // arguments 0 and 2 only).
+            let ms = when.to_string();
+            let mut args: Vec<&[u8]> = vec![b"PEXPIREAT", &key, ms.as_bytes()];
+            args.extend((3..ctx.argc()).map(|j| ctx.arg(j)));
+            server.prop_rewrite(args);
+        }
     }
     server.dirty += 1;
     ctx.int(1);

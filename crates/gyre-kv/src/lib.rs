@@ -79,6 +79,7 @@ pub mod acl_cats;
 pub mod acl_cmds;
 pub mod acl_file;
 pub mod acl_log;
+pub mod aof;
 pub mod auth;
 pub mod bitops;
 pub mod blocked;

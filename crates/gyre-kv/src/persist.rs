@@ -61,6 +61,8 @@ pub struct PersistConfig {
     pub stop_writes_on_bgsave_error: bool,
     /// `rdb-del-sync-files` (accepted: there is no replication to sync).
     pub rdb_del_sync_files: bool,
+    /// The append-only file's settings.
+    pub aof: crate::aof::AofConfig,
 }
 
 /// Redis 7's default save rules.
@@ -78,6 +80,7 @@ impl Default for PersistConfig {
             rdbchecksum: true,
             stop_writes_on_bgsave_error: true,
             rdb_del_sync_files: false,
+            aof: crate::aof::AofConfig::default(),
         }
     }
 }
@@ -146,6 +149,16 @@ enum Msg {
     Commit,
 }
 
+/// What a background sweep writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SaveKind {
+    /// BGSAVE: the dump file.
+    Rdb,
+    /// BGREWRITEAOF: a new AOF base, an RDB with `aof-base` set or
+    /// commands ([`crate::aof::rewrite`]).
+    AofBase { rdb: bool },
+}
+
 /// The thread that owns a background save's file.
 struct BgWriter {
     tx: SyncSender<Msg>,
@@ -156,12 +169,14 @@ impl BgWriter {
     /// The thread opens the temp file itself, so a directory that cannot
     /// be written fails the save in the background as Redis's child does
     /// (BGSAVE still answers "started"; INFO and MISCONF tell the rest).
-    fn spawn(path: PathBuf, tag: String, checksum: bool) -> io::Result<BgWriter> {
+    fn spawn(path: PathBuf, tag: String, checksum: bool, raw: bool) -> io::Result<BgWriter> {
         let (tx, rx) = sync_channel::<Msg>(WRITER_QUEUE);
         let handle = std::thread::Builder::new()
             .name("gyre-bgsave".into())
             .spawn(move || {
-                let file = DumpFile::create(&path, &tag, checksum).inspect_err(|e| {
+                let file = DumpFile::create(&path, &tag, checksum)
+                    .map(|f| if raw { f.raw() } else { f })
+                    .inspect_err(|e| {
                     log::warn!(
                         "Failed opening the temp RDB file temp-{tag}.rdb (in server root dir {}) for saving: {e}",
                         path.parent().map_or_else(String::new, |p| p.display().to_string())
@@ -193,6 +208,7 @@ fn write_loop(mut file: DumpFile, rx: Receiver<Msg>) -> io::Result<u64> {
 
 /// A background save in progress.
 pub struct Bgsave {
+    pub kind: SaveKind,
     writer: Option<BgWriter>,
     /// Database being swept.
     db: usize,
@@ -303,31 +319,61 @@ impl Server {
 
     /// Whether writes are refused (`writeCommandsDeniedByDiskError`).
     pub fn writes_denied(&self) -> bool {
-        self.config.persist.stop_writes_on_bgsave_error
+        (self.config.persist.stop_writes_on_bgsave_error
             && !self.config.persist.save.is_empty()
-            && !self.persist.last_bgsave_ok
+            && !self.persist.last_bgsave_ok)
+            || (!self.aof.last_write_ok && self.aof.status != crate::aof::AofStatus::Off)
     }
 
     pub fn is_loading(&self) -> bool {
         self.persist.loading.is_some()
     }
 
+    /// A background sweep (BGSAVE or an AOF rewrite) runs: Redis's
+    /// `hasActiveChildProcess`.
     pub fn bgsave_in_progress(&self) -> bool {
         self.persist.bgsave.is_some()
+    }
+
+    /// A BGSAVE runs (`rdb_bgsave_in_progress`).
+    pub fn rdb_bgsave_in_progress(&self) -> bool {
+        self.persist
+            .bgsave
+            .as_ref()
+            .is_some_and(|b| b.kind == SaveKind::Rdb)
     }
 
     /// SAVE (`rdbSave`): the whole dataset, synchronously.
     pub fn rdb_save(&mut self, now_ms: i64) -> io::Result<u64> {
         let path = self.config.persist.path();
+        let n = self.rdb_save_to(&path, false, now_ms)?;
+        self.dirty = 0;
+        self.last_save_ms = now_ms;
+        self.persist.last_bgsave_ok = true;
+        self.persist.saves += 1;
+        log::info!("DB saved on disk");
+        Ok(n)
+    }
+
+    /// The whole dataset as an RDB file at `path` (crash-safe);
+    /// `aof_base`: the `aof-base` AUX field of an AOF base file.
+    pub fn rdb_save_to(
+        &mut self,
+        path: &std::path::Path,
+        aof_base: bool,
+        now_ms: i64,
+    ) -> io::Result<u64> {
         let compress = self.config.persist.rdbcompression;
         let mut f = DumpFile::create(
-            &path,
+            path,
             &std::process::id().to_string(),
             self.config.persist.rdbchecksum,
         )?;
+        let mut aux = self.aux(now_ms);
+        aux.aof_base = aof_base;
         let r = (|| {
             let mut out = Vec::with_capacity(CHUNK + 1024);
-            put_header(&mut out, &self.aux(now_ms));
+            put_header(&mut out, &aux);
             for (i, db) in self.dbs.iter().enumerate() {
                 if db.is_empty() {
                     continue;
@@ -344,15 +390,7 @@ impl Server {
             f.write(&out)
         })();
         match r {
-            Ok(()) => {
-                let n = f.commit()?;
-                self.dirty = 0;
-                self.last_save_ms = now_ms;
-                self.persist.last_bgsave_ok = true;
-                self.persist.saves += 1;
-                log::info!("DB saved on disk");
-                Ok(n)
-            }
+            Ok(()) => f.commit(),
             Err(e) => {
                 f.abort();
                 Err(e)
@@ -373,11 +411,30 @@ impl Server {
 
     fn bgsave_open(&mut self, now_ms: i64) -> io::Result<()> {
         let path = self.config.persist.path();
-        let tag = format!("bg-{}", std::process::id());
-        let writer = BgWriter::spawn(path, tag, self.config.persist.rdbchecksum)?;
+        self.sweep_start(path, SaveKind::Rdb, now_ms)?;
+        log::info!("Background saving started");
+        Ok(())
+    }
+
+    /// Start a background sweep writing `path`.
+    pub(crate) fn sweep_start(
+        &mut self,
+        path: PathBuf,
+        kind: SaveKind,
+        now_ms: i64,
+    ) -> io::Result<()> {
+        let (tag, raw) = match kind {
+            SaveKind::Rdb => (format!("bg-{}", std::process::id()), false),
+            SaveKind::AofBase { rdb } => (format!("rewriteaof-bg-{}", std::process::id()), !rdb),
+        };
+        let writer = BgWriter::spawn(path, tag, self.config.persist.rdbchecksum, raw)?;
         let compress = self.config.persist.rdbcompression;
         let mut chunk = Vec::with_capacity(CHUNK + 1024);
-        put_header(&mut chunk, &self.aux(now_ms));
+        if !raw {
+            let mut aux = self.aux(now_ms);
+            aux.aof_base = kind != SaveKind::Rdb;
+            put_header(&mut chunk, &aux);
+        }
         let sizes: Vec<(usize, usize)> = self
             .dbs
             .iter()
@@ -385,11 +442,14 @@ impl Server {
             .collect();
         for db in &mut self.dbs {
             if !db.is_empty() {
-                db.snapshot_begin(compress);
+                db.snapshot_begin_as(compress, raw);
             }
         }
-        self.persist.dirty_before_bgsave = self.dirty;
+        if kind == SaveKind::Rdb {
+            self.persist.dirty_before_bgsave = self.dirty;
+        }
         self.persist.bgsave = Some(Bgsave {
+            kind,
             writer: Some(writer),
             db: 0,
             out_db: None,
@@ -401,7 +461,6 @@ impl Server {
             started: Instant::now(),
             started_ms: now_ms,
         });
-        log::info!("Background saving started");
         Ok(())
     }
 
@@ -475,9 +534,14 @@ impl Server {
             }
             let recs = db.snapshot_take();
             if bg.out_db != Some(i) {
-                let resize = (!bg.resized[i]).then(|| bg.sizes[i]);
-                bg.resized[i] = true;
-                select(&mut bg.chunk, i, resize);
+                if bg.kind == (SaveKind::AofBase { rdb: false }) {
+                    let n = i.to_string();
+                    crate::aof::propagate::cat_command(&mut bg.chunk, &[b"SELECT", n.as_bytes()]);
+                } else {
+                    let resize = (!bg.resized[i]).then(|| bg.sizes[i]);
+                    bg.resized[i] = true;
+                    select(&mut bg.chunk, i, resize);
+                }
                 bg.out_db = Some(i);
             }
             bg.chunk.extend_from_slice(&recs);
@@ -506,6 +570,10 @@ impl Server {
         for db in &mut self.dbs {
             db.snapshot_end();
         }
+        if bg.kind != SaveKind::Rdb {
+            self.rewrite_done(r, now_ms);
+            return;
+        }
         self.persist.last_bgsave_time_sec = bg.started.elapsed().as_secs() as i64;
         match r {
             Ok(_) => {
@@ -526,7 +594,13 @@ impl Server {
     /// BGSAVE. True when a background save was started (the driver starts
     /// its slices).
     pub fn persistence_cron(&mut self, now_ms: i64) -> bool {
-        if self.bgsave_in_progress() || self.is_loading() {
+        if self.is_loading() {
+            return false;
+        }
+        if self.aof_cron(now_ms) {
+            return true;
+        }
+        if self.bgsave_in_progress() {
             return false;
         }
         let now = now_ms / 1000;
@@ -637,6 +711,11 @@ impl Server {
                 drop(w.tx);
                 let _ = w.handle.join();
             }
+            if bg.kind != SaveKind::Rdb {
+                log::info!("Background AOF rewrite cancelled by {why}");
+                self.rewrite_cleanup();
+                return;
+            }
             log::info!("Background saving cancelled by {why}");
         }
     }
@@ -715,7 +794,7 @@ impl Server {
             ("rdb_changes_since_last_save", self.dirty.to_string()),
             (
                 "rdb_bgsave_in_progress",
-                u8::from(p.bgsave.is_some()).to_string(),
+                u8::from(self.rdb_bgsave_in_progress()).to_string(),
             ),
             ("rdb_last_save_time", (self.last_save_ms / 1000).to_string()),
             (
@@ -730,6 +809,7 @@ impl Server {
                 "rdb_current_bgsave_time_sec",
                 p.bgsave
                     .as_ref()
+                    .filter(|b| b.kind == SaveKind::Rdb)
                     .map_or(-1, |b| (now_ms - b.started_ms) / 1000)
                     .to_string(),
             ),
@@ -740,19 +820,9 @@ impl Server {
                 p.last_load_expired.to_string(),
             ),
             ("rdb_last_load_keys_loaded", p.last_load_keys.to_string()),
-            ("aof_enabled", "0".into()),
-            ("aof_rewrite_in_progress", "0".into()),
-            ("aof_rewrite_scheduled", "0".into()),
-            ("aof_last_rewrite_time_sec", "-1".into()),
-            ("aof_current_rewrite_time_sec", "-1".into()),
-            ("aof_last_bgrewrite_status", "ok".into()),
-            ("aof_rewrites", "0".into()),
-            ("aof_rewrites_consecutive_failures", "0".into()),
-            ("aof_last_write_status", "ok".into()),
-            ("aof_last_cow_size", "0".into()),
-            ("module_fork_in_progress", "0".into()),
-            ("module_fork_last_cow_size", "0".into()),
         ]);
+        v.extend(self.aof_info(now_ms));
+
         v
     }
 }

@@ -181,6 +181,9 @@ impl Server {
         let dirty_before = self.dirty;
         (cmd.spec.handler)(self, &mut sub);
         self.settle_dbs(ctx.db, sub.db, self.dirty != dirty_before);
+        if self.prop.on {
+            self.propagate_call(&cmd, argv, sub.db, dirty_before);
+        }
         if self.config.notify_keyspace_events != 0 {
             let name = cmd.parent.unwrap_or(cmd.spec).name;
             let own = Some((sub.client_id, sub.proto, &mut *sub.out));

@@ -37,6 +37,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         bgsave
     ),
     spec!(
+        "bgrewriteaof",
+        1,
+        NOSCRIPT,
+        0,
+        0,
+        0,
+        "server",
+        "1.0.0",
+        "Asynchronously rewrite the append-only file",
+        bgrewriteaof
+    ),
+    spec!(
         "lastsave",
         1,
         ADMIN,
@@ -89,7 +101,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 const ERR_IN_PROGRESS: &str = "ERR Background save already in progress";
 
 fn save(server: &mut Server, ctx: &mut Ctx<'_>) {
-    if server.bgsave_in_progress() {
+    if server.rdb_bgsave_in_progress() {
         ctx.err(ERR_IN_PROGRESS);
         return;
     }
@@ -108,14 +120,38 @@ fn bgsave(server: &mut Server, ctx: &mut Ctx<'_>) {
         2 if eq(ctx.arg(1), "schedule") => {}
         _ => return ctx.syntax(),
     }
-    if server.bgsave_in_progress() {
+    if server.rdb_bgsave_in_progress() {
         // SCHEDULE only waits for another kind of child (an AOF rewrite);
         // with an RDB save running Redis refuses either way.
         return ctx.err(ERR_IN_PROGRESS);
     }
+    if server.bgsave_in_progress() {
+        if ctx.argc() == 2 {
+            server.persist.scheduled = true;
+            return ctx.simple("Background saving scheduled");
+        }
+        return ctx.err("ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.");
+    }
     match server.bgsave_start(ctx.now) {
         Ok(()) => ctx.simple("Background saving started"),
         Err(_) => ctx.err("ERR"),
+    }
+}
+
+/// BGREWRITEAOF (`bgrewriteaofCommand`): scheduled while a BGSAVE runs.
+fn bgrewriteaof(server: &mut Server, ctx: &mut Ctx<'_>) {
+    if server.aof_rewrite_in_progress() {
+        return ctx.err(crate::aof::rewrite::ERR_REWRITE_IN_PROGRESS);
+    }
+    if server.bgsave_in_progress() {
+        server.aof.rewrite_scheduled = true;
+        return ctx.simple("Background append only file rewriting scheduled");
+    }
+    match server.rewrite_background(ctx.now) {
+        Ok(()) => ctx.simple("Background append only file rewriting started"),
+        Err(_) => ctx.err(
+            "ERR Can't execute an AOF background rewriting. Please check the server logs for more information.",
+        ),
     }
 }
 
@@ -241,12 +277,21 @@ fn restore(server: &mut Server, ctx: &mut Ctx<'_>) {
         // Already expired: nothing is stored (and a replaced key is gone).
         if deleted {
             server.dirty += 1;
+            server.prop_rewrite([&b"DEL"[..], key]);
         }
         return ctx.ok();
     }
     match store(db, key, v, (ttl != 0).then_some(ttl), now, &lim) {
         Ok(_) => {
             server.dirty += 1;
+            if ttl != 0 && !absttl && server.propagating() {
+                // The TTL as an absolute time, with ABSTTL added.
+                let t = ttl.to_string();
+                let mut args: Vec<&[u8]> = (0..ctx.argc()).map(|j| ctx.arg(j)).collect();
+                args[2] = t.as_bytes();
+                args.push(b"ABSTTL");
+                server.prop_rewrite(args);
+            }
             ctx.ok();
         }
         Err(_) => ctx.err("ERR Bad data format"),

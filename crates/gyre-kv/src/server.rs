@@ -101,7 +101,7 @@ pub struct Config {
     pub client_output_buffer_limit: crate::output::ObufLimits,
     /// Aggregate encoding thresholds (`hash-max-listpack-entries`, ...).
     pub encodings: crate::object::Limits,
-    /// RDB settings (`dir`, `dbfilename`, `save`, ...).
+    /// RDB and AOF settings (`dir`, `dbfilename`, `save`, `appendonly`, ...).
     pub persist: crate::persist::PersistConfig,
     /// `acllog-max-len`.
     pub acllog_max_len: u64,
@@ -109,6 +109,10 @@ pub struct Config {
     pub aclfile: Option<std::path::PathBuf>,
     /// `user` lines: the name, then its rules.
     pub users: Vec<Vec<Vec<u8>>>,
+    /// `lazyfree-lazy-expire`, `lazyfree-lazy-eviction`: keys removed by
+    /// expiry / eviction are propagated as UNLINK instead of DEL.
+    pub lazyfree_lazy_expire: bool,
+    pub lazyfree_lazy_eviction: bool,
 }
 
 impl Default for Config {
@@ -141,6 +145,8 @@ impl Default for Config {
             acllog_max_len: crate::acl_log::DEFAULT_MAX_LEN,
             aclfile: None,
             users: Vec::new(),
+            lazyfree_lazy_expire: false,
+            lazyfree_lazy_eviction: false,
         }
     }
 }
@@ -414,6 +420,10 @@ pub struct Server {
     pub(crate) last_save_ms: i64,
     /// SAVE/BGSAVE/loading state ([`crate::persist`]).
     pub persist: crate::persist::PersistState,
+    /// The append-only file ([`crate::aof`]).
+    pub aof: crate::aof::AofState,
+    /// Command propagation ([`crate::aof::propagate`]).
+    pub(crate) prop: crate::aof::propagate::Propagate,
     /// Channel and pattern registries.
     pub(crate) pubsub: crate::pubsub::PubSub,
     /// Clients given output by others, for the glue to flush.
@@ -469,6 +479,8 @@ impl Server {
             dirty: 0,
             last_save_ms: now_ms,
             persist: crate::persist::PersistState::default(),
+            aof: Default::default(),
+            prop: Default::default(),
             rng: crate::util::Rng::new(rng.next_u64()),
             blocked: crate::blocked::BlockState::default(),
             pause: Default::default(),
@@ -718,6 +730,7 @@ impl Server {
             }
         }
         self.spans = spans;
+        self.aof_after_batch(now_ms);
         if let Some(c) = self.clients.get_mut(&id) {
             c.parser = parser;
             st.store(c);
@@ -763,6 +776,7 @@ impl Server {
             },
         );
         let flow = self.run(id, Argv::new(&buf, &spans), now_ms, out, &mut st);
+        self.aof_after_batch(now_ms);
         // A blocking command leaves the client blocked (see `feed`); the
         // caller learns it from `is_blocked`.
         self.blocked.just_blocked = None;
@@ -852,6 +866,10 @@ impl Server {
         let dirty_before = self.dirty;
         (cmd.spec.handler)(self, &mut ctx);
         self.settle_dbs(st.db, ctx.db, self.dirty != dirty_before);
+        if self.prop.on {
+            self.propagate_call(&cmd, argv, ctx.db, dirty_before);
+            self.propagate_pending();
+        }
         if self.config.notify_keyspace_events != 0 || !self.blocked.ready_is_empty() {
             self.after_command(id, cmd, argv, now_ms, &mut ctx);
         }
@@ -946,19 +964,21 @@ impl Server {
                 return Some(Flow::Continue);
             }
         }
-        if self.config.maxmemory > 0 && self.oom_refuses(id, cmd, st.gate & GATE_MULTI != 0, now_ms)
-        {
+        let oom = self.config.maxmemory > 0
+            && self.oom_refuses(id, cmd, st.gate & GATE_MULTI != 0, now_ms);
+        if self.prop.on && self.config.maxmemory > 0 {
+            // Evicted keys go as DELs of their own, before the command.
+            self.propagate_expired_keys();
+        }
+        if oom {
             self.reject(id, st, is_exec(), out, crate::evict::ERR_OOM.as_bytes());
             return Some(Flow::Continue);
         }
         if self.writes_denied() && (cmd.spec.flags.contains(&"write") || cmd.spec.name == "ping") {
-            self.reject(
-                id,
-                st,
-                is_exec(),
-                out,
-                crate::persist::ERR_MISCONF.as_bytes(),
-            );
+            let msg = self
+                .aof_write_denied()
+                .unwrap_or_else(|| crate::persist::ERR_MISCONF.to_string());
+            self.reject(id, st, is_exec(), out, msg.as_bytes());
             return Some(Flow::Continue);
         }
         if st.gate & GATE_PUBSUB != 0 && st.proto == 2 && !crate::pubsub::allowed_in_context(name) {
@@ -1147,6 +1167,9 @@ impl Server {
             self.active_expire_cycle(now_ms, CycleKind::Slow, budget)
         };
         crate::notify::drain_expired(self, None, now_ms);
+        if self.prop.on {
+            self.propagate_expired_keys();
+        }
 
         let bgsave_started = self.persistence_cron(now_ms);
 
@@ -1178,6 +1201,9 @@ impl Server {
         let budget = self.slice_budget();
         let st = self.active_expire_cycle(now_ms, CycleKind::Fast, budget);
         crate::notify::drain_expired(self, None, now_ms);
+        if self.prop.on {
+            self.propagate_expired_keys();
+        }
         st
     }
 
@@ -1248,6 +1274,15 @@ impl Server {
     /// driver's slices do that work on a timer).
     pub fn before_sleep(&mut self, now_ms: i64) -> ExpireCycleStats {
         self.lazyfree_step(LAZYFREE_CHUNK, None);
+        let st = self.before_sleep_expire(now_ms);
+        if self.prop.on {
+            self.propagate_expired_keys();
+            self.aof_before_sleep(now_ms);
+        }
+        st
+    }
+
+    fn before_sleep_expire(&mut self, now_ms: i64) -> ExpireCycleStats {
         if self.config.expire_slices || !self.expire_backlog() {
             return ExpireCycleStats::default();
         }

@@ -613,6 +613,7 @@ fn hincrbyfloat(server: &mut Server, ctx: &mut Ctx<'_>) {
         return ctx.err("ERR value is NaN or Infinity");
     }
     let (key, field) = (ctx.arg(1), ctx.arg(2));
+    let mut new_value = Vec::new();
     let r = write(server, ctx, key, true, |h, lim, ctx| {
         let old = match h.get(field) {
             None => F80::parse_redis(b"0"),
@@ -631,10 +632,13 @@ fn hincrbyfloat(server: &mut Server, ctx: &mut Ctx<'_>) {
         let s = sum.to_redis_human();
         h.set(field, s.as_bytes(), lim);
         ctx.bulk(s.as_bytes());
+        new_value = s.into_bytes();
         true
     });
     if let Ok(Some(true)) = r {
         server.dirty += 1;
+        // Replayed as the value it produced (`HSET key field value`).
+        server.prop_rewrite([&b"HSET"[..], key, field, &new_value]);
     }
 }
 

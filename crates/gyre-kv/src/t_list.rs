@@ -884,6 +884,15 @@ pub(crate) fn mpop_generic(
     Ok(None)
 }
 
+/// LMPOP / BLMPOP propagate as `LPOP|RPOP key count` (the count popped).
+pub(crate) fn prop_mpop(server: &mut Server, left: bool, key: &[u8], n: usize) {
+    if server.propagating() {
+        let name: &[u8] = if left { b"LPOP" } else { b"RPOP" };
+        let c = n.to_string();
+        server.prop_rewrite([name, key, c.as_bytes()]);
+    }
+}
+
 pub(crate) fn reply_key_elements(ctx: &mut Ctx<'_>, key: &[u8], v: &[Vec<u8>]) {
     ctx.array(2);
     ctx.bulk(key);
@@ -901,7 +910,10 @@ fn lmpop(server: &mut Server, ctx: &mut Ctx<'_>) {
     match mpop_generic(server, db, now, ctx, &a) {
         Err(Replied) => {}
         Ok(None) => resp::write_null_array(ctx.out, ctx.proto),
-        Ok(Some((k, v))) => reply_key_elements(ctx, &k, &v),
+        Ok(Some((k, v))) => {
+            prop_mpop(server, a.left, &k, v.len());
+            reply_key_elements(ctx, &k, &v)
+        }
     }
 }
 

@@ -509,12 +509,14 @@ fn spop(server: &mut Server, ctx: &mut Ctx<'_>) {
     } else {
         None
     };
+    let mut whole = false;
     let r = write(server, ctx, key, None, |s, _, _, rng| match count {
         None => {
             let i = rng.below(s.len());
             s.remove_index(i).into_iter().collect::<Vec<_>>()
         }
         Some(n) if n >= s.len() as u64 => {
+            whole = true;
             let all = s.members();
             while let Some(i) = s.len().checked_sub(1) {
                 s.remove_index(i);
@@ -535,12 +537,25 @@ fn spop(server: &mut Server, ctx: &mut Ctx<'_>) {
         (Ok(Some(v)), None) => match v.first() {
             Some(m) => {
                 server.dirty += 1;
+                server.prop_rewrite([&b"SREM"[..], key, m]);
                 ctx.bulk(m);
             }
             None => ctx.null(),
         },
         (Ok(Some(v)), Some(_)) => {
             server.dirty += v.len() as u64;
+            if server.propagating() && !v.is_empty() {
+                // The whole set: DEL; else one SREM per member (Redis 7.0).
+                if whole {
+                    server.prop_rewrite([&b"DEL"[..], key]);
+                } else {
+                    let db = ctx.db;
+                    for m in &v {
+                        server.prop_also(db, [&b"SREM"[..], key, m]);
+                    }
+                    server.prop_prevent();
+                }
+            }
             reply_members(ctx, &v);
         }
     }

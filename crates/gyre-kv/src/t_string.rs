@@ -450,11 +450,40 @@ fn set_generic(
         d.set_expire_probed(&p, w);
     }
     server.dirty += 1;
+    if server.propagating() {
+        prop_set(server, ctx, flags, key, value, when);
+    }
     if flags & F_GET == 0 {
         match replies {
             Some((ok, _)) => ctx.int(ok),
             None => ctx.ok(),
         }
+    }
+}
+
+/// SET's propagated form (Redis 7.0's `setGenericCommand`): a TTL other
+/// than PXAT as `SET key value PXAT ms`; otherwise without GET.
+fn prop_set(
+    server: &mut Server,
+    ctx: &Ctx<'_>,
+    flags: u32,
+    key: &[u8],
+    value: &[u8],
+    when: Option<i64>,
+) {
+    if let Some(ms) = when {
+        if flags & F_PXAT == 0 {
+            let ms = ms.to_string();
+            server.prop_rewrite([&b"SET"[..], key, value, b"PXAT", ms.as_bytes()]);
+        }
+        return;
+    }
+    if flags & F_GET != 0 {
+        let args: Vec<&[u8]> = (0..ctx.argc())
+            .filter(|&j| j < 3 || !eq(ctx.arg(j), "get"))
+            .map(|j| ctx.arg(j))
+            .collect();
+        server.prop_rewrite(args);
     }
 }
 
@@ -494,6 +523,7 @@ fn getset(server: &mut Server, ctx: &mut Ctx<'_>) {
     }
     server.dbs[db].set(&key, ctx.arg(2).to_vec(), false);
     server.dirty += 1;
+    server.prop_rewrite([&b"SET"[..], &key, ctx.arg(2)]);
 }
 
 fn getdel(server: &mut Server, ctx: &mut Ctx<'_>) {
@@ -508,6 +538,7 @@ fn getdel(server: &mut Server, ctx: &mut Ctx<'_>) {
             resp::write_bulk(ctx.out, v);
             server.dbs[db].remove(&key);
             server.dirty += 1;
+            server.prop_rewrite([&b"DEL"[..], &key]);
         }
         None => ctx.null(),
     }
@@ -536,12 +567,21 @@ fn getex(server: &mut Server, ctx: &mut Ctx<'_>) {
     if let Some(w) = when {
         if flags & (F_EXAT | F_PXAT) != 0 && w <= now {
             d.remove(&key);
+            let name: &[u8] = if server.config.lazyfree_lazy_expire {
+                b"UNLINK"
+            } else {
+                b"DEL"
+            };
+            server.prop_rewrite([name, &key]);
         } else {
             d.set_expire(&key, w);
+            let ms = w.to_string();
+            server.prop_rewrite([&b"PEXPIREAT"[..], &key, ms.as_bytes()]);
         }
         server.dirty += 1;
     } else if flags & F_PERSIST != 0 && d.remove_expire(&key) {
         server.dirty += 1;
+        server.prop_rewrite([&b"PERSIST"[..], &key]);
     }
 }
 
@@ -703,6 +743,7 @@ fn incrbyfloat(server: &mut Server, ctx: &mut Ctx<'_>) {
         server.dbs[db].set(&key, new.clone(), false);
     }
     server.dirty += 1;
+    server.prop_rewrite([&b"SET"[..], &key, &new, b"KEEPTTL"]);
     ctx.bulk(&new);
 }
 

@@ -32,10 +32,29 @@ pub(crate) struct Sweep {
     done: HashSet<u64, BuildHasherDefault<IdHasher>>,
     out: Vec<u8>,
     compress: bool,
+    /// Records as AOF commands instead of RDB key/value pairs.
+    aof: bool,
     /// Records written (swept plus saved before a write).
     pub(crate) saved: u64,
     /// Records saved ahead of the sweep because a write came first.
     pub(crate) copied: u64,
+}
+
+/// One key in the sweep's format.
+#[inline]
+fn put_record(
+    out: &mut Vec<u8>,
+    key: &[u8],
+    v: Ref<'_>,
+    e: Option<i64>,
+    compress: bool,
+    aof: bool,
+) {
+    if aof {
+        crate::aof::rewrite::put_rewrite_kv(out, key, v, e);
+    } else {
+        put_kv(out, key, v, e, compress);
+    }
 }
 
 impl Db {
@@ -62,8 +81,14 @@ impl Db {
 
     /// Start a point-in-time sweep of this database.
     pub fn snapshot_begin(&mut self, compress: bool) {
+        self.snapshot_begin_as(compress, false);
+    }
+
+    /// Start a sweep; `aof`: records as the commands of an AOF rewrite.
+    pub fn snapshot_begin_as(&mut self, compress: bool, aof: bool) {
         self.snap = Some(Box::new(Sweep {
             compress,
+            aof,
             ..Sweep::default()
         }));
     }
@@ -83,12 +108,13 @@ impl Db {
         let end = (start + n).min(self.nodes.len());
         for node in &self.nodes[start..end] {
             if s.done.is_empty() || !s.done.contains(&node.hash) {
-                put_kv(
+                put_record(
                     &mut s.out,
                     node.key.as_slice(),
                     node.value.as_ref(),
                     (node.expire >= 0).then_some(node.expire),
                     s.compress,
+                    s.aof,
                 );
                 s.saved += 1;
             }
@@ -144,12 +170,13 @@ impl Db {
         let mut j = head;
         while let Some(n) = self.nodes.get(j as usize) {
             if j as usize >= s.cursor {
-                put_kv(
+                put_record(
                     &mut s.out,
                     n.key.as_slice(),
                     n.value.as_ref(),
                     (n.expire >= 0).then_some(n.expire),
                     s.compress,
+                    s.aof,
                 );
                 s.saved += 1;
                 s.copied += 1;

@@ -17,6 +17,8 @@ pub struct DumpFile {
     crc: u64,
     pub written: u64,
     checksum: bool,
+    /// No EOF opcode and CRC footer (an AOF base of commands).
+    raw: bool,
 }
 
 impl DumpFile {
@@ -37,7 +39,15 @@ impl DumpFile {
             crc: 0,
             written: 0,
             checksum,
+            raw: false,
         })
+    }
+
+    /// A file of commands, not an RDB: [`DumpFile::commit`] adds no footer.
+    pub fn raw(mut self) -> DumpFile {
+        self.raw = true;
+        self.checksum = false;
+        self
     }
 
     pub fn write(&mut self, b: &[u8]) -> io::Result<()> {
@@ -51,10 +61,12 @@ impl DumpFile {
     /// EOF opcode and CRC64 footer (zero with `rdbchecksum no`), then
     /// fsync, rename over the target, fsync the directory.
     pub fn commit(mut self) -> io::Result<u64> {
-        self.write(&[OP_EOF])?;
-        let crc = if self.checksum { self.crc } else { 0 };
-        self.file.write_all(&crc.to_le_bytes())?;
-        self.written += 8;
+        if !self.raw {
+            self.write(&[OP_EOF])?;
+            let crc = if self.checksum { self.crc } else { 0 };
+            self.file.write_all(&crc.to_le_bytes())?;
+            self.written += 8;
+        }
         let r = self.finish_inner();
         if r.is_err() {
             let _ = std::fs::remove_file(&self.temp);

@@ -53,8 +53,19 @@ fn pop_generic(
         return ctx.array(0);
     }
     let n = usize::try_from(count).unwrap_or(usize::MAX);
+    let had_count = count_given(ctx, shape);
     let popped = modify(server, ctx, &p, |z| z.pop(n, max));
     server.dirty += popped.len() as u64;
+    if server.propagating() && !popped.is_empty() && !is_plain_zpop(ctx.arg(0)) {
+        // BZPOPMIN / ZMPOP / BZMPOP go as ZPOPMIN|ZPOPMAX key [count].
+        let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+        let c = popped.len().to_string();
+        if had_count {
+            server.prop_rewrite([name, key, c.as_bytes()]);
+        } else {
+            server.prop_rewrite([name, key]);
+        }
+    }
     match (shape.emit_key, shape.nested) {
         (false, false) => ctx.array(popped.len() * 2),
         (false, true) => ctx.array(popped.len()),
@@ -75,6 +86,16 @@ fn pop_generic(
         ctx.bulk(&m);
         reply_score(ctx, s);
     }
+}
+
+/// ZPOPMIN / ZPOPMAX propagate as themselves.
+fn is_plain_zpop(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"zpopmin") || name.eq_ignore_ascii_case(b"zpopmax")
+}
+
+/// The popping command has a count (ZMPOP / BZMPOP always do).
+fn count_given(_ctx: &Ctx<'_>, shape: Shape) -> bool {
+    shape.emit_key && shape.nested
 }
 
 fn zpop_min_max(server: &mut Server, ctx: &mut Ctx<'_>, max: bool) {
