@@ -483,6 +483,10 @@ pub(crate) mod tests {
             Some("/one/y")
         );
         assert_eq!(run(URI, &[], "http://127.0.0.1:18571/three"), None);
+        // A relative one no rule matches passes as sent: nginx answers
+        // `Location: /rel`, not made absolute (the handler must not put an
+        // unrewritten value where absolute_redirect applies).
+        assert_eq!(run(URI, &[], "/rel"), None);
         // Explicit `default` is the same rule.
         assert_eq!(
             run(URI, &[&["default"]], "http://127.0.0.1:18571/two/").as_deref(),
