@@ -260,3 +260,94 @@ fn scripted_sends_pauses_and_resets() {
     assert!(conns[1].peer_closed, "saw our close");
     assert!(conns.iter().all(|c| c.done));
 }
+
+/// nginx (`$NGINX` or /usr/sbin/nginx) in front of a backend: what a real
+/// proxy sends is what the backend records — the baseline the proxy's
+/// differential tests compare gyre with. Skips without nginx.
+#[test]
+fn nginx_in_front_records_what_a_proxy_sends() {
+    let bin = std::env::var_os("NGINX")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/usr/sbin/nginx".into());
+    if !bin.exists() {
+        eprintln!(
+            "skipped: no nginx at {} (apt-get install nginx)",
+            bin.display()
+        );
+        return;
+    }
+    let b = Backend::start(|r| {
+        if r.path().starts_with("/chunk") {
+            Reply::ok("0123456789".repeat(100)).chunked(7)
+        } else {
+            Reply::ok(format!("{} {}", r.method, r.target))
+        }
+    });
+    let p = util::Prefix::new("backend-nginx");
+    let port = util::http::free_port();
+    p.write(
+        "conf/nginx.conf",
+        &format!(
+            "daemon off;\nmaster_process off;\nerror_log logs/error.log info;\npid logs/nginx.pid;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{ access_log off; proxy_temp_path {d}/px; client_body_temp_path {d}/cb;\n\
+             upstream ka {{ server {a}; keepalive 4; }}\n\
+             server {{ listen 127.0.0.1:{port};\n\
+             location /ka/ {{ proxy_pass http://ka/; proxy_http_version 1.1; proxy_set_header Connection \"\"; }}\n\
+             location /plain/ {{ proxy_pass http://{a}/x/; }}\n\
+             location /chunk/ {{ proxy_pass http://{a}; }}\n\
+             }} }}\n",
+            d = p.dir.display(),
+            a = b.addr()
+        ),
+    );
+    let mut child = std::process::Command::new(&bin)
+        .arg("-p")
+        .arg(&p.dir)
+        .args(["-c", "conf/nginx.conf", "-e", "logs/error.log"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = util::wait_for(T, || util::http::probe(port));
+    let agent = ureq::AgentBuilder::new().timeout(T).build();
+    let get = |path: &str| {
+        agent
+            .get(&format!("http://127.0.0.1:{port}{path}"))
+            .set("X-Forwarded-For", "10.0.0.1")
+            .call()
+            .map(|r| r.into_string().unwrap())
+            .map_err(|e| e.to_string())
+    };
+    let results = up.then(|| {
+        (
+            get("/plain/a?b=1"),
+            get("/ka/one"),
+            get("/ka/two"),
+            get("/chunk/z"),
+        )
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let (plain, one, two, chunk) = results.expect("nginx did not start");
+    assert_eq!(plain.unwrap(), "GET /x/a?b=1");
+    assert_eq!(one.unwrap(), "GET /one");
+    assert_eq!(two.unwrap(), "GET /two");
+    assert_eq!(chunk.unwrap(), "0123456789".repeat(100));
+
+    let rs = b.wait_requests(4, T);
+    assert_eq!(rs.len(), 4);
+    // nginx's defaults: HTTP/1.0, Host $proxy_host, Connection close, the
+    // client's other headers passed.
+    assert_eq!(rs[0].request_line, "GET /x/a?b=1 HTTP/1.0");
+    assert_eq!(rs[0].header("Host"), Some(b.addr().as_str()));
+    assert_eq!(rs[0].header("Connection"), Some("close"));
+    assert_eq!(rs[0].header("X-Forwarded-For"), Some("10.0.0.1"));
+    // Upstream keep-alive: HTTP/1.1, no Connection header, one connection.
+    assert_eq!(rs[1].request_line, "GET /one HTTP/1.1");
+    assert_eq!(rs[1].header("Connection"), None);
+    assert_eq!(rs[1].conn, rs[2].conn);
+    assert_ne!(rs[0].conn, rs[1].conn);
+    assert_eq!(rs[3].request_line, "GET /chunk/z HTTP/1.0");
+}

@@ -576,6 +576,58 @@ mod tests {
     }
 
     #[test]
+    fn variables_in_patterns_and_conflicting_flags_as_nginx() {
+        // nginx 1.22.1 with these rules, GET /one/x?d=ex.com&p=/pp/.
+        let rules: &[(&str, &[&str])] = &[
+            ("proxy_cookie_domain", &["$arg_d", "rep.$arg_d"]),
+            ("proxy_cookie_path", &["~^/RE/(.*)$", "/r/$1"]),
+            ("proxy_cookie_path", &["$arg_p", "/v/"]),
+            ("proxy_cookie_flags", &["b", "secure", "nosecure"]),
+            (
+                "proxy_cookie_flags",
+                &["c", "nosecure", "samesite=lax", "samesite=none"],
+            ),
+            ("proxy_cookie_flags", &["~^d", "httponly"]),
+            ("proxy_cookie_flags", &["dd", "secure"]),
+        ];
+        let mut conf = conf();
+        let mut cc = CookieConf::default();
+        for (name, args) in rules {
+            cc.directive(&dir(name, args), &mut conf.vars, &mut conf.regexes)
+                .unwrap();
+        }
+        let mut f = Fix::new(
+            conf,
+            "GET /one/x?d=ex.com&p=/pp/ HTTP/1.1\r\nHost: example.org\r\n\r\n",
+        );
+        let (mut e, r) = f.eval();
+        for (sent, seen) in [
+            (
+                "x=1; Domain=ex.com; Path=/re/A",
+                "x=1; Domain=rep.ex.com; Path=/re/A",
+            ),
+            ("x=2; Path=/RE/A", "x=2; Path=/r/A"),
+            ("x=3; Path=/pp/z", "x=3; Path=/v/z"),
+            // `secure` wins over `nosecure`.
+            ("b=1; Secure", "b=1; Secure"),
+            ("b=2", "b=2; Secure"),
+            // The first SameSite word rewrites the attribute, the next is added.
+            (
+                "c=1; secure; SameSite=Strict",
+                "c=1; SameSite=Lax; SameSite=None",
+            ),
+            // The first rule whose name matches wins (`~^d` before `dd`).
+            ("dd=1", "dd=1; HttpOnly"),
+            ("e=1; Domain=EX.COM", "e=1; Domain=rep.ex.com"),
+        ] {
+            let got = cc
+                .rewrite(sent.as_bytes(), &mut e, r)
+                .map_or_else(|| sent.to_string(), |v| String::from_utf8(v).unwrap());
+            assert_eq!(got, seen, "Set-Cookie: {sent}");
+        }
+    }
+
+    #[test]
     fn flag_words_from_variables_and_unknown_words() {
         let mut conf = conf();
         let mut cc = CookieConf::default();

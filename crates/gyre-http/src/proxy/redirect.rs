@@ -31,7 +31,7 @@ use crate::complex_value::ComplexValue;
 use crate::conf::HttpConf;
 use crate::regex::{Captures, MatchCache, Regex};
 use crate::request::HttpRequest;
-use crate::variables::{VarEnv, Variables};
+use crate::variables::{VarCache, VarEnv, Variables};
 
 /// What a rewrite needs besides the request: the configuration (its
 /// variable registry), the worker's regex buffers and the clock, as the
@@ -54,17 +54,11 @@ pub(crate) enum Text {
 
 impl Text {
     /// Evaluates into `out` (cleared first).
-    fn eval(
-        &self,
-        env: &VarEnv<'_>,
-        e: &Eval<'_>,
-        r: &mut crate::variables::VarCache,
-        out: &mut Vec<u8>,
-    ) {
+    fn eval(&self, env: &VarEnv<'_>, e: &Eval<'_>, cache: &mut VarCache, out: &mut Vec<u8>) {
         out.clear();
         match self {
             Text::Lit(s) => out.extend_from_slice(s.as_bytes()),
-            Text::Cv(cv) => cv.eval(&e.conf.vars, r, env, out),
+            Text::Cv(cv) => cv.eval(&e.conf.vars, cache, env, out),
         }
     }
 }
@@ -483,6 +477,10 @@ pub(crate) mod tests {
             Some("/one/y")
         );
         assert_eq!(run(URI, &[], "http://127.0.0.1:18571/three"), None);
+        // A relative one no rule matches passes as sent: nginx answers
+        // `Location: /rel`, not made absolute (the handler must not put an
+        // unrewritten value where absolute_redirect applies).
+        assert_eq!(run(URI, &[], "/rel"), None);
         // Explicit `default` is the same rule.
         assert_eq!(
             run(URI, &[&["default"]], "http://127.0.0.1:18571/two/").as_deref(),
