@@ -150,6 +150,9 @@ pub enum ErrKind {
     BodyClosed,
     /// A chunked body nginx's parser refuses (`[error]`).
     InvalidChunked,
+    /// A chunk that takes a body being read over `client_max_body_size`
+    /// (`[error]`; the text, with the sizes, is the note's).
+    TooLargeChunked,
 }
 
 impl ErrKind {
@@ -169,6 +172,7 @@ impl ErrKind {
             ErrKind::RecvFailed => "recv() failed",
             ErrKind::BodyClosed => "client prematurely closed connection",
             ErrKind::InvalidChunked => "client sent invalid chunked body",
+            ErrKind::TooLargeChunked => "client intended to send too large chunked body",
         }
     }
 
@@ -176,7 +180,7 @@ impl ErrKind {
     /// everything else the client did `[info]`.
     pub fn level(self) -> log::Level {
         match self {
-            ErrKind::InvalidChunked => gyre_core::errlog::ERROR,
+            ErrKind::InvalidChunked | ErrKind::TooLargeChunked => gyre_core::errlog::ERROR,
             _ => gyre_core::errlog::INFO,
         }
     }
