@@ -22,6 +22,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use util::http::{free_port, probe, start_http, Raw};
+use util::nginx::Site;
 use util::Prefix;
 
 /// The server block both get (after `listen` and `root`).
@@ -692,6 +693,58 @@ fn permission_errors_are_nginx_lines() {
         "compared {} permission error lines with nginx's",
         want.len()
     );
+}
+
+/// `underscores_in_headers` and `ignore_invalid_headers` (server level):
+/// which header lines a request keeps (`$http_a_b` shows it) and which
+/// nginx logs as ignored.
+#[test]
+fn header_settings_are_nginx_settings() {
+    let Some(bin) = nginx_bin() else {
+        eprintln!("skipping the header settings differential test: no nginx at $NGINX or /usr/sbin/nginx (apt-get install nginx)");
+        return;
+    };
+    let input =
+        "GET /h HTTP/1.1\r\nHost: localhost\r\nA_B: 1\r\nX@Y: 2\r\nConnection: close\r\n\r\n";
+    let mut compared = 0;
+    for settings in [
+        "",
+        "underscores_in_headers on;",
+        "ignore_invalid_headers off;",
+        "underscores_in_headers on; ignore_invalid_headers off;",
+    ] {
+        let server = format!(
+            "server_name localhost; {settings} location /h {{ return 200 \"[$http_a_b]\\n\"; }}"
+        );
+        let p = Prefix::new("hdr-gyre");
+        let root = p.path("html");
+        let site = Site {
+            root: &root,
+            http: "",
+            server: &server,
+        };
+        let nginx = util::nginx::start(&bin, "hdr-nginx", &site).expect("nginx starts");
+        let root_s = root.display().to_string();
+        let gyre = start_http(&p, 1, |port| {
+            format!("access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{server}\n}}")
+        });
+        let answer = |port: u16| {
+            let mut r = Raw::connect(port);
+            r.send(input.as_bytes());
+            r.try_response(false)
+                .ok()
+                .flatten()
+                .map(|x| (x.status, x.text()))
+        };
+        let want = answer(nginx.port);
+        let got = answer(gyre.port);
+        assert_eq!(got, want, "{settings}");
+        let want_lines = conn_lines(&nginx.prefix.path("logs/error.log"), nginx.port);
+        let got_lines = wait_lines(&p.path("logs/error.log"), gyre.port, want_lines.len());
+        assert_eq!(got_lines, want_lines, "{settings}");
+        compared += want_lines.len();
+    }
+    assert!(compared >= 3, "nginx logged the ignored lines");
 }
 
 /// (name, raw request) whose `Location` is compared.

@@ -4,6 +4,7 @@
 
 pub mod certs;
 pub mod http;
+pub mod nginx;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
