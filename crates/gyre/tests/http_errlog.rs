@@ -747,6 +747,81 @@ fn header_settings_are_nginx_settings() {
     assert!(compared >= 3, "nginx logged the ignored lines");
 }
 
+/// nginx's header buffers at their edges (`client_header_buffer_size
+/// 64; large_client_header_buffers 1 512`): a request line filling the
+/// one large buffer, then a header (`client sent too large request`); a
+/// header line outgrowing it; the buffer ending right after a header line
+/// (nginx quotes that line from its buffer, NULs and CR LF included).
+#[test]
+fn header_buffer_edges_are_nginx_edges() {
+    let Some(bin) = nginx_bin() else {
+        eprintln!("skipping the header buffer differential test: no nginx at $NGINX or /usr/sbin/nginx (apt-get install nginx)");
+        return;
+    };
+    let server =
+        "server_name localhost; client_header_buffer_size 64; large_client_header_buffers 1 512;";
+    let line = format!("GET /{} HTTP/1.1\r\n", "a".repeat(496));
+    let header = format!("GET / HTTP/1.1\r\nX-A: {}\r\n", "b".repeat(505));
+    let cases: [(&str, String, &str); 4] = [
+        (
+            "a full request line, then a header",
+            line.clone(),
+            "Host: a\r\n\r\n",
+        ),
+        (
+            "the same in one write",
+            format!("{line}Host: a\r\n\r\n"),
+            "",
+        ),
+        (
+            "a header line longer than the buffer",
+            "GET / HTTP/1.1\r\nX-Long: ".into(),
+            &"b".repeat(600),
+        ),
+        (
+            "the buffer full after a header line",
+            header,
+            "Host: a\r\n\r\n",
+        ),
+    ];
+    let p = Prefix::new("buf-gyre");
+    let root = p.path("html");
+    let site = Site {
+        root: &root,
+        http: "",
+        server,
+    };
+    let nginx = util::nginx::start(&bin, "buf-nginx", &site).expect("nginx starts");
+    let root_s = root.display().to_string();
+    let gyre = start_http(&p, 1, |port| {
+        format!(
+            "access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{server}\n}}"
+        )
+    });
+    let mut statuses = Vec::new();
+    for (name, first, second) in &cases {
+        let status = |port: u16| {
+            let mut r = Raw::connect(port);
+            let _ = r.try_send(first.as_bytes());
+            if !second.is_empty() {
+                // Two reads for the server (nothing says it read the first).
+                std::thread::sleep(Duration::from_millis(100));
+                let _ = r.try_send(second.as_bytes());
+            }
+            r.try_response(false).ok().flatten().map_or(0, |x| x.status)
+        };
+        statuses.push((name, status(nginx.port), status(gyre.port)));
+    }
+    assert!(
+        statuses.iter().all(|&(_, n, g)| n == 400 && g == 400),
+        "statuses (nginx, gyre): {statuses:?}"
+    );
+    let want = conn_lines(&nginx.prefix.path("logs/error.log"), nginx.port);
+    let got = wait_lines(&p.path("logs/error.log"), gyre.port, want.len());
+    assert_eq!(want.len(), cases.len(), "nginx's lines: {want:#?}");
+    assert_eq!(got, want);
+}
+
 /// (name, raw request) whose `Location` is compared.
 const REDIRECTS: &[(&str, &str)] = &[
     (
