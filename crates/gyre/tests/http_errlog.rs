@@ -18,11 +18,11 @@ mod util;
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use util::http::{free_port, probe, start_http, Raw};
-use util::nginx::Site;
+use util::nginx::{command_as, nginx_bin, Nginx, Site, NOBODY};
 use util::Prefix;
 
 /// The server block both get (after `listen` and `root`).
@@ -56,104 +56,19 @@ fn server_block(root: &Path) -> String {
     )
 }
 
-fn nginx_bin() -> Option<PathBuf> {
-    let p = std::env::var_os("NGINX")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"));
-    p.exists().then_some(p)
-}
-
-/// nginx in the foreground in its own prefix, killed on drop.
-struct Nginx {
-    child: Child,
-    port: u16,
-    prefix: Prefix,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_nginx(bin: &Path, root: &Path) -> Nginx {
     start_nginx_as(bin, root, false)
 }
 
-/// The uid and gid the permission test runs both servers as when the
-/// tests run as root (root opens files whatever their mode).
-const NOBODY: u32 = 65534;
-
-/// `setpriv` running `bin` as [`NOBODY`], or `bin` itself.
-fn command_as(bin: &Path, nobody: bool) -> Command {
-    if !nobody {
-        return Command::new(bin);
-    }
-    let mut c = Command::new("setpriv");
-    c.args([
-        &format!("--reuid={NOBODY}"),
-        &format!("--regid={NOBODY}"),
-        "--clear-groups",
-        "--",
-    ])
-    .arg(bin);
-    c
-}
-
+/// nginx with [`HTTP`] and [`server_block`], as nobody when `nobody`.
 fn start_nginx_as(bin: &Path, root: &Path, nobody: bool) -> Nginx {
-    let p = Prefix::new("errlog-nginx");
-    for t in ["cb", "px", "fc", "uw", "sc"] {
-        std::fs::create_dir_all(p.path(&format!("tmp/{t}"))).unwrap();
-        if nobody {
-            std::os::unix::fs::chown(p.path(&format!("tmp/{t}")), Some(NOBODY), None).unwrap();
-        }
-    }
-    if nobody {
-        std::os::unix::fs::chown(p.path("logs"), Some(NOBODY), None).unwrap();
-    }
-    for _attempt in 0..3 {
-        let port = free_port();
-        let conf = format!(
-            "daemon off;\nmaster_process off;\nerror_log logs/error.log info;\npid logs/nginx.pid;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{\n access_log off;\n server_tokens off;\n client_body_temp_path tmp/cb;\n proxy_temp_path tmp/px;\n\
-             fastcgi_temp_path tmp/fc;\n uwsgi_temp_path tmp/uw;\n scgi_temp_path tmp/sc;\n\
-             {HTTP}\n server {{\n  listen 127.0.0.1:{port};\n  root {};\n{}\n }}\n}}\n",
-            root.display(),
-            server_block(root)
-        );
-        p.write("conf/nginx.conf", &conf);
-        let mut child = command_as(bin, nobody)
-            .arg("-p")
-            .arg(&p.dir)
-            .args(["-c", "conf/nginx.conf", "-e", "logs/error.log"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let end = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < end {
-            if matches!(child.try_wait(), Ok(Some(_))) {
-                break;
-            }
-            if probe(port) {
-                return Nginx {
-                    child,
-                    port,
-                    prefix: p,
-                };
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    panic!(
-        "nginx did not start: {}",
-        std::fs::read_to_string(p.path("logs/error.log")).unwrap_or_default()
-    );
+    let server = server_block(root);
+    let site = Site {
+        root,
+        http: HTTP,
+        server: &server,
+    };
+    util::nginx::start_as(bin, "errlog-nginx", &site, nobody).expect("nginx starts")
 }
 
 /// (name, raw request): each on a fresh connection, answered before the
