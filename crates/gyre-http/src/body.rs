@@ -46,6 +46,11 @@ pub struct BodyDecoder {
     done: bool,
     /// Decoded payload bytes seen so far (for client_max_body_size).
     total: u64,
+    /// `client_max_body_size` for a chunked body being read (0: none),
+    /// checked as each chunk's size is read, as nginx does.
+    limit: u64,
+    /// The chunk that broke `limit`: (bytes before it, its size).
+    over: Option<(u64, u64)>,
 }
 
 impl BodyDecoder {
@@ -63,6 +68,8 @@ impl BodyDecoder {
             state: Chunk::Start,
             done,
             total: 0,
+            limit: 0,
+            over: None,
         }
     }
 
@@ -74,6 +81,19 @@ impl BodyDecoder {
     /// Payload bytes decoded so far.
     pub fn total(&self) -> u64 {
         self.total
+    }
+
+    /// Refuse a chunk whose size would take the body over `max` bytes
+    /// (0: no limit): `decode` then fails and [`BodyDecoder::over`] says
+    /// with which chunk (nginx's `client intended to send too large
+    /// chunked body: 80+80 bytes`).
+    pub fn set_limit(&mut self, max: u64) {
+        self.limit = max;
+    }
+
+    /// (bytes before it, its size) of the chunk refused by the limit.
+    pub fn over(&self) -> Option<(u64, u64)> {
+        self.over
     }
 
     /// Consumes framing and payload from `input`, appending payload to
@@ -115,7 +135,7 @@ impl BodyDecoder {
                     } else {
                         match c {
                             b'\r' => self.state = Chunk::SizeLf,
-                            b'\n' => self.end_size_line(),
+                            b'\n' => self.end_size_line()?,
                             b';' | b' ' | b'\t' => self.state = Chunk::Ext,
                             _ => return Err(BodyError),
                         }
@@ -125,7 +145,7 @@ impl BodyDecoder {
                 Chunk::Ext => {
                     match c {
                         b'\r' => self.state = Chunk::SizeLf,
-                        b'\n' => self.end_size_line(),
+                        b'\n' => self.end_size_line()?,
                         _ => {}
                     }
                     i += 1;
@@ -134,7 +154,7 @@ impl BodyDecoder {
                     if c != b'\n' {
                         return Err(BodyError);
                     }
-                    self.end_size_line();
+                    self.end_size_line()?;
                     i += 1;
                 }
                 Chunk::Data => {
@@ -199,7 +219,11 @@ impl BodyDecoder {
         Ok(i)
     }
 
-    fn end_size_line(&mut self) {
+    fn end_size_line(&mut self) -> Result<(), BodyError> {
+        if self.limit != 0 && self.limit.saturating_sub(self.total) < self.size {
+            self.over = Some((self.total, self.size));
+            return Err(BodyError);
+        }
         if self.size == 0 {
             self.state = Chunk::TrailerStart;
         } else {
@@ -207,6 +231,7 @@ impl BodyDecoder {
             self.size = 0;
             self.state = Chunk::Data;
         }
+        Ok(())
     }
 }
 

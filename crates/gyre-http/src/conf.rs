@@ -255,6 +255,8 @@ pub struct ServerSettings {
     pub client_header_timeout: Option<u64>,
     pub client_header_buffer_size: Option<usize>,
     pub large_client_header_buffers: Option<(usize, usize)>,
+    pub underscores_in_headers: Option<bool>,
+    pub ignore_invalid_headers: Option<bool>,
 }
 
 /// One `server {}`.
@@ -278,6 +280,9 @@ pub struct ServerConf {
     pub client_header_timeout: u64,
     pub client_header_buffer_size: usize,
     pub large_client_header_buffers: (usize, usize),
+    /// `underscores_in_headers` (off) and `ignore_invalid_headers` (on).
+    pub underscores_in_headers: bool,
+    pub ignore_invalid_headers: bool,
     /// `ssl_*` (crate::ssl).
     pub ssl: crate::ssl::ServerSsl,
 }
@@ -604,6 +609,16 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
             .large_client_header_buffers
             .or(http_srv.large_client_header_buffers)
             .unwrap_or((4, 8192));
+        s.underscores_in_headers = s
+            .srv
+            .underscores_in_headers
+            .or(http_srv.underscores_in_headers)
+            .unwrap_or(false);
+        s.ignore_invalid_headers = s
+            .srv
+            .ignore_invalid_headers
+            .or(http_srv.ignore_invalid_headers)
+            .unwrap_or(true);
         let srv_set = s.set.clone();
         let mut fallback = resolve(&[&http_set, &srv_set], &default_root, &default_log);
         fallback.log_format = log_format_of(&[&http_set, &srv_set], &c.log_formats)?;
@@ -792,6 +807,16 @@ fn set_large_client_header_buffers(
         return Err("invalid value".into());
     }
     c.server_settings(cx)?.large_client_header_buffers = Some((n, size));
+    Ok(())
+}
+
+fn set_underscores_in_headers(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    c.server_settings(cx)?.underscores_in_headers = Some(d.flag()?);
+    Ok(())
+}
+
+fn set_ignore_invalid_headers(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    c.server_settings(cx)?.ignore_invalid_headers = Some(d.flag()?);
     Ok(())
 }
 
@@ -1223,6 +1248,18 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         HS,
         Args::TAKE2,
         set_large_client_header_buffers,
+    ),
+    DirectiveSpec::new(
+        "underscores_in_headers",
+        HS,
+        Args::FLAG,
+        set_underscores_in_headers,
+    ),
+    DirectiveSpec::new(
+        "ignore_invalid_headers",
+        HS,
+        Args::FLAG,
+        set_ignore_invalid_headers,
     ),
     // ngx_http_ssl_module (crate::ssl).
     DirectiveSpec::multi("ssl_certificate", HS, Args::TAKE1, ssl::set_certificate),

@@ -676,6 +676,9 @@ impl Connection {
         };
         let send_continue = !cur.collect && cur.expect_continue && !cur.decoder.is_done();
         cur.collect = true;
+        // nginx checks a chunked body's size against client_max_body_size
+        // chunk by chunk while reading it (not while discarding it).
+        cur.decoder.set_limit(self.st.client_max_body_size);
         if send_continue {
             self.push_bytes(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
@@ -855,7 +858,9 @@ impl Connection {
                     return Some(Event::BodyEnd);
                 } else {
                     if self.eof {
-                        // Client went away mid-body: nginx logs 400.
+                        // Client went away mid-body: nginx logs 400 and
+                        // says so (the glue names the request).
+                        self.notes.push(request_note(ErrKind::BodyClosed, None));
                         if let Some(cur) = self.cur.take() {
                             let mut log = cur.log;
                             log.status = 400;
@@ -867,7 +872,20 @@ impl Connection {
                     return None;
                 }
             }
-            Err(_) => 400,
+            Err(_) => match cur.decoder.over() {
+                Some((before, size)) => {
+                    let mut n = request_note(ErrKind::TooLargeChunked, None);
+                    n.detail = Some(format!(
+                        "client intended to send too large chunked body: {before}+{size} bytes"
+                    ));
+                    self.notes.push(n);
+                    413
+                }
+                None => {
+                    self.notes.push(request_note(ErrKind::InvalidChunked, None));
+                    400
+                }
+            },
         };
         let mut resp = Response::error(status);
         resp.close = true;

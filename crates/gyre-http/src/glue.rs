@@ -300,6 +300,8 @@ fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettin
         client_header_buffer_size: s.client_header_buffer_size,
         large_header_buffers: s.large_client_header_buffers.0,
         large_header_buffer_size: s.large_client_header_buffers.1,
+        underscores_in_headers: s.underscores_in_headers,
+        ignore_invalid_headers: s.ignore_invalid_headers,
         // Checked per location by the glue once the location is known.
         client_max_body_size: 0,
         client_header_timeout: s.client_header_timeout,

@@ -679,13 +679,20 @@ impl HeadParser {
         if self.line.is_none() {
             return HeadErr::TooLongUri((start, self.buf_end));
         }
-        let from = if start < self.buf_end {
-            Some(start)
+        let (from, nuls) = if start < self.buf_end {
+            (Some(start), None)
         } else {
-            self.last_header
+            // The last header line, as nginx left it in its buffer: a
+            // header it kept has NULs after its name and its value.
+            let nuls = self
+                .headers
+                .last()
+                .filter(|(n, _)| Some(n.start) == self.last_header)
+                .map(|(n, v)| (n.end, v.end));
+            (self.last_header, nuls)
         };
         match from {
-            Some(f) => HeadErr::TooLongHeader((f, self.buf_end.min(f + 1748))),
+            Some(f) => HeadErr::TooLongHeader((f, self.buf_end.min(f + 1748)), nuls),
             None => HeadErr::TooLargeRequest,
         }
     }

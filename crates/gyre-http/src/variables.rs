@@ -552,7 +552,7 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
             let cookie = &**name == b"cookie";
             let mut any = false;
             for (n, v) in req.headers() {
-                if n.eq_ignore_ascii_case(name) {
+                if header_is_var(n, name) {
                     if any {
                         out.extend_from_slice(if cookie { b"; " } else { b", " });
                     }
@@ -765,6 +765,18 @@ mod tests {
         assert_eq!(arg(b"a=1&c", b"c"), Some(&b""[..]));
         assert_eq!(arg(b"a=1", b"z"), None);
     }
+}
+
+/// Whether header `name` is the one `$http_VAR` names (`var` as stored,
+/// `-` for `_`): nginx compares it lowercased with `-` read as `_`, so
+/// `A_B` (kept under `underscores_in_headers on`) and `A-B` both are
+/// `$http_a_b`.
+fn header_is_var(name: &[u8], var: &[u8]) -> bool {
+    let norm = |c: u8| match c.to_ascii_lowercase() {
+        b'-' => b'_',
+        c => c,
+    };
+    name.len() == var.len() && name.iter().zip(var).all(|(&a, &b)| norm(a) == norm(b))
 }
 
 #[cfg(test)]

@@ -896,6 +896,44 @@ fn error_log_notes_are_nginx_facts() {
     );
     assert!(n[0].about_request && n[0].action.is_none());
 
+    // While a module reads a body: nginx's lines, checked chunk by chunk
+    // against client_max_body_size (verified with nginx 1.22's dav PUT).
+    let st = HttpSettings {
+        client_max_body_size: 100,
+        ..HttpSettings::default()
+    };
+    let chunk = "d".repeat(80);
+    let input = format!(
+        "PUT /u HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n50\r\n{chunk}\r\n50\r\n{chunk}\r\n0\r\n\r\n"
+    );
+    let (_, evs, mut c) = collect(input.as_bytes(), st.clone());
+    assert_eq!(evs, vec![Event::BodyError(413)]);
+    let n = c.take_notes();
+    assert_eq!(
+        n[0].message(),
+        "client intended to send too large chunked body: 80+80 bytes"
+    );
+    assert!(n[0].about_request && n[0].kind.level() == log::Level::Error);
+    let (_, evs, mut c) = collect(
+        b"PUT /u HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        st.clone(),
+    );
+    assert_eq!(evs, vec![Event::BodyError(400)]);
+    assert_eq!(
+        c.take_notes()[0].message(),
+        "client sent invalid chunked body"
+    );
+    let (_, _, mut c) = collect(
+        b"PUT /u HTTP/1.1\r\nHost: a\r\nContent-Length: 50\r\n\r\nabc",
+        st,
+    );
+    c.on_eof(2);
+    while c.poll(2, DATE).is_some() {}
+    let n = c.take_notes();
+    assert_eq!(n[0].message(), "client prematurely closed connection");
+    assert!(n[0].about_request && n[0].action.is_none());
+    assert_eq!(n[0].kind.level(), log::Level::Debug, "nginx's [info]");
+
     // A 494 between header lines before any header: nginx's "too large
     // request"; inside one, the line (cut at 1,748 bytes).
     let st = HttpSettings {

@@ -12,11 +12,12 @@
 
 mod util;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::http::{free_port, probe, start_http, Raw};
+use util::http::{free_port, start_http, Raw};
+use util::nginx::{nginx_bin, Nginx, Site};
 use util::Prefix;
 
 /// The server body both get. The server level denies 127.0.0.1; locations
@@ -58,71 +59,14 @@ const DIRS: &[&str] = &[
     "n/in", "n/out", "noerr", "noerr/x",
 ];
 
-fn nginx_bin() -> Option<PathBuf> {
-    let p = std::env::var_os("NGINX")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"));
-    p.exists().then_some(p)
-}
-
-/// nginx in the foreground in its own prefix, killed on drop.
-struct Nginx {
-    child: Child,
-    port: u16,
-    prefix: Prefix,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `name` keeps the prefixes of tests running at once apart.
 fn start_nginx(bin: &Path, root: &Path, server: &str, name: &str) -> Option<Nginx> {
-    let p = Prefix::new(name);
-    for t in ["cb", "px", "fc", "uw", "sc"] {
-        std::fs::create_dir_all(p.path(&format!("tmp/{t}"))).unwrap();
-    }
-    for _attempt in 0..3 {
-        let port = free_port();
-        let conf = format!(
-            "daemon off;\nmaster_process off;\nerror_log logs/error.log info;\npid logs/nginx.pid;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{\n access_log off;\n server_tokens off;\n client_body_temp_path tmp/cb;\n proxy_temp_path tmp/px;\n\
-             fastcgi_temp_path tmp/fc;\n uwsgi_temp_path tmp/uw;\n scgi_temp_path tmp/sc;\n\
-             server {{\n  listen 127.0.0.1:{port};\n  root {};\n{server}\n }}\n}}\n",
-            root.display()
-        );
-        p.write("conf/nginx.conf", &conf);
-        let mut child = Command::new(bin)
-            .arg("-p")
-            .arg(&p.dir)
-            .args(["-c", "conf/nginx.conf", "-e", "logs/error.log"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let end = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < end {
-            if matches!(child.try_wait(), Ok(Some(_))) {
-                break;
-            }
-            if probe(port) {
-                return Some(Nginx {
-                    child,
-                    port,
-                    prefix: p,
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    None
+    let site = Site {
+        root,
+        http: "",
+        server,
+    };
+    util::nginx::start(bin, name, &site)
 }
 
 /// Status and body (server name normalised) of one request.

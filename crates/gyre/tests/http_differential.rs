@@ -10,11 +10,11 @@
 
 mod util;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use util::http::{free_port, probe, start_http, Raw, Running};
+use util::http::{start_http, Raw, Running};
+use util::nginx::{nginx_bin, Nginx, Site};
 use util::Prefix;
 
 /// The location setup both servers get (inside `server {}`).
@@ -24,84 +24,18 @@ const LOCATIONS: &str = "
     location /gone { return 410; }
 ";
 
-fn nginx_bin() -> Option<PathBuf> {
-    let p = std::env::var_os("NGINX")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"));
-    p.exists().then_some(p)
-}
-
-/// nginx in the foreground in its own prefix, killed on drop.
-struct Nginx {
-    child: Child,
-    port: u16,
-    prefix: Prefix,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_nginx(bin: &PathBuf, root: &std::path::Path) -> Option<Nginx> {
+fn start_nginx(bin: &Path, root: &Path) -> Option<Nginx> {
     start_nginx_with(bin, root, "", LOCATIONS)
 }
 
 /// nginx with `http_extra` in `http {}` and `server_body` in its server.
-fn start_nginx_with(
-    bin: &PathBuf,
-    root: &std::path::Path,
-    http_extra: &str,
-    server_body: &str,
-) -> Option<Nginx> {
-    let p = Prefix::new("diff-nginx");
-    for t in ["cb", "px", "fc", "uw", "sc"] {
-        std::fs::create_dir_all(p.path(&format!("tmp/{t}"))).unwrap();
-    }
-    for _attempt in 0..3 {
-        let port = free_port();
-        let conf = format!(
-            "daemon off;\nmaster_process off;\nerror_log logs/error.log info;\npid logs/nginx.pid;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{\n access_log off;\n {http_extra}\n server_tokens off;\n client_body_temp_path tmp/cb;\n proxy_temp_path tmp/px;\n\
-             fastcgi_temp_path tmp/fc;\n uwsgi_temp_path tmp/uw;\n scgi_temp_path tmp/sc;\n\
-             server {{\n  listen 127.0.0.1:{port};\n  root {};\n{server_body}\n }}\n}}\n",
-            root.display()
-        );
-        p.write("conf/nginx.conf", &conf);
-        let mut child = Command::new(bin)
-            .arg("-p")
-            .arg(&p.dir)
-            .args(["-c", "conf/nginx.conf", "-e", "logs/error.log"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let end = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < end {
-            if matches!(child.try_wait(), Ok(Some(_))) {
-                break;
-            }
-            if probe(port) {
-                return Some(Nginx {
-                    child,
-                    port,
-                    prefix: p,
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    eprintln!(
-        "nginx did not start: {}",
-        std::fs::read_to_string(p.path("logs/error.log")).unwrap_or_default()
-    );
-    None
+fn start_nginx_with(bin: &Path, root: &Path, http_extra: &str, server_body: &str) -> Option<Nginx> {
+    let site = Site {
+        root,
+        http: http_extra,
+        server: server_body,
+    };
+    util::nginx::start(bin, "diff-nginx", &site)
 }
 
 /// What is compared of one answer.

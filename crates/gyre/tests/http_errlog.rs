@@ -18,10 +18,11 @@ mod util;
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use util::http::{free_port, probe, start_http, Raw};
+use util::nginx::{command_as, nginx_bin, Nginx, Site, NOBODY};
 use util::Prefix;
 
 /// The server block both get (after `listen` and `root`).
@@ -55,104 +56,19 @@ fn server_block(root: &Path) -> String {
     )
 }
 
-fn nginx_bin() -> Option<PathBuf> {
-    let p = std::env::var_os("NGINX")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"));
-    p.exists().then_some(p)
-}
-
-/// nginx in the foreground in its own prefix, killed on drop.
-struct Nginx {
-    child: Child,
-    port: u16,
-    prefix: Prefix,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_nginx(bin: &Path, root: &Path) -> Nginx {
     start_nginx_as(bin, root, false)
 }
 
-/// The uid and gid the permission test runs both servers as when the
-/// tests run as root (root opens files whatever their mode).
-const NOBODY: u32 = 65534;
-
-/// `setpriv` running `bin` as [`NOBODY`], or `bin` itself.
-fn command_as(bin: &Path, nobody: bool) -> Command {
-    if !nobody {
-        return Command::new(bin);
-    }
-    let mut c = Command::new("setpriv");
-    c.args([
-        &format!("--reuid={NOBODY}"),
-        &format!("--regid={NOBODY}"),
-        "--clear-groups",
-        "--",
-    ])
-    .arg(bin);
-    c
-}
-
+/// nginx with [`HTTP`] and [`server_block`], as nobody when `nobody`.
 fn start_nginx_as(bin: &Path, root: &Path, nobody: bool) -> Nginx {
-    let p = Prefix::new("errlog-nginx");
-    for t in ["cb", "px", "fc", "uw", "sc"] {
-        std::fs::create_dir_all(p.path(&format!("tmp/{t}"))).unwrap();
-        if nobody {
-            std::os::unix::fs::chown(p.path(&format!("tmp/{t}")), Some(NOBODY), None).unwrap();
-        }
-    }
-    if nobody {
-        std::os::unix::fs::chown(p.path("logs"), Some(NOBODY), None).unwrap();
-    }
-    for _attempt in 0..3 {
-        let port = free_port();
-        let conf = format!(
-            "daemon off;\nmaster_process off;\nerror_log logs/error.log info;\npid logs/nginx.pid;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{\n access_log off;\n server_tokens off;\n client_body_temp_path tmp/cb;\n proxy_temp_path tmp/px;\n\
-             fastcgi_temp_path tmp/fc;\n uwsgi_temp_path tmp/uw;\n scgi_temp_path tmp/sc;\n\
-             {HTTP}\n server {{\n  listen 127.0.0.1:{port};\n  root {};\n{}\n }}\n}}\n",
-            root.display(),
-            server_block(root)
-        );
-        p.write("conf/nginx.conf", &conf);
-        let mut child = command_as(bin, nobody)
-            .arg("-p")
-            .arg(&p.dir)
-            .args(["-c", "conf/nginx.conf", "-e", "logs/error.log"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let end = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < end {
-            if matches!(child.try_wait(), Ok(Some(_))) {
-                break;
-            }
-            if probe(port) {
-                return Nginx {
-                    child,
-                    port,
-                    prefix: p,
-                };
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    panic!(
-        "nginx did not start: {}",
-        std::fs::read_to_string(p.path("logs/error.log")).unwrap_or_default()
-    );
+    let server = server_block(root);
+    let site = Site {
+        root,
+        http: HTTP,
+        server: &server,
+    };
+    util::nginx::start_as(bin, "errlog-nginx", &site, nobody).expect("nginx starts")
 }
 
 /// (name, raw request): each on a fresh connection, answered before the
@@ -692,6 +608,133 @@ fn permission_errors_are_nginx_lines() {
         "compared {} permission error lines with nginx's",
         want.len()
     );
+}
+
+/// `underscores_in_headers` and `ignore_invalid_headers` (server level):
+/// which header lines a request keeps (`$http_a_b` shows it) and which
+/// nginx logs as ignored.
+#[test]
+fn header_settings_are_nginx_settings() {
+    let Some(bin) = nginx_bin() else {
+        eprintln!("skipping the header settings differential test: no nginx at $NGINX or /usr/sbin/nginx (apt-get install nginx)");
+        return;
+    };
+    let input =
+        "GET /h HTTP/1.1\r\nHost: localhost\r\nA_B: 1\r\nX@Y: 2\r\nConnection: close\r\n\r\n";
+    let mut compared = 0;
+    for settings in [
+        "",
+        "underscores_in_headers on;",
+        "ignore_invalid_headers off;",
+        "underscores_in_headers on; ignore_invalid_headers off;",
+    ] {
+        let server = format!(
+            "server_name localhost; {settings} location /h {{ return 200 \"[$http_a_b]\\n\"; }}"
+        );
+        let p = Prefix::new("hdr-gyre");
+        let root = p.path("html");
+        let site = Site {
+            root: &root,
+            http: "",
+            server: &server,
+        };
+        let nginx = util::nginx::start(&bin, "hdr-nginx", &site).expect("nginx starts");
+        let root_s = root.display().to_string();
+        let gyre = start_http(&p, 1, |port| {
+            format!("access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{server}\n}}")
+        });
+        let answer = |port: u16| {
+            let mut r = Raw::connect(port);
+            r.send(input.as_bytes());
+            r.try_response(false)
+                .ok()
+                .flatten()
+                .map(|x| (x.status, x.text()))
+        };
+        let want = answer(nginx.port);
+        let got = answer(gyre.port);
+        assert_eq!(got, want, "{settings}");
+        let want_lines = conn_lines(&nginx.prefix.path("logs/error.log"), nginx.port);
+        let got_lines = wait_lines(&p.path("logs/error.log"), gyre.port, want_lines.len());
+        assert_eq!(got_lines, want_lines, "{settings}");
+        compared += want_lines.len();
+    }
+    assert!(compared >= 3, "nginx logged the ignored lines");
+}
+
+/// nginx's header buffers at their edges (`client_header_buffer_size
+/// 64; large_client_header_buffers 1 512`): a request line filling the
+/// one large buffer, then a header (`client sent too large request`); a
+/// header line outgrowing it; the buffer ending right after a header line
+/// (nginx quotes that line from its buffer, NULs and CR LF included).
+#[test]
+fn header_buffer_edges_are_nginx_edges() {
+    let Some(bin) = nginx_bin() else {
+        eprintln!("skipping the header buffer differential test: no nginx at $NGINX or /usr/sbin/nginx (apt-get install nginx)");
+        return;
+    };
+    let server =
+        "server_name localhost; client_header_buffer_size 64; large_client_header_buffers 1 512;";
+    let line = format!("GET /{} HTTP/1.1\r\n", "a".repeat(496));
+    let header = format!("GET / HTTP/1.1\r\nX-A: {}\r\n", "b".repeat(505));
+    let cases: [(&str, String, &str); 4] = [
+        (
+            "a full request line, then a header",
+            line.clone(),
+            "Host: a\r\n\r\n",
+        ),
+        (
+            "the same in one write",
+            format!("{line}Host: a\r\n\r\n"),
+            "",
+        ),
+        (
+            "a header line longer than the buffer",
+            "GET / HTTP/1.1\r\nX-Long: ".into(),
+            &"b".repeat(600),
+        ),
+        (
+            "the buffer full after a header line",
+            header,
+            "Host: a\r\n\r\n",
+        ),
+    ];
+    let p = Prefix::new("buf-gyre");
+    let root = p.path("html");
+    let site = Site {
+        root: &root,
+        http: "",
+        server,
+    };
+    let nginx = util::nginx::start(&bin, "buf-nginx", &site).expect("nginx starts");
+    let root_s = root.display().to_string();
+    let gyre = start_http(&p, 1, |port| {
+        format!(
+            "access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{server}\n}}"
+        )
+    });
+    let mut statuses = Vec::new();
+    for (name, first, second) in &cases {
+        let status = |port: u16| {
+            let mut r = Raw::connect(port);
+            let _ = r.try_send(first.as_bytes());
+            if !second.is_empty() {
+                // Two reads for the server (nothing says it read the first).
+                std::thread::sleep(Duration::from_millis(100));
+                let _ = r.try_send(second.as_bytes());
+            }
+            r.try_response(false).ok().flatten().map_or(0, |x| x.status)
+        };
+        statuses.push((name, status(nginx.port), status(gyre.port)));
+    }
+    assert!(
+        statuses.iter().all(|&(_, n, g)| n == 400 && g == 400),
+        "statuses (nginx, gyre): {statuses:?}"
+    );
+    let want = conn_lines(&nginx.prefix.path("logs/error.log"), nginx.port);
+    let got = wait_lines(&p.path("logs/error.log"), gyre.port, want.len());
+    assert_eq!(want.len(), cases.len(), "nginx's lines: {want:#?}");
+    assert_eq!(got, want);
 }
 
 /// (name, raw request) whose `Location` is compared.

@@ -69,8 +69,8 @@ pub(crate) enum HeadErr {
     /// to the buffer's end.
     TooLongUri((usize, usize)),
     /// A header line outgrew the large header buffers (494): what nginx
-    /// quotes of it.
-    TooLongHeader((usize, usize)),
+    /// quotes of it, and where it shows NULs (see [`quoted_with_nuls`]).
+    TooLongHeader((usize, usize), Option<(usize, usize)>),
     /// The buffers ran out between header lines before any header.
     TooLargeRequest,
 }
@@ -111,12 +111,29 @@ impl HeadErr {
                 buf.get(e).copied().unwrap_or(0)
             ),
             HeadErr::TooLongUri(_) => ErrKind::TooLongUri.message().into(),
-            HeadErr::TooLongHeader(v) => {
-                format!("client sent too long header line: \"{}...\"", of(v))
-            }
+            HeadErr::TooLongHeader(v, nuls) => format!(
+                "client sent too long header line: \"{}...\"",
+                quoted_with_nuls(buf, v, nuls)
+            ),
             HeadErr::TooLargeRequest => "client sent too large request".into(),
         }
     }
+}
+
+/// `buf[s..e]` with NULs at `nuls`: when the buffers run out right after a
+/// header line nginx kept, its 494 quotes that line from its buffer,
+/// where it had ended the name and the value with NULs (the line then
+/// holds them, and the CR LF that followed).
+fn quoted_with_nuls(buf: &[u8], (s, e): (usize, usize), nuls: Option<(usize, usize)>) -> String {
+    let mut bytes = buf.get(s..e).unwrap_or(&[]).to_vec();
+    if let Some((a, b)) = nuls {
+        for at in [a, b] {
+            if let Some(c) = at.checked_sub(s).and_then(|i| bytes.get_mut(i)) {
+                *c = 0;
+            }
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// What happened (nginx's message and action for it; all at `info`).
@@ -150,6 +167,9 @@ pub enum ErrKind {
     BodyClosed,
     /// A chunked body nginx's parser refuses (`[error]`).
     InvalidChunked,
+    /// A chunk that takes a body being read over `client_max_body_size`
+    /// (`[error]`; the text, with the sizes, is the note's).
+    TooLargeChunked,
 }
 
 impl ErrKind {
@@ -169,6 +189,7 @@ impl ErrKind {
             ErrKind::RecvFailed => "recv() failed",
             ErrKind::BodyClosed => "client prematurely closed connection",
             ErrKind::InvalidChunked => "client sent invalid chunked body",
+            ErrKind::TooLargeChunked => "client intended to send too large chunked body",
         }
     }
 
@@ -176,7 +197,7 @@ impl ErrKind {
     /// everything else the client did `[info]`.
     pub fn level(self) -> log::Level {
         match self {
-            ErrKind::InvalidChunked => gyre_core::errlog::ERROR,
+            ErrKind::InvalidChunked | ErrKind::TooLargeChunked => gyre_core::errlog::ERROR,
             _ => gyre_core::errlog::INFO,
         }
     }

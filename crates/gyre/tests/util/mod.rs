@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod certs;
 pub mod http;
+pub mod nginx;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
