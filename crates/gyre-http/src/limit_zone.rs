@@ -10,9 +10,14 @@
 //! words. `zone=NAME:SIZE` holds SIZE/64 states, about nginx's "16 thousand
 //! 64-byte states" per megabyte. A key hashes to a bucket of [`WAYS`]
 //! slots: its own slot, else an empty one, else the least recently used
-//! (nginx's LRU expiry, bounded by the configured size). A slot's lock is
-//! tried a bounded number of times: a worker that died holding one costs
-//! that slot's key a refusal, never a hang.
+//! (nginx's LRU expiry, bounded by the configured size). One lock word per
+//! bucket (its first slot's) guards all of its slots: looking for the key
+//! and placing it must be one step, or two workers could each miss the
+//! other's key and store it twice (and, with a lock per slot, a busy slot
+//! skipped during the search did exactly that: a key counted in two
+//! places). The lock is tried a bounded number of times, yielding to a
+//! holder that was descheduled: a worker that died holding one costs that
+//! bucket's keys a refusal, never a hang.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -70,36 +75,40 @@ fn hash(key: &[u8]) -> (u64, u64) {
     (a | 1, b)
 }
 
-struct Locked<'a> {
+/// A bucket under its lock: [`WAYS`] slots.
+struct Bucket<'a> {
     w: &'a [AtomicU64],
 }
 
-impl Drop for Locked<'_> {
+impl Drop for Bucket<'_> {
     fn drop(&mut self) {
         self.w[0].store(0, Ordering::Release);
     }
 }
 
-impl Locked<'_> {
-    fn key(&self) -> (u64, u64) {
-        (
-            self.w[1].load(Ordering::Relaxed),
-            self.w[2].load(Ordering::Relaxed),
-        )
+impl Bucket<'_> {
+    fn slot(&self, i: usize) -> &[AtomicU64] {
+        &self.w[i * SLOT_WORDS..(i + 1) * SLOT_WORDS]
     }
-    fn state(&self) -> State {
+    fn key(&self, i: usize) -> (u64, u64) {
+        let w = self.slot(i);
+        (w[1].load(Ordering::Relaxed), w[2].load(Ordering::Relaxed))
+    }
+    fn state(&self, i: usize) -> State {
+        let w = self.slot(i);
         State {
-            excess: self.w[3].load(Ordering::Relaxed) as i64,
-            last: self.w[4].load(Ordering::Relaxed),
-            count: self.w[5].load(Ordering::Relaxed) as i64,
+            excess: w[3].load(Ordering::Relaxed) as i64,
+            last: w[4].load(Ordering::Relaxed),
+            count: w[5].load(Ordering::Relaxed) as i64,
         }
     }
-    fn store(&self, k: (u64, u64), s: State) {
-        self.w[1].store(k.0, Ordering::Relaxed);
-        self.w[2].store(k.1, Ordering::Relaxed);
-        self.w[3].store(s.excess as u64, Ordering::Relaxed);
-        self.w[4].store(s.last, Ordering::Relaxed);
-        self.w[5].store(s.count as u64, Ordering::Relaxed);
+    fn store(&self, i: usize, k: (u64, u64), s: State) {
+        let w = self.slot(i);
+        w[1].store(k.0, Ordering::Relaxed);
+        w[2].store(k.1, Ordering::Relaxed);
+        w[3].store(s.excess as u64, Ordering::Relaxed);
+        w[4].store(s.last, Ordering::Relaxed);
+        w[5].store(s.count as u64, Ordering::Relaxed);
     }
 }
 
@@ -123,25 +132,33 @@ impl Zone {
         self.slots
     }
 
-    fn lock(&self, i: usize) -> Option<Locked<'_>> {
+    /// The bucket starting at slot `base`, locked; `None` when the lock
+    /// stayed taken for [`LOCK_TRIES`] tries.
+    fn lock(&self, base: usize) -> Option<Bucket<'_>> {
         let w = self
             .region
             .words()
-            .get(i * SLOT_WORDS..(i + 1) * SLOT_WORDS)?;
-        for _ in 0..LOCK_TRIES {
+            .get(base * SLOT_WORDS..(base + WAYS) * SLOT_WORDS)?;
+        for n in 0..LOCK_TRIES {
             if w[0]
                 .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
-                return Some(Locked { w });
+                return Some(Bucket { w });
             }
-            std::hint::spin_loop();
+            // A short spin for a holder that is running; then let one that
+            // was descheduled run (two cores, many workers).
+            if n < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
         }
         None
     }
 
-    /// Runs `f` on `key`'s state under its slot's lock, `None` being a key
-    /// not in the zone; whatever `f` leaves in the state is stored (a
+    /// Runs `f` on `key`'s state under its bucket's lock, `None` being a
+    /// key not in the zone; whatever `f` leaves in the state is stored (a
     /// `None` left removes the key). A new key may take the place of a
     /// least recently used one that is `evictable`. `None` when no slot
     /// could be had.
@@ -156,24 +173,22 @@ impl Zone {
         }
         let k = hash(key);
         let base = (k.0 as usize % self.slots) & !(WAYS - 1);
+        let b = self.lock(base)?;
         // Its own slot, else an empty one, else the least recently used.
         let mut pick: Option<(usize, u64, bool)> = None;
-        for i in base..base + WAYS {
-            let Some(s) = self.lock(i) else {
-                continue;
-            };
-            let sk = s.key();
+        for i in 0..WAYS {
+            let sk = b.key(i);
             if sk == k {
-                let mut st = Some(s.state());
+                let mut st = Some(b.state(i));
                 let r = f(&mut st);
                 match st {
-                    Some(st) => s.store(k, st),
-                    None => s.store((0, 0), State::default()),
+                    Some(st) => b.store(i, k, st),
+                    None => b.store(i, (0, 0), State::default()),
                 }
                 return Some(r);
             }
-            let (empty, last) = (sk.0 == 0, s.state().last);
-            if !empty && !evictable(&s.state()) {
+            let (empty, last) = (sk.0 == 0, b.state(i).last);
+            if !empty && !evictable(&b.state(i)) {
                 continue;
             }
             let better = match pick {
@@ -186,24 +201,10 @@ impl Zone {
             }
         }
         let (i, _, _) = pick?;
-        let s = self.lock(i)?;
-        if s.key().0 != 0 && s.key() != k && !evictable(&s.state()) {
-            return None;
-        }
-        // Another worker may have put the key in meanwhile: look again.
-        if s.key() == k {
-            let mut st = Some(s.state());
-            let r = f(&mut st);
-            match st {
-                Some(st) => s.store(k, st),
-                None => s.store((0, 0), State::default()),
-            }
-            return Some(r);
-        }
         let mut st = None;
         let r = f(&mut st);
         if let Some(st) = st {
-            s.store(k, st);
+            b.store(i, k, st);
         }
         Some(r)
     }
@@ -291,7 +292,7 @@ mod tests {
     #[test]
     fn concurrent_updates_are_not_lost() {
         let z = std::sync::Arc::new(Zone::new("t", 64 * 1024).unwrap());
-        let threads: Vec<_> = (0..4)
+        let threads: Vec<_> = (0..8)
             .map(|_| {
                 let z = z.clone();
                 std::thread::spawn(move || {
@@ -315,7 +316,7 @@ mod tests {
         }
         assert_eq!(
             z.with(b"k", |_| true, |s| s.map(|s| s.count)).unwrap(),
-            Some(4000)
+            Some(8000)
         );
     }
 }
