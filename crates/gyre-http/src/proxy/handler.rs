@@ -729,6 +729,12 @@ fn read_header(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &
     let limit = p.conf.buffer_size;
     // Bounded: each pass reads bytes or stops.
     loop {
+        // Nothing to read until the upstream's read event (the request was
+        // just sent, or the last read drained the socket): a recv now would
+        // only meet EAGAIN.
+        if p.buf.is_empty() && !core.conn(u).is_some_and(|x| x.read.ready) {
+            return Turn::Wait;
+        }
         if p.buf.len() < limit {
             let have = p.buf.len();
             p.buf.resize(limit, 0);
@@ -980,7 +986,10 @@ fn relay_body(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &m
                 Turn::Wait
             };
         }
-        p.buf.resize(size, 0);
+        // Read as much as may wait for the client at once (nginx reads
+        // into all its free buffers with one readv), at least one buffer.
+        let room = max.saturating_sub(env.cx.m.output_pending()).max(size);
+        p.buf.resize(room, 0);
         match core.recv(u, &mut p.buf) {
             Ok(0) => {
                 p.buf.clear();
