@@ -1005,6 +1005,20 @@ impl HttpConn {
 
     /// Re-arms interest and timers after a step.
     fn after(&mut self, core: &mut Core, c: ConnId) {
+        let tunnel = matches!(
+            self.r.as_ref().map(|r| &r.content),
+            Some(crate::request::Content::Proxy(p)) if p.is_tunnel()
+        );
+        if tunnel && !self.has_output() {
+            // An upgraded connection: the tunnel arms both sides itself.
+            core.del_timer(Ev::write(c));
+            core.del_timer(Ev::read(c));
+            return;
+        }
+        let watch_client = self.is_proxied()
+            && core.edge_triggered()
+            && !self.has_output()
+            && !self.m.as_ref().is_some_and(|m| m.wants_read());
         if self.has_output() {
             if core.handle_write_event(c).is_err() {
                 self.close(core, c);
@@ -1063,7 +1077,9 @@ impl HttpConn {
                 None => core.del_timer(Ev::read(c)),
             }
         }
-        if self.m.as_ref().is_none_or(|m| m.wants_read()) {
+        if watch_client || self.m.as_ref().is_none_or(|m| m.wants_read()) {
+            // A proxied request watches its client too (edge-triggered:
+            // one report when it sends or closes), to notice it leaving.
             if core.handle_read_event(c).is_err() {
                 self.close(core, c);
             }

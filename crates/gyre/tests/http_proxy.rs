@@ -434,3 +434,179 @@ fn a_cached_connection_the_upstream_closed_is_retried_on_a_new_one() {
     // The probe's connection, then one new connection per request.
     assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 5);
 }
+
+/// A WebSocket-like backend: answers the upgrade with 101, then echoes
+/// every byte upper-cased until the client's end of stream, then closes.
+fn upgrade_backend() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(16) {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = Vec::new();
+                while find(&buf, b"\r\n\r\n").is_none() {
+                    let mut c = [0u8; 4096];
+                    match s.read(&mut c) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&c[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).to_string();
+                if !head.contains("Upgrade: websocket") {
+                    let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+                    return;
+                }
+                let end = find(&buf, b"\r\n\r\n").unwrap() + 4;
+                let early: Vec<u8> = buf[end..].to_vec();
+                s.write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n").unwrap();
+                s.write_all(&early.to_ascii_uppercase()).unwrap();
+                loop {
+                    let mut c = [0u8; 4096];
+                    match s.read(&mut c) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            if s.write_all(&c[..n].to_ascii_uppercase()).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn upgraded_connections_are_tunnelled_both_ways() {
+    let bp = upgrade_backend();
+    let p = Prefix::new("proxy-upgrade");
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location /ws {{ proxy_pass http://127.0.0.1:{bp}; proxy_http_version 1.1;
+                    proxy_set_header Upgrade $http_upgrade;
+                    proxy_set_header Connection \"upgrade\"; }}
+                location /idle {{ proxy_pass http://127.0.0.1:{bp}; proxy_http_version 1.1;
+                    proxy_set_header Upgrade $http_upgrade;
+                    proxy_set_header Connection \"upgrade\"; proxy_read_timeout 300ms; }} }}"
+        )
+    });
+    let mut c = Raw::connect(g.port);
+    // A first frame right behind the request head.
+    c.send(
+        b"GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nearly;",
+    );
+    let mut all = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while find(&all, b"EARLY;").is_none() && Instant::now() < deadline {
+        let mut chunk = [0u8; 4096];
+        let n = c.s.read(&mut chunk).unwrap();
+        assert!(n > 0, "closed: {:?}", String::from_utf8_lossy(&all));
+        all.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&all).into_owned();
+    assert!(
+        text.starts_with("HTTP/1.1 101 Switching Protocols\r\n"),
+        "{text}"
+    );
+    assert!(text.contains("\r\nUpgrade: websocket\r\n"), "{text}");
+    assert!(text.contains("\r\nConnection: upgrade\r\n"), "{text}");
+    assert!(!text.contains("Content-Length"), "{text}");
+    for msg in ["ping", "second message"] {
+        c.send(msg.as_bytes());
+        let mut got = Vec::new();
+        while got.len() < msg.len() {
+            let mut chunk = [0u8; 4096];
+            let n = c.s.read(&mut chunk).unwrap();
+            assert!(n > 0);
+            got.extend_from_slice(&chunk[..n]);
+        }
+        assert_eq!(got, msg.to_ascii_uppercase().as_bytes());
+    }
+    // The client's end of stream reaches the backend, which closes: so
+    // does the proxy.
+    c.shutdown_write();
+    assert!(c.closed_within(Duration::from_secs(5)));
+    // An idle tunnel ends after proxy_read_timeout.
+    let mut c = Raw::connect(g.port);
+    c.send(b"GET /idle HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+    assert!(c.closed_within(Duration::from_secs(5)));
+    assert!(g.server.logged(
+        "upstream timed out (110: Connection timed out) while proxying upgraded connection",
+        Duration::from_secs(5)
+    ));
+}
+
+#[test]
+fn expect_100_continue_is_answered_by_the_proxy() {
+    let b = echo_backend();
+    let bp = b.port;
+    let p = Prefix::new("proxy-expect");
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location / {{ proxy_pass http://127.0.0.1:{bp}; }} }}"
+        )
+    });
+    let mut c = Raw::connect(g.port);
+    c.send(b"POST /e HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
+    let r = c.response(false);
+    assert_eq!(r.status, 100);
+    c.send(b"body");
+    let r = c.response(false);
+    assert_eq!((r.status, r.text().as_str()), (200, "/e"));
+    let got = b.got.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(got.body, b"body");
+    assert_eq!(got.header("expect"), None, "Expect is not passed upstream");
+}
+
+#[test]
+fn a_client_that_goes_away_closes_its_upstream_request() {
+    // The backend never answers; it reports when its connection closes.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let bp = l.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(8) {
+            let Ok(mut s) = s else { continue };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut buf = Vec::new();
+                loop {
+                    let mut c = [0u8; 4096];
+                    match s.read(&mut c) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&c[..n]),
+                    }
+                }
+                if find(&buf, b"GET /wait").is_some() {
+                    let _ = tx.send(());
+                }
+            });
+        }
+    });
+    let p = Prefix::new("proxy-abort");
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location /wait {{ proxy_pass http://127.0.0.1:{bp}; proxy_read_timeout 30s; }} }}"
+        )
+    });
+    let mut c = Raw::connect(g.port);
+    c.send(b"GET /wait HTTP/1.1\r\nHost: h\r\n\r\n");
+    std::thread::sleep(Duration::from_millis(200));
+    drop(c);
+    assert!(
+        rx.recv_timeout(Duration::from_secs(5)).is_ok(),
+        "the upstream connection was not closed: {}",
+        g.log()
+    );
+    assert!(g.server.logged(
+        "epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too while reading response header from upstream",
+        Duration::from_secs(5)
+    ), "{}", g.log());
+}

@@ -59,6 +59,8 @@ enum St {
     ReadHeader,
     /// Relaying the body.
     Body,
+    /// After a 101: bytes both ways until either side closes.
+    Tunnel,
 }
 
 /// A proxied request's state, kept in [`Content::Proxy`] while suspended.
@@ -107,6 +109,14 @@ pub struct Proxy {
     request_sent: bool,
     /// A stale cached connection was already retried on a new one.
     stale_retry: bool,
+    /// The tunnel's client-to-upstream bytes (upstream-to-client ones use
+    /// `buf`) and how much of each was written.
+    up: Vec<u8>,
+    up_sent: usize,
+    down_sent: usize,
+    /// Each side's end of stream was seen / passed on.
+    client_eof: bool,
+    upstream_eof: bool,
 }
 
 impl Proxy {
@@ -136,6 +146,11 @@ impl Proxy {
             client: None,
             request_sent: false,
             stale_retry: false,
+            up: Vec::new(),
+            up_sent: 0,
+            down_sent: 0,
+            client_eof: false,
+            upstream_eof: false,
         }
     }
 
@@ -160,6 +175,17 @@ impl Proxy {
         self.client = None;
         self.request_sent = false;
         self.stale_retry = false;
+        self.up.clear();
+        self.up_sent = 0;
+        self.down_sent = 0;
+        self.client_eof = false;
+        self.upstream_eof = false;
+    }
+
+    /// The request is a tunnel after a 101 (the client connection carries
+    /// raw bytes now, not HTTP).
+    pub fn is_tunnel(&self) -> bool {
+        self.st == St::Tunnel
     }
 
     /// Whether `c` is this request's upstream connection.
@@ -280,6 +306,9 @@ fn release(core: &mut Core, p: &mut Proxy) {
 }
 
 fn step(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Flow {
+    if client_gone(core, env, r, p) {
+        return Flow::Done;
+    }
     let mut progress = false;
     // Bounded: every turn changes state or waits.
     for _ in 0..64 {
@@ -290,6 +319,7 @@ fn step(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Pro
             St::SendRequest => send_request(core, env, r, p),
             St::ReadHeader => read_header(core, env, r, p),
             St::Body => relay_body(core, env, r, p),
+            St::Tunnel => tunnel(core, env, r, p),
         };
         match f {
             Turn::Again => progress = true,
@@ -347,6 +377,43 @@ fn read_body(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mu
         }
     }
     Turn::Wait
+}
+
+/// nginx's `ngx_http_upstream_check_broken_connection` with epoll's
+/// RDHUP: a client that closed while its request is with the upstream
+/// ends the request and the upstream connection (logged at info, 499 in
+/// the access log), unless `proxy_ignore_client_abort on`.
+fn client_gone(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> bool {
+    if p.conf.ignore_client_abort || matches!(p.st, St::ReadBody | St::Tunnel) {
+        return false;
+    }
+    if !core.conn(env.client).is_some_and(|x| x.read.pending_eof) {
+        return false;
+    }
+    let action = match p.st {
+        St::Connect | St::Connecting => "connecting to upstream",
+        St::SendRequest => "sending request to upstream",
+        St::ReadHeader => "reading response header from upstream",
+        _ => "reading upstream",
+    };
+    log_line(
+        env,
+        r,
+        p,
+        gyre_core::errlog::INFO,
+        action,
+        "epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too",
+    );
+    let now = core.now();
+    if env.cx.m.is_streaming() {
+        let _ = env.cx.m.abort_body(now);
+    } else {
+        env.cx.m.abandon_request(499, now);
+    }
+    r.st.status = 499;
+    r.st.upstream.done(now);
+    close_upstream(core, env, p, Outcome::Ok, false);
+    true
 }
 
 /// nginx's `ngx_http_proxy_create_request`: the request line, the
@@ -874,7 +941,19 @@ fn got_head(
         .unwrap_or(false);
     (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
     p.reader = Some(BodyReader::new(framing));
+    let upgrade = status == 101 && r.st.req.header("Upgrade").is_some();
     p.head = Some(head);
+    if upgrade {
+        // nginx's `u->upgrade`: from now on both connections carry the
+        // upgraded protocol's bytes.
+        r.st.upstream.done(now);
+        p.down_sent = 0;
+        p.up.clear();
+        p.up_sent = 0;
+        env.cx.m.take_input(&mut p.up);
+        p.st = St::Tunnel;
+        return Turn::WaitProgress;
+    }
     if !awaiting {
         // HEAD, a bodiless status or an empty body: the response is out.
         let keep = p
@@ -1015,6 +1094,151 @@ fn relay_body(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &m
         }
     }
     Turn::WaitProgress
+}
+
+/// nginx's `ngx_http_upstream_process_upgraded`: bytes both ways through
+/// one buffer per direction (`proxy_buffer_size` each), a side read only
+/// while its buffer is empty, end of stream passed on as a half-close; the
+/// tunnel ends when both directions ended, on an error, or after
+/// `proxy_read_timeout` without traffic.
+fn tunnel(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+    const PROXYING: &str = "proxying upgraded connection";
+    let (Some(u), c) = (p.u, env.client) else {
+        return Turn::End(Flow::Done);
+    };
+    if p.timed_out.take().is_some() {
+        log_line(
+            env,
+            r,
+            p,
+            ERROR,
+            PROXYING,
+            "upstream timed out (110: Connection timed out)",
+        );
+        return end_tunnel(core, env, p);
+    }
+    // The 101 head (queued on the machine) goes first.
+    if env.cx.m.has_output() {
+        return Turn::Wait;
+    }
+    let size = p.conf.buffer_size;
+    let mut traffic = false;
+    // Bounded: each pass moves bytes or stops.
+    for _ in 0..64 {
+        let mut moved = false;
+        // Client → upstream.
+        if p.up_sent == p.up.len() && !p.client_eof {
+            p.up.resize(size, 0);
+            match core.recv(c, &mut p.up) {
+                Ok(0) => {
+                    p.up.clear();
+                    p.client_eof = true;
+                    let _ = core.shutdown_write(u);
+                    moved = true;
+                }
+                Ok(n) => {
+                    p.up.truncate(n);
+                    p.up_sent = 0;
+                    moved = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => p.up.clear(),
+                Err(_) => return end_tunnel(core, env, p),
+            }
+        }
+        if p.up_sent < p.up.len() {
+            match core.send(u, &p.up[p.up_sent..]) {
+                Ok(n) => {
+                    p.up_sent += n;
+                    moved = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    let msg = format!("send() failed ({})", sys_error_text(&e));
+                    log_line(env, r, p, ERROR, PROXYING, &msg);
+                    return end_tunnel(core, env, p);
+                }
+            }
+            if p.up_sent == p.up.len() {
+                p.up.clear();
+                p.up_sent = 0;
+            }
+        }
+        // Upstream → client.
+        if p.down_sent == p.buf.len() && !p.upstream_eof {
+            p.buf.resize(size, 0);
+            match core.recv(u, &mut p.buf) {
+                Ok(0) => {
+                    p.buf.clear();
+                    p.upstream_eof = true;
+                    let _ = core.shutdown_write(c);
+                    moved = true;
+                }
+                Ok(n) => {
+                    p.buf.truncate(n);
+                    p.down_sent = 0;
+                    r.st.upstream.received(n as u64);
+                    moved = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => p.buf.clear(),
+                Err(e) => {
+                    let msg = format!("recv() failed ({})", sys_error_text(&e));
+                    log_line(env, r, p, ERROR, PROXYING, &msg);
+                    return end_tunnel(core, env, p);
+                }
+            }
+        }
+        if p.down_sent < p.buf.len() {
+            match core.send(c, &p.buf[p.down_sent..]) {
+                Ok(n) => {
+                    p.down_sent += n;
+                    moved = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return end_tunnel(core, env, p),
+            }
+            if p.down_sent == p.buf.len() {
+                p.buf.clear();
+                p.down_sent = 0;
+            }
+        }
+        if p.client_eof && p.upstream_eof && p.up.is_empty() && p.buf.is_empty() {
+            return end_tunnel(core, env, p);
+        }
+        if !moved {
+            break;
+        }
+        traffic = true;
+    }
+    for (conn, read) in [(c, !p.client_eof), (u, !p.upstream_eof)] {
+        let ok = if read {
+            core.handle_read_event(conn)
+        } else {
+            core.disable_read(conn)
+        };
+        if ok.and_then(|_| core.handle_write_event(conn)).is_err() {
+            return end_tunnel(core, env, p);
+        }
+    }
+    if traffic || !core.timer_set(Ev::read(u)) {
+        core.add_timer(Ev::read(u), p.conf.read_timeout);
+    }
+    Turn::Wait
+}
+
+/// The tunnel is over: both connections close.
+fn end_tunnel(core: &mut Core, env: &mut Env<'_, '_>, p: &mut Proxy) -> Turn {
+    if let Some(u) = p.u.take() {
+        core.close(u);
+    }
+    if let Some(pr) = p.pr.as_mut() {
+        let mut ups = env.worker.ups.borrow_mut();
+        if let Some(up) = ups.get_mut(p.conf.upstream) {
+            pr.free(up, Outcome::Ok, env.worker.secs(core));
+        }
+    }
+    // The client's connection cannot carry HTTP again.
+    env.cx.m.on_eof(core.now());
+    Turn::End(Flow::Done)
 }
 
 /// The body is complete: end the client's response, give the connection
