@@ -610,3 +610,62 @@ fn a_client_that_goes_away_closes_its_upstream_request() {
         Duration::from_secs(5)
     ), "{}", g.log());
 }
+
+#[test]
+fn next_upstream_on_statuses_intercept_errors_and_upstream_variables() {
+    let name = |n: &'static str, status: u16| -> Reply {
+        Arc::new(move |_g: &Got| {
+            format!(
+                "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nX-Name: {n}\r\n\r\n{n}",
+                n.len()
+            )
+            .into_bytes()
+        })
+    };
+    let bad = backend(name("bad", 500));
+    let good = backend(name("good", 200));
+    let missing = backend(name("missing", 404));
+    let p = Prefix::new("proxy-next");
+    let (bp, gp, mp) = (bad.port, good.port, missing.port);
+    let g = start(&p, move |port| {
+        format!(
+            "log_format up '$request_uri $status ua=$upstream_addr us=$upstream_status uh=$upstream_http_x_name ub=$upstream_bytes_received';
+             access_log logs/up.log up;
+             upstream pair {{ server 127.0.0.1:{bp}; server 127.0.0.1:{gp}; }}
+             upstream badonly {{ server 127.0.0.1:{bp}; server 127.0.0.1:{bp}; }}
+             server {{ listen 127.0.0.1:{port};
+                location /n/ {{ proxy_pass http://pair; proxy_next_upstream error timeout http_500; }}
+                location /t/ {{ proxy_pass http://badonly; proxy_next_upstream http_500; proxy_next_upstream_tries 1; }}
+                location /i/ {{ proxy_pass http://127.0.0.1:{mp}; proxy_intercept_errors on;
+                    error_page 404 = /own404; }}
+                location /p/ {{ proxy_pass http://127.0.0.1:{mp}; }}
+                location = /own404 {{ return 200 own; }} }}"
+        )
+    });
+    // Round robin starts with `bad`: its 500 sends the request on.
+    for _ in 0..4 {
+        let r = get(g.port, "GET /n/ HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!((r.status, r.text().as_str()), (200, "good"));
+    }
+    // One try only: the 500 is passed on as it is.
+    let r = get(g.port, "GET /t/ HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!((r.status, r.text().as_str()), (500, "bad"));
+    let r = get(g.port, "GET /i/ HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!((r.status, r.text().as_str()), (200, "own"));
+    let r = get(g.port, "GET /p/ HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!((r.status, r.text().as_str()), (404, "missing"));
+    let log = p.path("logs/up.log");
+    let want = [
+        format!("/n/ 200 ua=127.0.0.1:{bp}, 127.0.0.1:{gp} us=500, 200 uh=good ub="),
+        format!("/t/ 500 ua=127.0.0.1:{bp} us=500 uh=bad ub="),
+        format!("/p/ 404 ua=127.0.0.1:{mp} us=404 uh=missing ub="),
+    ];
+    assert!(
+        util::wait_for(Duration::from_secs(5), || {
+            let t = std::fs::read_to_string(&log).unwrap_or_default();
+            want.iter().all(|w| t.contains(w.as_str()))
+        }),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+}

@@ -245,3 +245,69 @@ fn gyre_proxies_like_nginx() {
         diffs.join("\n---\n")
     );
 }
+
+/// The `[emerg]` message of a `-t` run, without the file and line.
+fn emerg(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|l| l.split_once("[emerg] ").map(|(_, m)| m.to_string()))
+        .map(|m| match m.rfind(" in /") {
+            Some(i) => m[..i].to_string(),
+            None => m,
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn configuration_errors_are_nginx_s() {
+    let Some(bin) = nginx_bin() else {
+        eprintln!("nginx not installed: skipping");
+        return;
+    };
+    let cases = [
+        "server { listen 127.0.0.1:1; location / { proxy_pass ftp://x; } }",
+        "server { listen 127.0.0.1:1; location ~ ^/a { proxy_pass http://127.0.0.1:1/x; } }",
+        "server { listen 127.0.0.1:1; location @n { proxy_pass http://127.0.0.1:1/x; } }",
+        "upstream u { server 127.0.0.1:1; } server { listen 127.0.0.1:1; location / { proxy_pass http://u:8080; } }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:1; proxy_pass http://127.0.0.1:2; } }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:1; proxy_buffers 8 4k; proxy_busy_buffers_size 64k; } }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:1; proxy_buffer_size 16k; } }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:1; proxy_next_upstream error foo; } }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:1; proxy_http_version 2.0; } }",
+        "upstream u { server 127.0.0.1:1; } upstream u { server 127.0.0.1:2; }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:0; } }",
+        "server { listen 127.0.0.1:1; proxy_pass http://127.0.0.1:1; }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:1; proxy_ignore_headers X-Nope; } }",
+    ];
+    let mut diffs = Vec::new();
+    for c in cases {
+        let pn = Prefix::new("proxy-conf-nginx");
+        for t in ["cb", "px", "fc", "uw", "sc"] {
+            std::fs::create_dir_all(pn.path(&format!("tmp/{t}"))).unwrap();
+        }
+        pn.write(
+            "conf/nginx.conf",
+            &format!(
+                "events {{}}\nhttp {{ client_body_temp_path tmp/cb; proxy_temp_path tmp/px; \
+                 fastcgi_temp_path tmp/fc; uwsgi_temp_path tmp/uw; scgi_temp_path tmp/sc;\n{c}\n}}\n"
+            ),
+        );
+        let n = Command::new(&bin)
+            .arg("-p")
+            .arg(&pn.dir)
+            .args(["-c", "conf/nginx.conf", "-e", "logs/error.log", "-t"])
+            .output()
+            .unwrap();
+        let pg = Prefix::new("proxy-conf-gyre");
+        pg.conf(&format!("events {{}}\nhttp {{\n{c}\n}}\n"));
+        let g = pg.run(&["-t"]);
+        let (ne, ge) = (
+            emerg(&String::from_utf8_lossy(&n.stderr)),
+            emerg(&String::from_utf8_lossy(&g.stderr)),
+        );
+        if ne != ge || ne.is_empty() {
+            diffs.push(format!("{c}\n nginx: {ne}\n gyre:  {ge}"));
+        }
+    }
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}
