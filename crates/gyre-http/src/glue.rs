@@ -991,11 +991,13 @@ impl HttpConn {
             sink: &sink,
             proxies: None,
         };
+        let mut resp = shared.response.borrow_mut();
         let mut env = crate::proxy::handler::Env {
             conf: &shared.conf,
             worker: &shared.proxy,
             client: c,
             buf: &mut buf,
+            resp: &mut resp,
             cx,
         };
         let flow = crate::proxy::handler::drive(core, &mut env, r);

@@ -12,7 +12,9 @@
 //! handler, with the core, each time something happened on the client or
 //! the upstream connection, and does as much as it can without blocking.
 //! The upstream connection's events reach the client's handler through
-//! [`Relay`] ([`Core::dispatch`]), so one handler owns both sides.
+//! [`Relay`] ([`Core::dispatch`]), so one handler owns both sides. The
+//! response side (head, relay, body end) is in `response.rs`, the 101
+//! tunnel in `tunnel.rs`.
 //!
 //! Memory per request is bounded: the head buffer is `proxy_buffer_size`
 //! (a bigger head is nginx's `upstream sent too big header`), and body
@@ -33,22 +35,20 @@ use super::conf::{ft, HeaderValue, ProxyConf};
 use super::uri::{upstream_uri, UriInput};
 use super::Worker;
 use crate::conf::HttpConf;
-use crate::conn::StreamFraming;
 use crate::log_error;
 use crate::phases::Ctx;
 use crate::request::{Content, HttpRequest};
 use crate::response::Response;
 use crate::upstream::http_request::ProxyVersion;
-use crate::upstream::http_response::{
-    parse_head, BodyReader, Framing, Head, HeadOptions, ResponseHead, NO_VALID_HEADER,
-    PREMATURE_CLOSE,
-};
+use crate::upstream::http_response::{BodyReader, ResponseHead};
 use crate::upstream::keepalive::{self, Finished};
 use crate::upstream::{Outcome, PeerRequest};
 
+use super::response::*;
+use super::tunnel::*;
 /// Where a proxied request is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum St {
+pub(super) enum St {
     /// Collecting the client's body.
     ReadBody,
     /// Choosing a peer and connecting (or taking a cached connection).
@@ -66,37 +66,37 @@ enum St {
 /// A proxied request's state, kept in [`Content::Proxy`] while suspended.
 #[derive(Debug)]
 pub struct Proxy {
-    conf: Arc<ProxyConf>,
-    st: St,
-    pr: Option<PeerRequest>,
+    pub(super) conf: Arc<ProxyConf>,
+    pub(super) st: St,
+    pub(super) pr: Option<PeerRequest>,
     /// The upstream connection in use.
     pub u: Option<ConnId>,
     /// It came from the keep-alive cache.
-    cached: bool,
+    pub(super) cached: bool,
     /// Requests made on it (this one included) and when it was made.
-    u_requests: u64,
-    u_created: Msec,
+    pub(super) u_requests: u64,
+    pub(super) u_created: Msec,
     /// The peer of the current attempt (its address and printed name).
-    addr: Option<PeerAddr>,
+    pub(super) addr: Option<PeerAddr>,
     /// The request head and body, as sent.
-    req: Vec<u8>,
+    pub(super) req: Vec<u8>,
     /// Where the URI is in `req` (for `upstream: "…"` in log lines).
-    uri: (usize, usize),
-    sent: usize,
+    pub(super) uri: (usize, usize),
+    pub(super) sent: usize,
     /// The client's body, collected.
-    body: Vec<u8>,
+    pub(super) body: Vec<u8>,
     /// Bytes read from the upstream and not yet used.
-    buf: Vec<u8>,
+    pub(super) buf: Vec<u8>,
     /// Decoded body bytes to relay (reused).
-    out: Vec<u8>,
-    head: Option<ResponseHead>,
-    reader: Option<BodyReader>,
+    pub(super) out: Vec<u8>,
+    pub(super) head: Option<ResponseHead>,
+    pub(super) reader: Option<BodyReader>,
     /// Attempts made.
-    attempts: usize,
+    pub(super) attempts: usize,
     /// When the first attempt started (`proxy_next_upstream_timeout`).
-    first: Msec,
+    pub(super) first: Msec,
     /// When this attempt started.
-    attempt_start: Msec,
+    pub(super) attempt_start: Msec,
     /// The event that woke the request on the upstream side, if it was a
     /// timer (set by the glue before [`drive`]).
     pub timed_out: Option<EvKind>,
@@ -106,17 +106,17 @@ pub struct Proxy {
     pub client: Option<ConnId>,
     /// The client's request was passed to the upstream (nginx's
     /// `u->request_sent`), for the non-idempotent rule.
-    request_sent: bool,
+    pub(super) request_sent: bool,
     /// A stale cached connection was already retried on a new one.
-    stale_retry: bool,
+    pub(super) stale_retry: bool,
     /// The tunnel's client-to-upstream bytes (upstream-to-client ones use
     /// `buf`) and how much of each was written.
-    up: Vec<u8>,
-    up_sent: usize,
-    down_sent: usize,
+    pub(super) up: Vec<u8>,
+    pub(super) up_sent: usize,
+    pub(super) down_sent: usize,
     /// Each side's end of stream was seen / passed on.
-    client_eof: bool,
-    upstream_eof: bool,
+    pub(super) client_eof: bool,
+    pub(super) upstream_eof: bool,
 }
 
 impl Proxy {
@@ -233,6 +233,8 @@ pub struct Env<'a, 'b> {
     pub client: ConnId,
     /// The worker's read buffer.
     pub buf: &'a mut Vec<u8>,
+    /// The worker's response object, reused for relayed heads.
+    pub resp: &'a mut Response,
     pub cx: Ctx<'b>,
 }
 
@@ -299,17 +301,22 @@ pub fn abandon(core: &mut Core, worker: &Worker, r: &mut HttpRequest) {
     }
 }
 
-fn release(core: &mut Core, p: &mut Proxy) {
+pub(super) fn release(core: &mut Core, p: &mut Proxy) {
     if let Some(u) = p.u.take() {
         core.close(u);
     }
 }
 
-fn step(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Flow {
+pub(super) fn step(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Flow {
     if client_gone(core, env, r, p) {
         return Flow::Done;
     }
-    let mut progress = false;
+
     // Bounded: every turn changes state or waits.
     for _ in 0..64 {
         let f = match p.st {
@@ -321,19 +328,25 @@ fn step(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Pro
             St::Body => relay_body(core, env, r, p),
             St::Tunnel => tunnel(core, env, r, p),
         };
+        // "Progress" for the caller: output to write before calling
+        // again (state changes alone are not).
         match f {
-            Turn::Again => progress = true,
-            Turn::Wait => return Flow::Wait { progress },
+            Turn::Again => {}
+            Turn::Wait => {
+                return Flow::Wait {
+                    progress: env.cx.m.has_output(),
+                }
+            }
             Turn::WaitProgress => return Flow::Wait { progress: true },
             Turn::End(f) => return f,
         }
     }
     // Yield: the client's write event brings the request back.
     core.post(Ev::write(env.client));
-    Flow::Wait { progress }
+    Flow::Wait { progress: false }
 }
 
-enum Turn {
+pub(super) enum Turn {
     /// The state changed: go on.
     Again,
     Wait,
@@ -341,7 +354,12 @@ enum Turn {
     End(Flow),
 }
 
-fn read_body(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+pub(super) fn read_body(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
     let now = core.now();
     // Bounded: each pass takes input or stops.
     for _ in 0..1024 {
@@ -383,7 +401,12 @@ fn read_body(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mu
 /// RDHUP: a client that closed while its request is with the upstream
 /// ends the request and the upstream connection (logged at info, 499 in
 /// the access log), unless `proxy_ignore_client_abort on`.
-fn client_gone(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> bool {
+pub(super) fn client_gone(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> bool {
     if p.conf.ignore_client_abort || matches!(p.st, St::ReadBody | St::Tunnel) {
         return false;
     }
@@ -419,7 +442,7 @@ fn client_gone(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &
 /// nginx's `ngx_http_proxy_create_request`: the request line, the
 /// `proxy_set_header` list (configured headers, then the defaults), the
 /// client's headers not named there, the body.
-fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy) {
+pub(super) fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy) {
     let conf = p.conf.clone();
     let out = &mut p.req;
     out.clear();
@@ -505,7 +528,7 @@ fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy) {
     }
 }
 
-fn push_decimal(out: &mut Vec<u8>, n: u64) {
+pub(super) fn push_decimal(out: &mut Vec<u8>, n: u64) {
     let mut b = [0u8; 20];
     let mut i = b.len();
     let mut v = n;
@@ -541,7 +564,7 @@ impl fmt::Display for UpUrl<'_> {
 
 /// Writes an error-log line about the current attempt, with nginx's
 /// context (client, server, request, upstream, host).
-fn log_line(
+pub(super) fn log_line(
     env: &Env<'_, '_>,
     r: &HttpRequest,
     p: &Proxy,
@@ -561,7 +584,12 @@ fn log_line(
     gyre_core::log_ctx!(level, &cx, "{msg}");
 }
 
-fn connect(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+pub(super) fn connect(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
     let now = core.now();
     let secs = env.worker.secs(core);
     let mut ups = env.worker.ups.borrow_mut();
@@ -641,13 +669,18 @@ fn connect(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut 
             Turn::Wait
         }
         Err(e) => {
-            let msg = format!("connect() failed ({})", sys_error_text(&e));
-            fail(core, env, r, p, ft::ERROR, "connecting to upstream", &msg)
+            // No socket or no free slot: nginx's NGX_ERROR from
+            // ngx_event_connect_peer, a 500 without another try.
+            let msg = sys_error_text(&e);
+            log_line(env, r, p, ERROR, "connecting to upstream", &msg);
+            r.st.upstream.failed(now, 500);
+            close_upstream(core, env, p, Outcome::Ok, false);
+            Turn::End(Flow::Error(500))
         }
     }
 }
 
-fn up_name(env: &Env<'_, '_>, p: &Proxy) -> String {
+pub(super) fn up_name(env: &Env<'_, '_>, p: &Proxy) -> String {
     env.conf
         .upstreams
         .entries
@@ -655,7 +688,12 @@ fn up_name(env: &Env<'_, '_>, p: &Proxy) -> String {
         .map_or(String::new(), |e| e.name.clone())
 }
 
-fn connecting(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+pub(super) fn connecting(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
     let Some(u) = p.u else {
         p.st = St::Connect;
         return Turn::Again;
@@ -705,7 +743,7 @@ fn connecting(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &m
     Turn::Again
 }
 
-fn send_request(
+pub(super) fn send_request(
     core: &mut Core,
     env: &mut Env<'_, '_>,
     r: &mut HttpRequest,
@@ -777,503 +815,10 @@ fn send_request(
     Turn::Again
 }
 
-fn read_header(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
-    const READING: &str = "reading response header from upstream";
-    let Some(u) = p.u else {
-        return Turn::End(Flow::Error(502));
-    };
-    if p.timed_out.take().is_some() {
-        return fail(
-            core,
-            env,
-            r,
-            p,
-            ft::TIMEOUT,
-            READING,
-            "upstream timed out (110: Connection timed out)",
-        );
-    }
-    let limit = p.conf.buffer_size;
-    // Bounded: each pass reads bytes or stops.
-    loop {
-        if p.buf.len() < limit {
-            let have = p.buf.len();
-            p.buf.resize(limit, 0);
-            let got = core.recv(u, &mut p.buf[have..]);
-            match got {
-                Ok(0) => {
-                    p.buf.truncate(have);
-                    return fail(core, env, r, p, ft::ERROR, READING, PREMATURE_CLOSE);
-                }
-                Ok(n) => {
-                    p.buf.truncate(have + n);
-                    r.st.upstream.received(n as u64);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    p.buf.truncate(have);
-                    if have == 0 {
-                        return Turn::Wait;
-                    }
-                }
-                Err(e) => {
-                    p.buf.truncate(have);
-                    let msg = format!("recv() failed ({})", sys_error_text(&e));
-                    return fail(core, env, r, p, ft::ERROR, READING, &msg);
-                }
-            }
-        }
-        let o = HeadOptions {
-            limit,
-            skip_informational: false,
-        };
-        match parse_head(&p.buf, &o) {
-            Head::Incomplete => {
-                if core.conn(u).is_some_and(|x| x.read.ready) && p.buf.len() < limit {
-                    continue;
-                }
-                return Turn::Wait;
-            }
-            Head::Invalid(msg) => {
-                return fail(core, env, r, p, ft::INVALID_HEADER, READING, &msg);
-            }
-            Head::Http09 => {
-                log_line(env, r, p, ERROR, READING, NO_VALID_HEADER);
-                let head = ResponseHead {
-                    version: 900,
-                    status: 200,
-                    reason: String::new(),
-                    headers: Vec::new(),
-                    content_length: None,
-                    chunked: false,
-                    connection_close: true,
-                };
-                return got_head(core, env, r, p, head, 0);
-            }
-            Head::Done(head, n) => return got_head(core, env, r, p, head, n),
-        }
-    }
-}
-
-fn is_idempotent(method: &str) -> bool {
-    !matches!(method, "POST" | "LOCK" | "PATCH")
-}
-
-fn got_head(
-    core: &mut Core,
-    env: &mut Env<'_, '_>,
-    r: &mut HttpRequest,
-    p: &mut Proxy,
-    head: ResponseHead,
-    n: usize,
-) -> Turn {
-    let now = core.now();
-    r.st.upstream.header(now, head.status);
-    let status = head.status;
-    let conf = p.conf.clone();
-    // proxy_next_upstream http_5xx / 403 / 404 / 429.
-    let ftype = ft::of_status(status);
-    if ftype != 0 && conf.next_upstream & ftype != 0 && can_retry(core, env, r, p) {
-        let outcome = if matches!(status, 403 | 404 | 429) {
-            Outcome::Ok
-        } else {
-            Outcome::Failed
-        };
-        close_upstream(core, env, p, outcome, false);
-        p.st = St::Connect;
-        return Turn::Again;
-    }
-    // proxy_intercept_errors: an error_page for the status takes over.
-    if conf.intercept_errors
-        && status >= 300
-        && r.st
-            .loc
-            .error_page
-            .iter()
-            .any(|e| e.codes.contains(&status))
-    {
-        close_upstream(core, env, p, Outcome::Ok, false);
-        return Turn::End(Flow::Error(status));
-    }
-    p.buf.drain(..n);
-    let framing = head.framing(r.st.is_head());
-    let mut resp = Response::new(status);
-    copy_headers(&conf, &head, &mut resp);
-    let client_framing = match framing {
-        Framing::None => match head.content_length {
-            Some(len) if !head.chunked => StreamFraming::Length(len),
-            _ => StreamFraming::Length(0),
-        },
-        Framing::Length(len) => StreamFraming::Length(len),
-        Framing::Chunked | Framing::UntilClose => {
-            if r.st.req.version >= crate::Version::HTTP_11 {
-                StreamFraming::Chunked
-            } else {
-                StreamFraming::UntilClose
-            }
-        }
-    };
-    // nginx passes a HEAD response's Content-Length; a bodiless one has none.
-    let client_framing = if r.st.is_head() && head.content_length.is_none() {
-        StreamFraming::UntilClose
-    } else {
-        client_framing
-    };
-    let mut date = [0u8; 40];
-    let dlen = {
-        let d = core.clock().http_date().as_bytes();
-        let l = d.len().min(date.len());
-        date[..l].copy_from_slice(&d[..l]);
-        l
-    };
-    let date = std::str::from_utf8(&date[..dlen]).unwrap_or("");
-    // An upstream's relative Location stays relative (nginx's header
-    // filter only completes its own redirects).
-    crate::phases::prepare(&mut env.cx, r, &mut resp);
-    r.st.upstream.set_headers(
-        head.headers
-            .iter()
-            .map(|h| (h.name.as_str(), h.value.as_str())),
-    );
-    let awaiting = env
-        .cx
-        .m
-        .respond_head_framed(&resp, client_framing, now, date)
-        .unwrap_or(false);
-    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
-    p.reader = Some(BodyReader::new(framing));
-    let upgrade = status == 101 && r.st.req.header("Upgrade").is_some();
-    p.head = Some(head);
-    if upgrade {
-        // nginx's `u->upgrade`: from now on both connections carry the
-        // upgraded protocol's bytes.
-        r.st.upstream.done(now);
-        p.down_sent = 0;
-        p.up.clear();
-        p.up_sent = 0;
-        env.cx.m.take_input(&mut p.up);
-        p.st = St::Tunnel;
-        return Turn::WaitProgress;
-    }
-    if !awaiting {
-        // HEAD, a bodiless status or an empty body: the response is out.
-        let keep = p
-            .reader
-            .as_ref()
-            .zip(p.head.as_ref())
-            .is_some_and(|(b, h)| b.keepalive(h))
-            && p.buf.is_empty();
-        close_upstream(core, env, p, Outcome::Ok, keep);
-        return Turn::End(Flow::Done);
-    }
-    p.st = St::Body;
-    Turn::Again
-}
-
-/// The upstream's headers nginx passes to the client, in order:
-/// hop-by-hop and hidden ones dropped, the ones the header filter writes
-/// itself (type, length, dates, location) into their places.
-fn copy_headers(conf: &ProxyConf, head: &ResponseHead, resp: &mut Response) {
-    for h in &head.headers {
-        let n = h.name.as_str();
-        if conf.hide.iter().any(|x| x.eq_ignore_ascii_case(n)) {
-            continue;
-        }
-        if n.eq_ignore_ascii_case("content-type") {
-            resp.content_type = Some(h.value.clone().into());
-        } else if n.eq_ignore_ascii_case("last-modified") {
-            resp.last_modified = Some(h.value.clone().into());
-        } else if n.eq_ignore_ascii_case("location") {
-            resp.location = Some(h.value.clone().into());
-        } else if n.eq_ignore_ascii_case("content-length")
-            || n.eq_ignore_ascii_case("connection")
-            || n.eq_ignore_ascii_case("keep-alive")
-            || n.eq_ignore_ascii_case("transfer-encoding")
-        {
-            continue;
-        } else {
-            resp.headers
-                .push((h.name.clone().into(), h.value.clone().into()));
-        }
-    }
-}
-
-fn relay_body(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
-    const READING: &str = "reading upstream";
-    let Some(u) = p.u else {
-        let _ = env.cx.m.abort_body(core.now());
-        return Turn::End(Flow::Done);
-    };
-    if p.timed_out.take().is_some() {
-        log_line(
-            env,
-            r,
-            p,
-            ERROR,
-            READING,
-            "upstream timed out (110: Connection timed out)",
-        );
-        return abort(core, env, r, p);
-    }
-    let max = p.conf.max_pending();
-    let size = p.conf.buffers.1.max(p.conf.buffer_size);
-    let mut progress = false;
-    // Bounded: each pass relays bytes or stops.
-    for _ in 0..256 {
-        // Bytes already read (with the head, or left by the last pass).
-        if !p.buf.is_empty() {
-            p.out.clear();
-            let Some(reader) = p.reader.as_mut() else {
-                return abort(core, env, r, p);
-            };
-            match reader.feed(&p.buf, &mut p.out) {
-                Ok(used) => {
-                    p.buf.drain(..used);
-                }
-                Err(e) => {
-                    log_line(env, r, p, ERROR, READING, e.text());
-                    return abort(core, env, r, p);
-                }
-            }
-            if !p.out.is_empty() {
-                let _ = env.cx.m.send_body_bytes(&p.out);
-                progress = true;
-            }
-        }
-        if p.reader.as_ref().is_some_and(|b| b.is_done()) {
-            return finish(core, env, r, p);
-        }
-        if env.cx.m.output_pending() >= max {
-            // The client is slower: stop reading until it took some.
-            core.del_timer(Ev::read(u));
-            return if progress {
-                Turn::WaitProgress
-            } else {
-                Turn::Wait
-            };
-        }
-        if !core.conn(u).is_some_and(|x| x.read.ready) {
-            core.add_timer(Ev::read(u), p.conf.read_timeout);
-            return if progress {
-                Turn::WaitProgress
-            } else {
-                Turn::Wait
-            };
-        }
-        p.buf.resize(size, 0);
-        match core.recv(u, &mut p.buf) {
-            Ok(0) => {
-                p.buf.clear();
-                let ok = p.reader.as_mut().is_some_and(|b| b.eof().is_ok());
-                if ok {
-                    return finish(core, env, r, p);
-                }
-                log_line(env, r, p, ERROR, READING, PREMATURE_CLOSE);
-                return abort(core, env, r, p);
-            }
-            Ok(n) => {
-                p.buf.truncate(n);
-                r.st.upstream.received(n as u64);
-                // Traffic: the read timeout starts again.
-                core.add_timer(Ev::read(u), p.conf.read_timeout);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                p.buf.clear();
-                core.add_timer(Ev::read(u), p.conf.read_timeout);
-                return if progress {
-                    Turn::WaitProgress
-                } else {
-                    Turn::Wait
-                };
-            }
-            Err(e) => {
-                p.buf.clear();
-                let msg = format!("recv() failed ({})", sys_error_text(&e));
-                log_line(env, r, p, ERROR, READING, &msg);
-                return abort(core, env, r, p);
-            }
-        }
-    }
-    Turn::WaitProgress
-}
-
-/// nginx's `ngx_http_upstream_process_upgraded`: bytes both ways through
-/// one buffer per direction (`proxy_buffer_size` each), a side read only
-/// while its buffer is empty, end of stream passed on as a half-close; the
-/// tunnel ends when both directions ended, on an error, or after
-/// `proxy_read_timeout` without traffic.
-fn tunnel(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
-    const PROXYING: &str = "proxying upgraded connection";
-    let (Some(u), c) = (p.u, env.client) else {
-        return Turn::End(Flow::Done);
-    };
-    if p.timed_out.take().is_some() {
-        log_line(
-            env,
-            r,
-            p,
-            ERROR,
-            PROXYING,
-            "upstream timed out (110: Connection timed out)",
-        );
-        return end_tunnel(core, env, p);
-    }
-    // The 101 head (queued on the machine) goes first.
-    if env.cx.m.has_output() {
-        return Turn::Wait;
-    }
-    let size = p.conf.buffer_size;
-    let mut traffic = false;
-    // Bounded: each pass moves bytes or stops.
-    for _ in 0..64 {
-        let mut moved = false;
-        // Client → upstream.
-        if p.up_sent == p.up.len() && !p.client_eof {
-            p.up.resize(size, 0);
-            match core.recv(c, &mut p.up) {
-                Ok(0) => {
-                    p.up.clear();
-                    p.client_eof = true;
-                    let _ = core.shutdown_write(u);
-                    moved = true;
-                }
-                Ok(n) => {
-                    p.up.truncate(n);
-                    p.up_sent = 0;
-                    moved = true;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => p.up.clear(),
-                Err(_) => return end_tunnel(core, env, p),
-            }
-        }
-        if p.up_sent < p.up.len() {
-            match core.send(u, &p.up[p.up_sent..]) {
-                Ok(n) => {
-                    p.up_sent += n;
-                    moved = true;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => {
-                    let msg = format!("send() failed ({})", sys_error_text(&e));
-                    log_line(env, r, p, ERROR, PROXYING, &msg);
-                    return end_tunnel(core, env, p);
-                }
-            }
-            if p.up_sent == p.up.len() {
-                p.up.clear();
-                p.up_sent = 0;
-            }
-        }
-        // Upstream → client.
-        if p.down_sent == p.buf.len() && !p.upstream_eof {
-            p.buf.resize(size, 0);
-            match core.recv(u, &mut p.buf) {
-                Ok(0) => {
-                    p.buf.clear();
-                    p.upstream_eof = true;
-                    let _ = core.shutdown_write(c);
-                    moved = true;
-                }
-                Ok(n) => {
-                    p.buf.truncate(n);
-                    p.down_sent = 0;
-                    r.st.upstream.received(n as u64);
-                    moved = true;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => p.buf.clear(),
-                Err(e) => {
-                    let msg = format!("recv() failed ({})", sys_error_text(&e));
-                    log_line(env, r, p, ERROR, PROXYING, &msg);
-                    return end_tunnel(core, env, p);
-                }
-            }
-        }
-        if p.down_sent < p.buf.len() {
-            match core.send(c, &p.buf[p.down_sent..]) {
-                Ok(n) => {
-                    p.down_sent += n;
-                    moved = true;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) => return end_tunnel(core, env, p),
-            }
-            if p.down_sent == p.buf.len() {
-                p.buf.clear();
-                p.down_sent = 0;
-            }
-        }
-        if p.client_eof && p.upstream_eof && p.up.is_empty() && p.buf.is_empty() {
-            return end_tunnel(core, env, p);
-        }
-        if !moved {
-            break;
-        }
-        traffic = true;
-    }
-    for (conn, read) in [(c, !p.client_eof), (u, !p.upstream_eof)] {
-        let ok = if read {
-            core.handle_read_event(conn)
-        } else {
-            core.disable_read(conn)
-        };
-        if ok.and_then(|_| core.handle_write_event(conn)).is_err() {
-            return end_tunnel(core, env, p);
-        }
-    }
-    if traffic || !core.timer_set(Ev::read(u)) {
-        core.add_timer(Ev::read(u), p.conf.read_timeout);
-    }
-    Turn::Wait
-}
-
-/// The tunnel is over: both connections close.
-fn end_tunnel(core: &mut Core, env: &mut Env<'_, '_>, p: &mut Proxy) -> Turn {
-    if let Some(u) = p.u.take() {
-        core.close(u);
-    }
-    if let Some(pr) = p.pr.as_mut() {
-        let mut ups = env.worker.ups.borrow_mut();
-        if let Some(up) = ups.get_mut(p.conf.upstream) {
-            pr.free(up, Outcome::Ok, env.worker.secs(core));
-        }
-    }
-    // The client's connection cannot carry HTTP again.
-    env.cx.m.on_eof(core.now());
-    Turn::End(Flow::Done)
-}
-
-/// The body is complete: end the client's response, give the connection
-/// back to the cache when nginx would.
-fn finish(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
-    let now = core.now();
-    let _ = env.cx.m.finish_body(now);
-    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
-    r.st.upstream.done(now);
-    let keep = p
-        .reader
-        .as_ref()
-        .zip(p.head.as_ref())
-        .is_some_and(|(b, h)| b.keepalive(h))
-        && p.buf.is_empty();
-    close_upstream(core, env, p, Outcome::Ok, keep);
-    Turn::End(Flow::Done)
-}
-
-/// The body cannot be completed: the client's connection closes after
-/// what it got (nginx's `ngx_http_upstream_finalize_request` with an
-/// error after the header was sent).
-fn abort(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
-    let now = core.now();
-    let _ = env.cx.m.abort_body(now);
-    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
-    r.st.upstream.done(now);
-    close_upstream(core, env, p, Outcome::Failed, false);
-    Turn::End(Flow::Done)
-}
-
 /// Frees the peer with `outcome` and parks or closes the connection; true
 /// when the peer just reached `max_fails` (nginx's "upstream server
 /// temporarily disabled").
-fn close_upstream(
+pub(super) fn close_upstream(
     core: &mut Core,
     env: &mut Env<'_, '_>,
     p: &mut Proxy,
@@ -1332,7 +877,7 @@ fn close_upstream(
 
 /// Whether another peer may be tried (nginx's `ngx_http_upstream_next`
 /// conditions besides the failure type).
-fn can_retry(core: &Core, _env: &Env<'_, '_>, r: &HttpRequest, p: &Proxy) -> bool {
+pub(super) fn can_retry(core: &Core, _env: &Env<'_, '_>, r: &HttpRequest, p: &Proxy) -> bool {
     let conf = &p.conf;
     if conf.next_upstream & ft::OFF != 0 {
         return false;
@@ -1364,7 +909,7 @@ fn can_retry(core: &Core, _env: &Env<'_, '_>, r: &HttpRequest, p: &Proxy) -> boo
 
 /// An attempt failed with `ftype` (nginx's `ngx_http_upstream_next`): log,
 /// free the peer as failed, then another peer or the error status.
-fn fail(
+pub(super) fn fail(
     core: &mut Core,
     env: &mut Env<'_, '_>,
     r: &mut HttpRequest,

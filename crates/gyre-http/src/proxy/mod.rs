@@ -9,6 +9,8 @@
 
 pub mod conf;
 pub mod handler;
+mod response;
+mod tunnel;
 pub mod uri;
 pub mod vars;
 
