@@ -669,3 +669,84 @@ fn next_upstream_on_statuses_intercept_errors_and_upstream_variables() {
         std::fs::read_to_string(&log).unwrap_or_default()
     );
 }
+
+#[test]
+fn fail_timeout_brings_a_failed_server_back() {
+    let a = backend(Arc::new(|_g: &Got| ok("a")));
+    // A port with nothing on it yet.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let later = l.local_addr().unwrap().port();
+    drop(l);
+    let p = Prefix::new("proxy-failtimeout");
+    let ap = a.port;
+    let g = start(&p, move |port| {
+        format!(
+            "upstream u {{ server 127.0.0.1:{later} max_fails=1 fail_timeout=1s; server 127.0.0.1:{ap}; }}
+             server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://u; }} }}"
+        )
+    });
+    for _ in 0..4 {
+        let r = get(g.port, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!((r.status, r.text().as_str()), (200, "a"));
+    }
+    assert!(g.server.logged(
+        "upstream server temporarily disabled",
+        Duration::from_secs(5)
+    ));
+    // The server comes up; after fail_timeout it is tried again and used.
+    let Ok(l) = TcpListener::bind(("127.0.0.1", later)) else {
+        eprintln!("port {later} was taken meanwhile: skipping the second half");
+        return;
+    };
+    std::thread::spawn(move || {
+        for s in l.incoming().take(64) {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 4\r\n\r\nback");
+            });
+        }
+    });
+    // nginx compares whole seconds: `now - checked > fail_timeout`.
+    std::thread::sleep(Duration::from_millis(2100));
+    let answers: Vec<String> = (0..6)
+        .map(|_| get(g.port, "GET / HTTP/1.1\r\nHost: h\r\n\r\n").text())
+        .collect();
+    assert!(answers.iter().any(|a| a == "back"), "{answers:?}");
+    assert!(answers.iter().any(|a| a == "a"), "{answers:?}");
+}
+
+#[test]
+fn a_reload_finishes_requests_in_flight() {
+    // The backend answers after 600 ms.
+    let b = backend(Arc::new(|_g: &Got| {
+        std::thread::sleep(Duration::from_millis(600));
+        ok("slow")
+    }));
+    let bp = b.port;
+    let p = Prefix::new("proxy-reload");
+    let g = start(&p, move |port| {
+        format!(
+            "upstream u {{ server 127.0.0.1:{bp}; keepalive 4; }}
+             server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://u;
+                proxy_http_version 1.1; proxy_set_header Connection \"\"; }} }}"
+        )
+    });
+    let port = g.port;
+    let clients: Vec<_> = (0..4)
+        .map(|i| {
+            std::thread::spawn(move || get(port, &format!("GET /r{i} HTTP/1.1\r\nHost: h\r\n\r\n")))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let o = g.server.signal("reload");
+    assert!(o.status.success());
+    for c in clients {
+        let r = c.join().unwrap();
+        assert_eq!((r.status, r.text().as_str()), (200, "slow"));
+    }
+    // The old worker left; the new one proxies.
+    let r = get(g.port, "GET /after HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!(r.text(), "slow");
+}

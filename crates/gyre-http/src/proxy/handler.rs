@@ -627,7 +627,7 @@ pub(super) fn connect(
         return Turn::End(Flow::Error(500));
     };
     let addr = peer.addr.clone();
-    let name = peer.name.clone();
+    r.st.upstream.push_attempt(&peer.name, now);
     let cache = env
         .worker
         .caches
@@ -641,7 +641,6 @@ pub(super) fn connect(
     p.head = None;
     p.reader = None;
     p.sent = 0;
-    r.st.upstream.push_attempt(&name, now);
     if let Some(cache) = cache.as_ref().filter(|_| !p.stale_retry) {
         if let Some(u) = keepalive::unpark(core, cache, &addr) {
             core.set_handler(u, Box::new(Relay { client: env.client }));
