@@ -366,6 +366,8 @@ enum Start {
     /// A suspended request finalized with an error status (a proxied
     /// request's 502 / 504).
     Error(u16),
+    /// A suspended request redirected internally (`X-Accel-Redirect`).
+    Redirect(String),
 }
 
 /// One HTTP connection's handler.
@@ -574,9 +576,14 @@ impl HttpConn {
                         self.answer(core, c);
                         continue;
                     }
-                    ProxyFlow::Error(code) => {
+                    flow @ (ProxyFlow::Error(_) | ProxyFlow::Redirect(_)) => {
+                        let start = match flow {
+                            ProxyFlow::Redirect(to) => Start::Redirect(to),
+                            ProxyFlow::Error(code) => Start::Error(code),
+                            _ => Start::Error(500),
+                        };
                         if let Some(mut r) = self.r.take() {
-                            match self.run_phases(core, &mut r, Start::Error(code)) {
+                            match self.run_phases(core, &mut r, start) {
                                 Status::Done => self.end_request(core, c, r),
                                 Status::Again => self.r = Some(r),
                             }
@@ -758,6 +765,7 @@ impl HttpConn {
             Start::Resume => phases::resume(&mut cx, r, &mut out),
             Start::Refused(code) => phases::run_refused(&mut cx, r, &mut out, code),
             Start::Error(code) => phases::run_error(&mut cx, r, &mut out, code),
+            Start::Redirect(to) => phases::run_redirect(&mut cx, r, &mut out, &to),
         };
         // Drop what the response shares (file bytes, texts) now.
         out.reset(0);

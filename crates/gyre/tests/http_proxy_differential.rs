@@ -132,6 +132,10 @@ fn gyre_proxies_like_nginx() {
                 body.len()
             )
             .into_bytes()
+        } else if path.contains("accelnamed") {
+            b"HTTP/1.1 200 OK\r\nX-Accel-Redirect: @acc\r\nContent-Length: 5\r\n\r\nnope!".to_vec()
+        } else if path.contains("accel") {
+            b"HTTP/1.1 200 OK\r\nX-Accel-Redirect: /internal/x?y=1\r\nContent-Length: 5\r\n\r\nnope!".to_vec()
         } else if path.contains("redirect") {
             b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n".to_vec()
         } else {
@@ -162,6 +166,9 @@ fn gyre_proxies_like_nginx() {
                 location /nobody/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_pass_request_body off;
                     proxy_set_header Content-Length \"\"; }}
                 location /dead/ {{ proxy_pass http://127.0.0.1:{dead}; }}
+                location /ign/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_ignore_headers X-Accel-Redirect; }}
+                location /internal/ {{ internal; return 200 \"internal $uri $args $request_method\"; }}
+                location @acc {{ return 200 \"named $uri $request_method\"; }}
              }}"
         )
     };
@@ -189,6 +196,9 @@ fn gyre_proxies_like_nginx() {
         "GET /redirect HTTP/1.1\r\nHost: front\r\n\r\n",
         "HEAD /head HTTP/1.1\r\nHost: front\r\n\r\n",
         "GET /dead/x HTTP/1.1\r\nHost: front\r\n\r\n",
+        "POST /accel HTTP/1.1\r\nHost: front\r\nContent-Length: 2\r\n\r\nab",
+        "GET /accelnamed HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /ign/accel HTTP/1.1\r\nHost: front\r\n\r\n",
     ];
     let mut diffs = Vec::new();
     for req in cases {

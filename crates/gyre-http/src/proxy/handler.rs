@@ -109,6 +109,8 @@ pub struct Proxy {
     pub(super) request_sent: bool,
     /// A stale cached connection was already retried on a new one.
     pub(super) stale_retry: bool,
+    /// `X-Accel-Buffering: no` from the upstream.
+    pub(super) unbuffered: bool,
     /// The tunnel's client-to-upstream bytes (upstream-to-client ones use
     /// `buf`) and how much of each was written.
     pub(super) up: Vec<u8>,
@@ -146,6 +148,7 @@ impl Proxy {
             client: None,
             request_sent: false,
             stale_retry: false,
+            unbuffered: false,
             up: Vec::new(),
             up_sent: 0,
             down_sent: 0,
@@ -175,6 +178,7 @@ impl Proxy {
         self.client = None;
         self.request_sent = false;
         self.stale_retry = false;
+        self.unbuffered = false;
         self.up.clear();
         self.up_sent = 0;
         self.down_sent = 0;
@@ -195,7 +199,7 @@ impl Proxy {
 }
 
 /// How [`drive`] left the request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Flow {
     /// Waiting for an event; `progress` when output was queued or state
     /// changed (the caller writes, then calls again).
@@ -204,6 +208,9 @@ pub enum Flow {
     Done,
     /// Finalize with this error status (through `error_page`).
     Error(u16),
+    /// `X-Accel-Redirect` from the upstream: an internal redirect to this
+    /// URI (or `@named` location), served as GET.
+    Redirect(String),
 }
 
 /// The upstream connection's handler: its events go to the handler of the
@@ -277,7 +284,7 @@ pub fn drive(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest) -> Flo
     let flow = step(core, env, r, &mut p);
     match flow {
         Flow::Wait { .. } => r.content = Content::Proxy(p),
-        Flow::Done | Flow::Error(_) => {
+        Flow::Done | Flow::Error(_) | Flow::Redirect(_) => {
             release(core, &mut p);
             env.worker.give_back(p);
             r.content = Content::None;

@@ -12,7 +12,7 @@ use gyre_core::errlog::ERROR;
 use gyre_core::event::{Core, Ev};
 use gyre_core::sys_error_text;
 
-use super::conf::{ft, ProxyConf};
+use super::conf::{ft, ign, ProxyConf};
 use crate::conn::StreamFraming;
 use crate::request::HttpRequest;
 use crate::response::Response;
@@ -152,6 +152,20 @@ pub(super) fn got_head(
         close_upstream(core, env, p, Outcome::Ok, false);
         return Turn::End(Flow::Error(status));
     }
+    // X-Accel-Redirect: the upstream names what is served instead.
+    if conf.ignore_headers & ign::X_ACCEL_REDIRECT == 0 {
+        if let Some(to) = head.header("X-Accel-Redirect").filter(|v| !v.is_empty()) {
+            let to = to.to_string();
+            close_upstream(core, env, p, Outcome::Ok, false);
+            r.st.upstream.done(now);
+            return Turn::End(Flow::Redirect(to));
+        }
+    }
+    // X-Accel-Buffering: no turns buffering off for this response.
+    p.unbuffered = conf.ignore_headers & ign::X_ACCEL_BUFFERING == 0
+        && head
+            .header("X-Accel-Buffering")
+            .is_some_and(|v| v.eq_ignore_ascii_case("no"));
     p.buf.drain(..n);
     let framing = head.framing(r.st.is_head());
     r.st.upstream.set_headers(
@@ -281,7 +295,11 @@ pub(super) fn relay_body(
         );
         return abort(core, env, r, p);
     }
-    let max = p.conf.max_pending();
+    let max = if p.unbuffered {
+        p.conf.buffer_size
+    } else {
+        p.conf.max_pending()
+    };
     let size = p.conf.buffers.1.max(p.conf.buffer_size);
     let mut progress = false;
     // Bounded: each pass relays bytes or stops.
