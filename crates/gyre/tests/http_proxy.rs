@@ -750,3 +750,66 @@ fn a_reload_finishes_requests_in_flight() {
     let r = get(g.port, "GET /after HTTP/1.1\r\nHost: h\r\n\r\n");
     assert_eq!(r.text(), "slow");
 }
+
+#[test]
+fn a_backend_killed_under_load_fails_no_request() {
+    let a = backend(Arc::new(|_g: &Got| ok("a")));
+    let b = backend(Arc::new(|_g: &Got| {
+        std::thread::sleep(Duration::from_millis(2));
+        ok("b")
+    }));
+    let p = Prefix::new("proxy-kill");
+    let (ap, bp) = (a.port, b.port);
+    let g = start(&p, move |port| {
+        format!(
+            "upstream u {{ server 127.0.0.1:{ap}; server 127.0.0.1:{bp}; }}
+             server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://u;
+                proxy_next_upstream error timeout; }} }}"
+        )
+    });
+    let port = g.port;
+    // Four clients: 30 requests each, then b is killed, then 30 more.
+    let killed = Arc::new(std::sync::Barrier::new(5));
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let killed = killed.clone();
+            std::thread::spawn(move || {
+                let mut bad = Vec::new();
+                for i in 0..60 {
+                    if i == 30 {
+                        killed.wait();
+                        killed.wait();
+                    }
+                    let mut c = Raw::connect(port);
+                    c.send(format!("GET /k{i} HTTP/1.1\r\nHost: h\r\n\r\n").as_bytes());
+                    match c.try_response(false) {
+                        Ok(Some(r)) if r.status == 200 => {}
+                        other => bad.push(format!("{other:?}")),
+                    }
+                }
+                bad
+            })
+        })
+        .collect();
+    killed.wait();
+    drop(b);
+    killed.wait();
+    let failed: Vec<String> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} failed: {:?}",
+        failed.len(),
+        &failed[..failed.len().min(3)]
+    );
+    // The dead backend was met, and the requests went on to the other.
+    let log = g.log();
+    assert!(
+        log.contains("(111: Connection refused) while connecting to upstream")
+            || log.contains("upstream prematurely closed connection")
+            || log.contains("(104: Connection reset by peer)"),
+        "{log}"
+    );
+}
