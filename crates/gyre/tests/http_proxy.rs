@@ -813,3 +813,35 @@ fn a_backend_killed_under_load_fails_no_request() {
         "{log}"
     );
 }
+
+#[test]
+fn proxy_request_buffering_off_streams_the_body() {
+    let b = echo_backend();
+    let bp = b.port;
+    let p = Prefix::new("proxy-stream-body");
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location / {{ proxy_pass http://127.0.0.1:{bp}; proxy_request_buffering off;
+                    client_max_body_size 0; }} }}"
+        )
+    });
+    let body: Vec<u8> = (0..3 << 20).map(|i: u32| b'a' + (i % 26) as u8).collect();
+    let mut c = Raw::connect(g.port);
+    c.send(
+        format!(
+            "POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    // Sent in pieces, as a client uploading would.
+    for piece in body.chunks(64 * 1024) {
+        c.send(piece);
+    }
+    let r = c.response(false);
+    assert_eq!((r.status, r.text().as_str()), (200, "/up"));
+    let got = b.got.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(got.header("content-length"), Some("3145728"));
+    assert!(got.body == body, "the body arrived changed");
+}

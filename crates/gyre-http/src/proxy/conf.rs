@@ -166,6 +166,9 @@ pub struct ProxyConf {
     pub intercept_errors: bool,
     pub ignore_client_abort: bool,
     pub buffering: bool,
+    /// `proxy_request_buffering` (on): off streams a body of known length
+    /// to the upstream as it arrives.
+    pub request_buffering: bool,
     pub buffer_size: usize,
     pub buffers: (usize, usize),
     pub busy_buffers_size: usize,
@@ -266,6 +269,7 @@ pub fn resolve(levels: &[&LocSettings], name: &Arc<str>, kind: LocKind) -> Optio
         intercept_errors: pick(levels, |s| s.proxy.intercept_errors).unwrap_or(false),
         ignore_client_abort: pick(levels, |s| s.proxy.ignore_client_abort).unwrap_or(false),
         buffering: pick(levels, |s| s.proxy.buffering).unwrap_or(true),
+        request_buffering: pick(levels, |s| s.proxy.request_buffering).unwrap_or(true),
         buffer_size,
         buffers: pick(levels, |s| s.proxy.buffers).unwrap_or((8, PAGE)),
         busy_buffers_size: pick(levels, |s| s.proxy.busy_buffers_size).unwrap_or_else(|| {

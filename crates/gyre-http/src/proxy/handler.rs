@@ -111,6 +111,11 @@ pub struct Proxy {
     pub(super) stale_retry: bool,
     /// `X-Accel-Buffering: no` from the upstream.
     pub(super) unbuffered: bool,
+    /// Body bytes still to be taken from the client and sent
+    /// (`proxy_request_buffering off`), and whether any were taken (the
+    /// request cannot be sent again then).
+    pub(super) body_left: u64,
+    pub(super) body_taken: bool,
     /// The tunnel's client-to-upstream bytes (upstream-to-client ones use
     /// `buf`) and how much of each was written.
     pub(super) up: Vec<u8>,
@@ -149,6 +154,8 @@ impl Proxy {
             request_sent: false,
             stale_retry: false,
             unbuffered: false,
+            body_left: 0,
+            body_taken: false,
             up: Vec::new(),
             up_sent: 0,
             down_sent: 0,
@@ -179,6 +186,8 @@ impl Proxy {
         self.request_sent = false;
         self.stale_retry = false;
         self.unbuffered = false;
+        self.body_left = 0;
+        self.body_taken = false;
         self.up.clear();
         self.up_sent = 0;
         self.down_sent = 0;
@@ -263,7 +272,18 @@ pub fn start(
     p.first = cx.now;
     r.st.upstream.clear();
     let has_body = !matches!(r.st.req.body, crate::body::BodyKind::None);
-    if has_body {
+    let stream = match r.st.req.body {
+        crate::body::BodyKind::Length(n) if !conf.request_buffering && conf.pass_request_body => n,
+        _ => 0,
+    };
+    if stream > 0 {
+        // proxy_request_buffering off: the head goes at once, the body
+        // follows as it arrives.
+        cx.m.collect_body();
+        p.body_left = stream;
+        p.st = St::Connect;
+        build_request(cx, r, &mut p);
+    } else if has_body {
         // The body is read whether or not it is passed (nginx reads it
         // into the request and decides when building the upstream's).
         cx.m.collect_body();
@@ -475,7 +495,9 @@ pub(super) fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy
         ProxyVersion::Http10 => b" HTTP/1.0\r\n",
         ProxyVersion::Http11 => b" HTTP/1.1\r\n",
     });
-    let body_len = if conf.pass_request_body {
+    let body_len = if p.body_left > 0 {
+        p.body_left as usize
+    } else if conf.pass_request_body {
         p.body.len()
     } else {
         0
@@ -686,6 +708,60 @@ pub(super) fn connect(
     }
 }
 
+/// What [`pull_body`] got.
+enum Pull {
+    /// Body bytes in `p.req` to send.
+    Got,
+    /// The body is complete.
+    Done,
+    Wait,
+    /// The client went away or its body was refused (the machine answered).
+    Gone,
+}
+
+/// Takes the next body bytes from the client for a streamed body; the
+/// client is read only when the last ones went out, so at most one read
+/// is held.
+fn pull_body(core: &mut Core, env: &mut Env<'_, '_>, p: &mut Proxy) -> Pull {
+    let now = core.now();
+    // Bounded: each pass takes input or stops.
+    for _ in 0..1024 {
+        let ev = {
+            let date = core.clock().http_date();
+            env.cx.m.poll(now, date)
+        };
+        match ev {
+            Some(crate::conn::Event::Body(b)) => {
+                p.req.clear();
+                p.req.extend_from_slice(&b);
+                p.sent = 0;
+                p.body_left = p.body_left.saturating_sub(b.len() as u64);
+                p.body_taken = true;
+                return Pull::Got;
+            }
+            Some(crate::conn::Event::BodyEnd) => {
+                p.body_left = 0;
+                return Pull::Done;
+            }
+            Some(crate::conn::Event::BodyError(_)) => return Pull::Gone,
+            Some(crate::conn::Event::Request(_)) | None => {}
+        }
+        if env.cx.m.wants_close() {
+            return Pull::Gone;
+        }
+        if !env.cx.m.wants_read() || !core.conn(env.client).is_some_and(|x| x.read.ready) {
+            return Pull::Wait;
+        }
+        match core.recv(env.client, env.buf) {
+            Ok(0) => env.cx.m.on_eof(now),
+            Ok(n) => env.cx.m.on_read(&env.buf[..n], now),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Pull::Wait,
+            Err(_) => return Pull::Gone,
+        }
+    }
+    Pull::Wait
+}
+
 pub(super) fn up_name(env: &Env<'_, '_>, p: &Proxy) -> String {
     env.conf
         .upstreams
@@ -769,7 +845,22 @@ pub(super) fn send_request(
             "upstream timed out (110: Connection timed out)",
         );
     }
-    while p.sent < p.req.len() {
+    // Bounded: each pass sends what is there or stops.
+    for _ in 0..4096 {
+        if p.sent == p.req.len() {
+            if p.body_left == 0 {
+                break;
+            }
+            match pull_body(core, env, p) {
+                Pull::Got => continue,
+                Pull::Done => break,
+                Pull::Wait => return Turn::Wait,
+                Pull::Gone => {
+                    close_upstream(core, env, p, Outcome::Ok, false);
+                    return Turn::End(Flow::Done);
+                }
+            }
+        }
         match core.send(u, &p.req[p.sent..]) {
             Ok(n) => {
                 p.sent += n;
@@ -885,7 +976,8 @@ pub(super) fn close_upstream(
 /// conditions besides the failure type).
 pub(super) fn can_retry(core: &Core, _env: &Env<'_, '_>, r: &HttpRequest, p: &Proxy) -> bool {
     let conf = &p.conf;
-    if conf.next_upstream & ft::OFF != 0 {
+    if conf.next_upstream & ft::OFF != 0 || p.body_taken {
+        // A streamed body cannot be sent again.
         return false;
     }
     let tries = p.pr.as_ref().map_or(0, |pr| pr.tries());
@@ -930,7 +1022,7 @@ pub(super) fn fail(
         _ => 502,
     };
     r.st.upstream.failed(core.now(), status);
-    if p.cached && ftype == ft::ERROR && !p.stale_retry && p.buf.is_empty() {
+    if p.cached && ftype == ft::ERROR && !p.stale_retry && p.buf.is_empty() && !p.body_taken {
         // A cached connection the upstream had closed: once more on a new
         // connection, not counted against the peer.
         p.stale_retry = true;
