@@ -520,6 +520,31 @@ impl Connection {
         }
     }
 
+    /// Ends the pending request without a response: the client went away
+    /// (nginx logs it with `status`, 499), and the connection closes.
+    pub fn abandon_request(&mut self, status: u16, now: Msec) {
+        if let Some(cur) = self.cur.take() {
+            let mut log = cur.log;
+            log.status = status;
+            log.end = now;
+            if self.st.log_requests {
+                self.logs.push(log);
+            }
+        }
+        self.close(Disposition::Close);
+    }
+
+    /// Takes the unparsed input (bytes a client sent after a request that
+    /// switched protocols: they belong to the tunnel, not to HTTP).
+    pub fn take_input(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.inbuf);
+        self.inbuf.clear();
+        if self.state == State::Head {
+            self.state = State::Idle;
+            self.head.reset(&self.st);
+        }
+    }
+
     /// Capacity of the input buffer currently held (0 after release).
     pub fn buffered_capacity(&self) -> usize {
         self.inbuf.capacity()

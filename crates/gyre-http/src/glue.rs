@@ -368,6 +368,8 @@ enum Start {
     /// A suspended request finalized with an error status (a proxied
     /// request's 502 / 504).
     Error(u16),
+    /// A suspended request redirected internally (`X-Accel-Redirect`).
+    Redirect(String),
 }
 
 /// One HTTP connection's handler.
@@ -576,9 +578,14 @@ impl HttpConn {
                         self.answer(core, c);
                         continue;
                     }
-                    ProxyFlow::Error(code) => {
+                    flow @ (ProxyFlow::Error(_) | ProxyFlow::Redirect(_)) => {
+                        let start = match flow {
+                            ProxyFlow::Redirect(to) => Start::Redirect(to),
+                            ProxyFlow::Error(code) => Start::Error(code),
+                            _ => Start::Error(500),
+                        };
                         if let Some(mut r) = self.r.take() {
-                            match self.run_phases(core, &mut r, Start::Error(code)) {
+                            match self.run_phases(core, &mut r, start) {
                                 Status::Done => self.end_request(core, c, r),
                                 Status::Again => self.r = Some(r),
                             }
@@ -768,6 +775,7 @@ impl HttpConn {
             Start::Resume => phases::resume(&mut cx, r, &mut out),
             Start::Refused(code) => phases::run_refused(&mut cx, r, &mut out, code),
             Start::Error(code) => phases::run_error(&mut cx, r, &mut out, code),
+            Start::Redirect(to) => phases::run_redirect(&mut cx, r, &mut out, &to),
         };
         // Drop what the response shares (file bytes, texts) now.
         out.reset(0);
@@ -1006,11 +1014,13 @@ impl HttpConn {
             sink: &sink,
             proxies: None,
         };
+        let mut resp = shared.response.borrow_mut();
         let mut env = crate::proxy::handler::Env {
             conf: &shared.conf,
             worker: &shared.proxy,
             client: c,
             buf: &mut buf,
+            resp: &mut resp,
             cx,
         };
         let flow = crate::proxy::handler::drive(core, &mut env, r);
@@ -1020,6 +1030,20 @@ impl HttpConn {
 
     /// Re-arms interest and timers after a step.
     fn after(&mut self, core: &mut Core, c: ConnId) {
+        let tunnel = matches!(
+            self.r.as_ref().map(|r| &r.content),
+            Some(crate::request::Content::Proxy(p)) if p.is_tunnel()
+        );
+        if tunnel && !self.has_output() {
+            // An upgraded connection: the tunnel arms both sides itself.
+            core.del_timer(Ev::write(c));
+            core.del_timer(Ev::read(c));
+            return;
+        }
+        let watch_client = self.is_proxied()
+            && core.edge_triggered()
+            && !self.has_output()
+            && !self.m.as_ref().is_some_and(|m| m.wants_read());
         if self.has_output() {
             if core.handle_write_event(c).is_err() {
                 self.close(core, c);
@@ -1078,7 +1102,9 @@ impl HttpConn {
                 None => core.del_timer(Ev::read(c)),
             }
         }
-        if self.m.as_ref().is_none_or(|m| m.wants_read()) {
+        if watch_client || self.m.as_ref().is_none_or(|m| m.wants_read()) {
+            // A proxied request watches its client too (edge-triggered:
+            // one report when it sends or closes), to notice it leaving.
             if core.handle_read_event(c).is_err() {
                 self.close(core, c);
             }

@@ -226,6 +226,22 @@ pub fn run_error(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response, code
     }
 }
 
+/// An internal redirect of a suspended request (a proxied response's
+/// `X-Accel-Redirect`): served as GET (HEAD stays HEAD), from find-config
+/// or the named location.
+pub fn run_redirect(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response, to: &str) -> Status {
+    if !r.st.req.is_head() {
+        r.st.as_get = true;
+    }
+    match internal_redirect(cx, r, to) {
+        Ok(i) => {
+            r.st.phase = i;
+            run(cx, r, out)
+        }
+        Err(code) => run_error(cx, r, out, code),
+    }
+}
+
 /// A request refused before its phases run (a plain HTTP request on a TLS
 /// port: 497; no client certificate: 496). The response goes through
 /// [`finalize`], so an `error_page 497 …` of the server applies, as nginx's

@@ -452,7 +452,9 @@ pub(crate) fn write_head_te(
     if chunked {
         out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
     }
-    out.extend_from_slice(if keep_alive {
+    out.extend_from_slice(if resp.status == 101 {
+        b"Connection: upgrade\r\n"
+    } else if keep_alive {
         b"Connection: keep-alive\r\n"
     } else {
         b"Connection: close\r\n"

@@ -434,3 +434,414 @@ fn a_cached_connection_the_upstream_closed_is_retried_on_a_new_one() {
     // The probe's connection, then one new connection per request.
     assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 5);
 }
+
+/// A WebSocket-like backend: answers the upgrade with 101, then echoes
+/// every byte upper-cased until the client's end of stream, then closes.
+fn upgrade_backend() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(16) {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = Vec::new();
+                while find(&buf, b"\r\n\r\n").is_none() {
+                    let mut c = [0u8; 4096];
+                    match s.read(&mut c) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&c[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).to_string();
+                if !head.contains("Upgrade: websocket") {
+                    let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+                    return;
+                }
+                let end = find(&buf, b"\r\n\r\n").unwrap() + 4;
+                let early: Vec<u8> = buf[end..].to_vec();
+                s.write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n").unwrap();
+                s.write_all(&early.to_ascii_uppercase()).unwrap();
+                loop {
+                    let mut c = [0u8; 4096];
+                    match s.read(&mut c) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            if s.write_all(&c[..n].to_ascii_uppercase()).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn upgraded_connections_are_tunnelled_both_ways() {
+    let bp = upgrade_backend();
+    let p = Prefix::new("proxy-upgrade");
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location /ws {{ proxy_pass http://127.0.0.1:{bp}; proxy_http_version 1.1;
+                    proxy_set_header Upgrade $http_upgrade;
+                    proxy_set_header Connection \"upgrade\"; }}
+                location /idle {{ proxy_pass http://127.0.0.1:{bp}; proxy_http_version 1.1;
+                    proxy_set_header Upgrade $http_upgrade;
+                    proxy_set_header Connection \"upgrade\"; proxy_read_timeout 300ms; }} }}"
+        )
+    });
+    let mut c = Raw::connect(g.port);
+    // A first frame right behind the request head.
+    c.send(
+        b"GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nearly;",
+    );
+    let mut all = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while find(&all, b"EARLY;").is_none() && Instant::now() < deadline {
+        let mut chunk = [0u8; 4096];
+        let n = c.s.read(&mut chunk).unwrap();
+        assert!(n > 0, "closed: {:?}", String::from_utf8_lossy(&all));
+        all.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&all).into_owned();
+    assert!(
+        text.starts_with("HTTP/1.1 101 Switching Protocols\r\n"),
+        "{text}"
+    );
+    assert!(text.contains("\r\nUpgrade: websocket\r\n"), "{text}");
+    assert!(text.contains("\r\nConnection: upgrade\r\n"), "{text}");
+    assert!(!text.contains("Content-Length"), "{text}");
+    for msg in ["ping", "second message"] {
+        c.send(msg.as_bytes());
+        let mut got = Vec::new();
+        while got.len() < msg.len() {
+            let mut chunk = [0u8; 4096];
+            let n = c.s.read(&mut chunk).unwrap();
+            assert!(n > 0);
+            got.extend_from_slice(&chunk[..n]);
+        }
+        assert_eq!(got, msg.to_ascii_uppercase().as_bytes());
+    }
+    // The client's end of stream reaches the backend, which closes: so
+    // does the proxy.
+    c.shutdown_write();
+    assert!(c.closed_within(Duration::from_secs(5)));
+    // An idle tunnel ends after proxy_read_timeout.
+    let mut c = Raw::connect(g.port);
+    c.send(b"GET /idle HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+    assert!(c.closed_within(Duration::from_secs(5)));
+    assert!(g.server.logged(
+        "upstream timed out (110: Connection timed out) while proxying upgraded connection",
+        Duration::from_secs(5)
+    ));
+}
+
+#[test]
+fn expect_100_continue_is_answered_by_the_proxy() {
+    let b = echo_backend();
+    let bp = b.port;
+    let p = Prefix::new("proxy-expect");
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location / {{ proxy_pass http://127.0.0.1:{bp}; }} }}"
+        )
+    });
+    let mut c = Raw::connect(g.port);
+    c.send(b"POST /e HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
+    let r = c.response(false);
+    assert_eq!(r.status, 100);
+    c.send(b"body");
+    let r = c.response(false);
+    assert_eq!((r.status, r.text().as_str()), (200, "/e"));
+    let got = b.got.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(got.body, b"body");
+    assert_eq!(got.header("expect"), None, "Expect is not passed upstream");
+}
+
+#[test]
+fn a_client_that_goes_away_closes_its_upstream_request() {
+    // The backend never answers; it reports when its connection closes.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let bp = l.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(8) {
+            let Ok(mut s) = s else { continue };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut buf = Vec::new();
+                loop {
+                    let mut c = [0u8; 4096];
+                    match s.read(&mut c) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&c[..n]),
+                    }
+                }
+                if find(&buf, b"GET /wait").is_some() {
+                    let _ = tx.send(());
+                }
+            });
+        }
+    });
+    let p = Prefix::new("proxy-abort");
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location /wait {{ proxy_pass http://127.0.0.1:{bp}; proxy_read_timeout 30s; }} }}"
+        )
+    });
+    let mut c = Raw::connect(g.port);
+    c.send(b"GET /wait HTTP/1.1\r\nHost: h\r\n\r\n");
+    std::thread::sleep(Duration::from_millis(200));
+    drop(c);
+    assert!(
+        rx.recv_timeout(Duration::from_secs(5)).is_ok(),
+        "the upstream connection was not closed: {}",
+        g.log()
+    );
+    assert!(g.server.logged(
+        "epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too while reading response header from upstream",
+        Duration::from_secs(5)
+    ), "{}", g.log());
+}
+
+#[test]
+fn next_upstream_on_statuses_intercept_errors_and_upstream_variables() {
+    let name = |n: &'static str, status: u16| -> Reply {
+        Arc::new(move |_g: &Got| {
+            format!(
+                "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nX-Name: {n}\r\n\r\n{n}",
+                n.len()
+            )
+            .into_bytes()
+        })
+    };
+    let bad = backend(name("bad", 500));
+    let good = backend(name("good", 200));
+    let missing = backend(name("missing", 404));
+    let p = Prefix::new("proxy-next");
+    let (bp, gp, mp) = (bad.port, good.port, missing.port);
+    let g = start(&p, move |port| {
+        format!(
+            "log_format up '$request_uri $status ua=$upstream_addr us=$upstream_status uh=$upstream_http_x_name ub=$upstream_bytes_received';
+             access_log logs/up.log up;
+             upstream pair {{ server 127.0.0.1:{bp}; server 127.0.0.1:{gp}; }}
+             upstream badonly {{ server 127.0.0.1:{bp}; server 127.0.0.1:{bp}; }}
+             server {{ listen 127.0.0.1:{port};
+                location /n/ {{ proxy_pass http://pair; proxy_next_upstream error timeout http_500; }}
+                location /t/ {{ proxy_pass http://badonly; proxy_next_upstream http_500; proxy_next_upstream_tries 1; }}
+                location /i/ {{ proxy_pass http://127.0.0.1:{mp}; proxy_intercept_errors on;
+                    error_page 404 = /own404; }}
+                location /p/ {{ proxy_pass http://127.0.0.1:{mp}; }}
+                location = /own404 {{ return 200 own; }} }}"
+        )
+    });
+    // Round robin starts with `bad`: its 500 sends the request on.
+    for _ in 0..4 {
+        let r = get(g.port, "GET /n/ HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!((r.status, r.text().as_str()), (200, "good"));
+    }
+    // One try only: the 500 is passed on as it is.
+    let r = get(g.port, "GET /t/ HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!((r.status, r.text().as_str()), (500, "bad"));
+    let r = get(g.port, "GET /i/ HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!((r.status, r.text().as_str()), (200, "own"));
+    let r = get(g.port, "GET /p/ HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!((r.status, r.text().as_str()), (404, "missing"));
+    let log = p.path("logs/up.log");
+    let want = [
+        format!("/n/ 200 ua=127.0.0.1:{bp}, 127.0.0.1:{gp} us=500, 200 uh=good ub="),
+        format!("/t/ 500 ua=127.0.0.1:{bp} us=500 uh=bad ub="),
+        format!("/p/ 404 ua=127.0.0.1:{mp} us=404 uh=missing ub="),
+    ];
+    assert!(
+        util::wait_for(Duration::from_secs(5), || {
+            let t = std::fs::read_to_string(&log).unwrap_or_default();
+            want.iter().all(|w| t.contains(w.as_str()))
+        }),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+}
+
+#[test]
+fn fail_timeout_brings_a_failed_server_back() {
+    let a = backend(Arc::new(|_g: &Got| ok("a")));
+    // A port with nothing on it yet.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let later = l.local_addr().unwrap().port();
+    drop(l);
+    let p = Prefix::new("proxy-failtimeout");
+    let ap = a.port;
+    let g = start(&p, move |port| {
+        format!(
+            "upstream u {{ server 127.0.0.1:{later} max_fails=1 fail_timeout=1s; server 127.0.0.1:{ap}; }}
+             server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://u; }} }}"
+        )
+    });
+    for _ in 0..4 {
+        let r = get(g.port, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!((r.status, r.text().as_str()), (200, "a"));
+    }
+    assert!(g.server.logged(
+        "upstream server temporarily disabled",
+        Duration::from_secs(5)
+    ));
+    // The server comes up; after fail_timeout it is tried again and used.
+    let Ok(l) = TcpListener::bind(("127.0.0.1", later)) else {
+        eprintln!("port {later} was taken meanwhile: skipping the second half");
+        return;
+    };
+    std::thread::spawn(move || {
+        for s in l.incoming().take(64) {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 4\r\n\r\nback");
+            });
+        }
+    });
+    // nginx compares whole seconds: `now - checked > fail_timeout`.
+    std::thread::sleep(Duration::from_millis(2100));
+    let answers: Vec<String> = (0..6)
+        .map(|_| get(g.port, "GET / HTTP/1.1\r\nHost: h\r\n\r\n").text())
+        .collect();
+    assert!(answers.iter().any(|a| a == "back"), "{answers:?}");
+    assert!(answers.iter().any(|a| a == "a"), "{answers:?}");
+}
+
+#[test]
+fn a_reload_finishes_requests_in_flight() {
+    // The backend answers after 600 ms.
+    let b = backend(Arc::new(|_g: &Got| {
+        std::thread::sleep(Duration::from_millis(600));
+        ok("slow")
+    }));
+    let bp = b.port;
+    let p = Prefix::new("proxy-reload");
+    let g = start(&p, move |port| {
+        format!(
+            "upstream u {{ server 127.0.0.1:{bp}; keepalive 4; }}
+             server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://u;
+                proxy_http_version 1.1; proxy_set_header Connection \"\"; }} }}"
+        )
+    });
+    let port = g.port;
+    let clients: Vec<_> = (0..4)
+        .map(|i| {
+            std::thread::spawn(move || get(port, &format!("GET /r{i} HTTP/1.1\r\nHost: h\r\n\r\n")))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let o = g.server.signal("reload");
+    assert!(o.status.success());
+    for c in clients {
+        let r = c.join().unwrap();
+        assert_eq!((r.status, r.text().as_str()), (200, "slow"));
+    }
+    // The old worker left; the new one proxies.
+    let r = get(g.port, "GET /after HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!(r.text(), "slow");
+}
+
+#[test]
+fn a_backend_killed_under_load_fails_no_request() {
+    let a = backend(Arc::new(|_g: &Got| ok("a")));
+    let b = backend(Arc::new(|_g: &Got| {
+        std::thread::sleep(Duration::from_millis(2));
+        ok("b")
+    }));
+    let p = Prefix::new("proxy-kill");
+    let (ap, bp) = (a.port, b.port);
+    let g = start(&p, move |port| {
+        format!(
+            "upstream u {{ server 127.0.0.1:{ap}; server 127.0.0.1:{bp}; }}
+             server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://u;
+                proxy_next_upstream error timeout; }} }}"
+        )
+    });
+    let port = g.port;
+    // Four clients: 30 requests each, then b is killed, then 30 more.
+    let killed = Arc::new(std::sync::Barrier::new(5));
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let killed = killed.clone();
+            std::thread::spawn(move || {
+                let mut bad = Vec::new();
+                for i in 0..60 {
+                    if i == 30 {
+                        killed.wait();
+                        killed.wait();
+                    }
+                    let mut c = Raw::connect(port);
+                    c.send(format!("GET /k{i} HTTP/1.1\r\nHost: h\r\n\r\n").as_bytes());
+                    match c.try_response(false) {
+                        Ok(Some(r)) if r.status == 200 => {}
+                        other => bad.push(format!("{other:?}")),
+                    }
+                }
+                bad
+            })
+        })
+        .collect();
+    killed.wait();
+    drop(b);
+    killed.wait();
+    let failed: Vec<String> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} failed: {:?}",
+        failed.len(),
+        &failed[..failed.len().min(3)]
+    );
+    // The dead backend was met, and the requests went on to the other.
+    let log = g.log();
+    assert!(
+        log.contains("(111: Connection refused) while connecting to upstream")
+            || log.contains("upstream prematurely closed connection")
+            || log.contains("(104: Connection reset by peer)"),
+        "{log}"
+    );
+}
+
+#[test]
+fn proxy_request_buffering_off_streams_the_body() {
+    let b = echo_backend();
+    let bp = b.port;
+    let p = Prefix::new("proxy-stream-body");
+    let g = start(&p, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port};
+                location / {{ proxy_pass http://127.0.0.1:{bp}; proxy_request_buffering off;
+                    client_max_body_size 0; }} }}"
+        )
+    });
+    let body: Vec<u8> = (0..3 << 20).map(|i: u32| b'a' + (i % 26) as u8).collect();
+    let mut c = Raw::connect(g.port);
+    c.send(
+        format!(
+            "POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    // Sent in pieces, as a client uploading would.
+    for piece in body.chunks(64 * 1024) {
+        c.send(piece);
+    }
+    let r = c.response(false);
+    assert_eq!((r.status, r.text().as_str()), (200, "/up"));
+    let got = b.got.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(got.header("content-length"), Some("3145728"));
+    assert!(got.body == body, "the body arrived changed");
+}

@@ -132,6 +132,10 @@ fn gyre_proxies_like_nginx() {
                 body.len()
             )
             .into_bytes()
+        } else if path.contains("accelnamed") {
+            b"HTTP/1.1 200 OK\r\nX-Accel-Redirect: @acc\r\nContent-Length: 5\r\n\r\nnope!".to_vec()
+        } else if path.contains("accel") {
+            b"HTTP/1.1 200 OK\r\nX-Accel-Redirect: /internal/x?y=1\r\nContent-Length: 5\r\n\r\nnope!".to_vec()
         } else if path.contains("redirect") {
             b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n".to_vec()
         } else {
@@ -162,6 +166,9 @@ fn gyre_proxies_like_nginx() {
                 location /nobody/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_pass_request_body off;
                     proxy_set_header Content-Length \"\"; }}
                 location /dead/ {{ proxy_pass http://127.0.0.1:{dead}; }}
+                location /ign/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_ignore_headers X-Accel-Redirect; }}
+                location /internal/ {{ internal; return 200 \"internal $uri $args $request_method\"; }}
+                location @acc {{ return 200 \"named $uri $request_method\"; }}
              }}"
         )
     };
@@ -189,6 +196,9 @@ fn gyre_proxies_like_nginx() {
         "GET /redirect HTTP/1.1\r\nHost: front\r\n\r\n",
         "HEAD /head HTTP/1.1\r\nHost: front\r\n\r\n",
         "GET /dead/x HTTP/1.1\r\nHost: front\r\n\r\n",
+        "POST /accel HTTP/1.1\r\nHost: front\r\nContent-Length: 2\r\n\r\nab",
+        "GET /accelnamed HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /ign/accel HTTP/1.1\r\nHost: front\r\n\r\n",
     ];
     let mut diffs = Vec::new();
     for req in cases {
@@ -244,4 +254,70 @@ fn gyre_proxies_like_nginx() {
         diffs.len(),
         diffs.join("\n---\n")
     );
+}
+
+/// The `[emerg]` message of a `-t` run, without the file and line.
+fn emerg(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|l| l.split_once("[emerg] ").map(|(_, m)| m.to_string()))
+        .map(|m| match m.rfind(" in /") {
+            Some(i) => m[..i].to_string(),
+            None => m,
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn configuration_errors_are_nginx_s() {
+    let Some(bin) = nginx_bin() else {
+        eprintln!("nginx not installed: skipping");
+        return;
+    };
+    let cases = [
+        "server { listen 127.0.0.1:1; location / { proxy_pass ftp://x; } }",
+        "server { listen 127.0.0.1:1; location ~ ^/a { proxy_pass http://127.0.0.1:1/x; } }",
+        "server { listen 127.0.0.1:1; location @n { proxy_pass http://127.0.0.1:1/x; } }",
+        "upstream u { server 127.0.0.1:1; } server { listen 127.0.0.1:1; location / { proxy_pass http://u:8080; } }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:1; proxy_pass http://127.0.0.1:2; } }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:1; proxy_buffers 8 4k; proxy_busy_buffers_size 64k; } }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:1; proxy_buffer_size 16k; } }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:1; proxy_next_upstream error foo; } }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:1; proxy_http_version 2.0; } }",
+        "upstream u { server 127.0.0.1:1; } upstream u { server 127.0.0.1:2; }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:0; } }",
+        "server { listen 127.0.0.1:1; proxy_pass http://127.0.0.1:1; }",
+        "server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:1; proxy_ignore_headers X-Nope; } }",
+    ];
+    let mut diffs = Vec::new();
+    for c in cases {
+        let pn = Prefix::new("proxy-conf-nginx");
+        for t in ["cb", "px", "fc", "uw", "sc"] {
+            std::fs::create_dir_all(pn.path(&format!("tmp/{t}"))).unwrap();
+        }
+        pn.write(
+            "conf/nginx.conf",
+            &format!(
+                "events {{}}\nhttp {{ client_body_temp_path tmp/cb; proxy_temp_path tmp/px; \
+                 fastcgi_temp_path tmp/fc; uwsgi_temp_path tmp/uw; scgi_temp_path tmp/sc;\n{c}\n}}\n"
+            ),
+        );
+        let n = Command::new(&bin)
+            .arg("-p")
+            .arg(&pn.dir)
+            .args(["-c", "conf/nginx.conf", "-e", "logs/error.log", "-t"])
+            .output()
+            .unwrap();
+        let pg = Prefix::new("proxy-conf-gyre");
+        pg.conf(&format!("events {{}}\nhttp {{\n{c}\n}}\n"));
+        let g = pg.run(&["-t"]);
+        let (ne, ge) = (
+            emerg(&String::from_utf8_lossy(&n.stderr)),
+            emerg(&String::from_utf8_lossy(&g.stderr)),
+        );
+        if ne != ge || ne.is_empty() {
+            diffs.push(format!("{c}\n nginx: {ne}\n gyre:  {ge}"));
+        }
+    }
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }

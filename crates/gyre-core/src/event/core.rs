@@ -965,6 +965,13 @@ impl Core {
         true
     }
 
+    /// Whether the events module is edge-triggered (epoll): a watched
+    /// socket reports new input once, so watching an idle client costs
+    /// nothing until it sends or closes.
+    pub fn edge_triggered(&self) -> bool {
+        self.actions.edge_triggered()
+    }
+
     /// Replaces a connection's handler (also from inside that handler).
     pub fn set_handler(&mut self, c: ConnId, h: Box<dyn Handler>) {
         if let Some(x) = self.pool.get_mut(c) {

@@ -5,7 +5,7 @@
 //! `proxy_pass` is the location's content handler and does not inherit;
 //! every other directive inherits from the enclosing levels unless set
 //! (lists such as `proxy_set_header` and `proxy_hide_header` as a whole, as
-//! nginx does). Errors are nginx's texts: `invalid URL prefix in "…"`,
+//! nginx does). Errors are nginx's texts: `invalid URL prefix`,
 //! `"proxy_pass" cannot have URI part in location given by regular
 //! expression, …`, `"proxy_pass" directive is duplicate`, the
 //! `proxy_busy_buffers_size` checks, `invalid value "…"` for the masks.
@@ -166,6 +166,9 @@ pub struct ProxyConf {
     pub intercept_errors: bool,
     pub ignore_client_abort: bool,
     pub buffering: bool,
+    /// `proxy_request_buffering` (on): off streams a body of known length
+    /// to the upstream as it arrives.
+    pub request_buffering: bool,
     pub buffer_size: usize,
     pub buffers: (usize, usize),
     pub busy_buffers_size: usize,
@@ -266,9 +269,13 @@ pub fn resolve(levels: &[&LocSettings], name: &Arc<str>, kind: LocKind) -> Optio
         intercept_errors: pick(levels, |s| s.proxy.intercept_errors).unwrap_or(false),
         ignore_client_abort: pick(levels, |s| s.proxy.ignore_client_abort).unwrap_or(false),
         buffering: pick(levels, |s| s.proxy.buffering).unwrap_or(true),
+        request_buffering: pick(levels, |s| s.proxy.request_buffering).unwrap_or(true),
         buffer_size,
         buffers: pick(levels, |s| s.proxy.buffers).unwrap_or((8, PAGE)),
-        busy_buffers_size: pick(levels, |s| s.proxy.busy_buffers_size).unwrap_or(2 * PAGE),
+        busy_buffers_size: pick(levels, |s| s.proxy.busy_buffers_size).unwrap_or_else(|| {
+            let (_, size) = pick(levels, |s| s.proxy.buffers).unwrap_or((8, PAGE));
+            2 * buffer_size.max(size)
+        }),
     }))
 }
 
@@ -277,7 +284,8 @@ pub fn resolve(levels: &[&LocSettings], name: &Arc<str>, kind: LocKind) -> Optio
 pub fn check_buffers(levels: &[&LocSettings]) -> Result<(), String> {
     let buffer_size = pick(levels, |s| s.proxy.buffer_size).unwrap_or(PAGE);
     let (n, size) = pick(levels, |s| s.proxy.buffers).unwrap_or((8, PAGE));
-    let busy = pick(levels, |s| s.proxy.busy_buffers_size).unwrap_or(2 * PAGE);
+    // nginx's default: twice the larger of the two buffer sizes.
+    let busy = pick(levels, |s| s.proxy.busy_buffers_size).unwrap_or(2 * buffer_size.max(size));
     if n < 2 {
         return Err("there must be at least 2 \"proxy_buffers\"".into());
     }
@@ -309,7 +317,7 @@ pub fn set_pass(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), Str
     } else if url.len() >= 8 && url[..8].eq_ignore_ascii_case("https://") {
         (true, &url[8..])
     } else {
-        return Err(format!("invalid URL prefix in \"{url}\""));
+        return Err("invalid URL prefix".into());
     };
     let (host, port, uri) = split_url(rest).map_err(|e| format!("{e} in upstream \"{rest}\""))?;
     let kind = c.current_location_kind(cx);

@@ -12,7 +12,9 @@
 //! handler, with the core, each time something happened on the client or
 //! the upstream connection, and does as much as it can without blocking.
 //! The upstream connection's events reach the client's handler through
-//! [`Relay`] ([`Core::dispatch`]), so one handler owns both sides.
+//! [`Relay`] ([`Core::dispatch`]), so one handler owns both sides. The
+//! response side (head, relay, body end) is in `response.rs`, the 101
+//! tunnel in `tunnel.rs`.
 //!
 //! Memory per request is bounded: the head buffer is `proxy_buffer_size`
 //! (a bigger head is nginx's `upstream sent too big header`), and body
@@ -33,22 +35,20 @@ use super::conf::{ft, HeaderValue, ProxyConf};
 use super::uri::{upstream_uri, UriInput};
 use super::Worker;
 use crate::conf::HttpConf;
-use crate::conn::StreamFraming;
 use crate::log_error;
 use crate::phases::Ctx;
 use crate::request::{Content, HttpRequest};
 use crate::response::Response;
 use crate::upstream::http_request::ProxyVersion;
-use crate::upstream::http_response::{
-    parse_head, BodyReader, Framing, Head, HeadOptions, ResponseHead, NO_VALID_HEADER,
-    PREMATURE_CLOSE,
-};
+use crate::upstream::http_response::{BodyReader, ResponseHead};
 use crate::upstream::keepalive::{self, Finished};
 use crate::upstream::{Outcome, PeerRequest};
 
+use super::response::*;
+use super::tunnel::*;
 /// Where a proxied request is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum St {
+pub(super) enum St {
     /// Collecting the client's body.
     ReadBody,
     /// Choosing a peer and connecting (or taking a cached connection).
@@ -59,42 +59,44 @@ enum St {
     ReadHeader,
     /// Relaying the body.
     Body,
+    /// After a 101: bytes both ways until either side closes.
+    Tunnel,
 }
 
 /// A proxied request's state, kept in [`Content::Proxy`] while suspended.
 #[derive(Debug)]
 pub struct Proxy {
-    conf: Arc<ProxyConf>,
-    st: St,
-    pr: Option<PeerRequest>,
+    pub(super) conf: Arc<ProxyConf>,
+    pub(super) st: St,
+    pub(super) pr: Option<PeerRequest>,
     /// The upstream connection in use.
     pub u: Option<ConnId>,
     /// It came from the keep-alive cache.
-    cached: bool,
+    pub(super) cached: bool,
     /// Requests made on it (this one included) and when it was made.
-    u_requests: u64,
-    u_created: Msec,
+    pub(super) u_requests: u64,
+    pub(super) u_created: Msec,
     /// The peer of the current attempt (its address and printed name).
-    addr: Option<PeerAddr>,
+    pub(super) addr: Option<PeerAddr>,
     /// The request head and body, as sent.
-    req: Vec<u8>,
+    pub(super) req: Vec<u8>,
     /// Where the URI is in `req` (for `upstream: "…"` in log lines).
-    uri: (usize, usize),
-    sent: usize,
+    pub(super) uri: (usize, usize),
+    pub(super) sent: usize,
     /// The client's body, collected.
-    body: Vec<u8>,
+    pub(super) body: Vec<u8>,
     /// Bytes read from the upstream and not yet used.
-    buf: Vec<u8>,
+    pub(super) buf: Vec<u8>,
     /// Decoded body bytes to relay (reused).
-    out: Vec<u8>,
-    head: Option<ResponseHead>,
-    reader: Option<BodyReader>,
+    pub(super) out: Vec<u8>,
+    pub(super) head: Option<ResponseHead>,
+    pub(super) reader: Option<BodyReader>,
     /// Attempts made.
-    attempts: usize,
+    pub(super) attempts: usize,
     /// When the first attempt started (`proxy_next_upstream_timeout`).
-    first: Msec,
+    pub(super) first: Msec,
     /// When this attempt started.
-    attempt_start: Msec,
+    pub(super) attempt_start: Msec,
     /// The event that woke the request on the upstream side, if it was a
     /// timer (set by the glue before [`drive`]).
     pub timed_out: Option<EvKind>,
@@ -104,9 +106,24 @@ pub struct Proxy {
     pub client: Option<ConnId>,
     /// The client's request was passed to the upstream (nginx's
     /// `u->request_sent`), for the non-idempotent rule.
-    request_sent: bool,
+    pub(super) request_sent: bool,
     /// A stale cached connection was already retried on a new one.
-    stale_retry: bool,
+    pub(super) stale_retry: bool,
+    /// `X-Accel-Buffering: no` from the upstream.
+    pub(super) unbuffered: bool,
+    /// Body bytes still to be taken from the client and sent
+    /// (`proxy_request_buffering off`), and whether any were taken (the
+    /// request cannot be sent again then).
+    pub(super) body_left: u64,
+    pub(super) body_taken: bool,
+    /// The tunnel's client-to-upstream bytes (upstream-to-client ones use
+    /// `buf`) and how much of each was written.
+    pub(super) up: Vec<u8>,
+    pub(super) up_sent: usize,
+    pub(super) down_sent: usize,
+    /// Each side's end of stream was seen / passed on.
+    pub(super) client_eof: bool,
+    pub(super) upstream_eof: bool,
 }
 
 impl Proxy {
@@ -136,6 +153,14 @@ impl Proxy {
             client: None,
             request_sent: false,
             stale_retry: false,
+            unbuffered: false,
+            body_left: 0,
+            body_taken: false,
+            up: Vec::new(),
+            up_sent: 0,
+            down_sent: 0,
+            client_eof: false,
+            upstream_eof: false,
         }
     }
 
@@ -160,6 +185,20 @@ impl Proxy {
         self.client = None;
         self.request_sent = false;
         self.stale_retry = false;
+        self.unbuffered = false;
+        self.body_left = 0;
+        self.body_taken = false;
+        self.up.clear();
+        self.up_sent = 0;
+        self.down_sent = 0;
+        self.client_eof = false;
+        self.upstream_eof = false;
+    }
+
+    /// The request is a tunnel after a 101 (the client connection carries
+    /// raw bytes now, not HTTP).
+    pub fn is_tunnel(&self) -> bool {
+        self.st == St::Tunnel
     }
 
     /// Whether `c` is this request's upstream connection.
@@ -169,7 +208,7 @@ impl Proxy {
 }
 
 /// How [`drive`] left the request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Flow {
     /// Waiting for an event; `progress` when output was queued or state
     /// changed (the caller writes, then calls again).
@@ -178,6 +217,9 @@ pub enum Flow {
     Done,
     /// Finalize with this error status (through `error_page`).
     Error(u16),
+    /// `X-Accel-Redirect` from the upstream: an internal redirect to this
+    /// URI (or `@named` location), served as GET.
+    Redirect(String),
 }
 
 /// The upstream connection's handler: its events go to the handler of the
@@ -207,6 +249,8 @@ pub struct Env<'a, 'b> {
     pub client: ConnId,
     /// The worker's read buffer.
     pub buf: &'a mut Vec<u8>,
+    /// The worker's response object, reused for relayed heads.
+    pub resp: &'a mut Response,
     pub cx: Ctx<'b>,
 }
 
@@ -228,7 +272,18 @@ pub fn start(
     p.first = cx.now;
     r.st.upstream.clear();
     let has_body = !matches!(r.st.req.body, crate::body::BodyKind::None);
-    if has_body {
+    let stream = match r.st.req.body {
+        crate::body::BodyKind::Length(n) if !conf.request_buffering && conf.pass_request_body => n,
+        _ => 0,
+    };
+    if stream > 0 {
+        // proxy_request_buffering off: the head goes at once, the body
+        // follows as it arrives.
+        cx.m.collect_body();
+        p.body_left = stream;
+        p.st = St::Connect;
+        build_request(cx, r, &mut p);
+    } else if has_body {
         // The body is read whether or not it is passed (nginx reads it
         // into the request and decides when building the upstream's).
         cx.m.collect_body();
@@ -249,7 +304,7 @@ pub fn drive(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest) -> Flo
     let flow = step(core, env, r, &mut p);
     match flow {
         Flow::Wait { .. } => r.content = Content::Proxy(p),
-        Flow::Done | Flow::Error(_) => {
+        Flow::Done | Flow::Error(_) | Flow::Redirect(_) => {
             release(core, &mut p);
             env.worker.give_back(p);
             r.content = Content::None;
@@ -273,14 +328,22 @@ pub fn abandon(core: &mut Core, worker: &Worker, r: &mut HttpRequest) {
     }
 }
 
-fn release(core: &mut Core, p: &mut Proxy) {
+pub(super) fn release(core: &mut Core, p: &mut Proxy) {
     if let Some(u) = p.u.take() {
         core.close(u);
     }
 }
 
-fn step(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Flow {
-    let mut progress = false;
+pub(super) fn step(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Flow {
+    if client_gone(core, env, r, p) {
+        return Flow::Done;
+    }
+
     // Bounded: every turn changes state or waits.
     for _ in 0..64 {
         let f = match p.st {
@@ -290,20 +353,27 @@ fn step(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Pro
             St::SendRequest => send_request(core, env, r, p),
             St::ReadHeader => read_header(core, env, r, p),
             St::Body => relay_body(core, env, r, p),
+            St::Tunnel => tunnel(core, env, r, p),
         };
+        // "Progress" for the caller: output to write before calling
+        // again (state changes alone are not).
         match f {
-            Turn::Again => progress = true,
-            Turn::Wait => return Flow::Wait { progress },
+            Turn::Again => {}
+            Turn::Wait => {
+                return Flow::Wait {
+                    progress: env.cx.m.has_output(),
+                }
+            }
             Turn::WaitProgress => return Flow::Wait { progress: true },
             Turn::End(f) => return f,
         }
     }
     // Yield: the client's write event brings the request back.
     core.post(Ev::write(env.client));
-    Flow::Wait { progress }
+    Flow::Wait { progress: false }
 }
 
-enum Turn {
+pub(super) enum Turn {
     /// The state changed: go on.
     Again,
     Wait,
@@ -311,7 +381,12 @@ enum Turn {
     End(Flow),
 }
 
-fn read_body(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+pub(super) fn read_body(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
     let now = core.now();
     // Bounded: each pass takes input or stops.
     for _ in 0..1024 {
@@ -349,10 +424,52 @@ fn read_body(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mu
     Turn::Wait
 }
 
+/// nginx's `ngx_http_upstream_check_broken_connection` with epoll's
+/// RDHUP: a client that closed while its request is with the upstream
+/// ends the request and the upstream connection (logged at info, 499 in
+/// the access log), unless `proxy_ignore_client_abort on`.
+pub(super) fn client_gone(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> bool {
+    if p.conf.ignore_client_abort || matches!(p.st, St::ReadBody | St::Tunnel) {
+        return false;
+    }
+    if !core.conn(env.client).is_some_and(|x| x.read.pending_eof) {
+        return false;
+    }
+    let action = match p.st {
+        St::Connect | St::Connecting => "connecting to upstream",
+        St::SendRequest => "sending request to upstream",
+        St::ReadHeader => "reading response header from upstream",
+        _ => "reading upstream",
+    };
+    log_line(
+        env,
+        r,
+        p,
+        gyre_core::errlog::INFO,
+        action,
+        "epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too",
+    );
+    let now = core.now();
+    if env.cx.m.is_streaming() {
+        let _ = env.cx.m.abort_body(now);
+    } else {
+        env.cx.m.abandon_request(499, now);
+    }
+    r.st.status = 499;
+    r.st.upstream.done(now);
+    close_upstream(core, env, p, Outcome::Ok, false);
+    true
+}
+
 /// nginx's `ngx_http_proxy_create_request`: the request line, the
 /// `proxy_set_header` list (configured headers, then the defaults), the
 /// client's headers not named there, the body.
-fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy) {
+pub(super) fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy) {
     let conf = p.conf.clone();
     let out = &mut p.req;
     out.clear();
@@ -378,7 +495,9 @@ fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy) {
         ProxyVersion::Http10 => b" HTTP/1.0\r\n",
         ProxyVersion::Http11 => b" HTTP/1.1\r\n",
     });
-    let body_len = if conf.pass_request_body {
+    let body_len = if p.body_left > 0 {
+        p.body_left as usize
+    } else if conf.pass_request_body {
         p.body.len()
     } else {
         0
@@ -438,7 +557,7 @@ fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy) {
     }
 }
 
-fn push_decimal(out: &mut Vec<u8>, n: u64) {
+pub(super) fn push_decimal(out: &mut Vec<u8>, n: u64) {
     let mut b = [0u8; 20];
     let mut i = b.len();
     let mut v = n;
@@ -474,7 +593,7 @@ impl fmt::Display for UpUrl<'_> {
 
 /// Writes an error-log line about the current attempt, with nginx's
 /// context (client, server, request, upstream, host).
-fn log_line(
+pub(super) fn log_line(
     env: &Env<'_, '_>,
     r: &HttpRequest,
     p: &Proxy,
@@ -494,7 +613,12 @@ fn log_line(
     gyre_core::log_ctx!(level, &cx, "{msg}");
 }
 
-fn connect(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+pub(super) fn connect(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
     let now = core.now();
     let secs = env.worker.secs(core);
     let mut ups = env.worker.ups.borrow_mut();
@@ -532,7 +656,7 @@ fn connect(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut 
         return Turn::End(Flow::Error(500));
     };
     let addr = peer.addr.clone();
-    let name = peer.name.clone();
+    r.st.upstream.push_attempt(&peer.name, now);
     let cache = env
         .worker
         .caches
@@ -546,7 +670,6 @@ fn connect(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut 
     p.head = None;
     p.reader = None;
     p.sent = 0;
-    r.st.upstream.push_attempt(&name, now);
     if let Some(cache) = cache.as_ref().filter(|_| !p.stale_retry) {
         if let Some(u) = keepalive::unpark(core, cache, &addr) {
             core.set_handler(u, Box::new(Relay { client: env.client }));
@@ -574,13 +697,72 @@ fn connect(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut 
             Turn::Wait
         }
         Err(e) => {
-            let msg = format!("connect() failed ({})", sys_error_text(&e));
-            fail(core, env, r, p, ft::ERROR, "connecting to upstream", &msg)
+            // No socket or no free slot: nginx's NGX_ERROR from
+            // ngx_event_connect_peer, a 500 without another try.
+            let msg = sys_error_text(&e);
+            log_line(env, r, p, ERROR, "connecting to upstream", &msg);
+            r.st.upstream.failed(now, 500);
+            close_upstream(core, env, p, Outcome::Ok, false);
+            Turn::End(Flow::Error(500))
         }
     }
 }
 
-fn up_name(env: &Env<'_, '_>, p: &Proxy) -> String {
+/// What [`pull_body`] got.
+enum Pull {
+    /// Body bytes in `p.req` to send.
+    Got,
+    /// The body is complete.
+    Done,
+    Wait,
+    /// The client went away or its body was refused (the machine answered).
+    Gone,
+}
+
+/// Takes the next body bytes from the client for a streamed body; the
+/// client is read only when the last ones went out, so at most one read
+/// is held.
+fn pull_body(core: &mut Core, env: &mut Env<'_, '_>, p: &mut Proxy) -> Pull {
+    let now = core.now();
+    // Bounded: each pass takes input or stops.
+    for _ in 0..1024 {
+        let ev = {
+            let date = core.clock().http_date();
+            env.cx.m.poll(now, date)
+        };
+        match ev {
+            Some(crate::conn::Event::Body(b)) => {
+                p.req.clear();
+                p.req.extend_from_slice(&b);
+                p.sent = 0;
+                p.body_left = p.body_left.saturating_sub(b.len() as u64);
+                p.body_taken = true;
+                return Pull::Got;
+            }
+            Some(crate::conn::Event::BodyEnd) => {
+                p.body_left = 0;
+                return Pull::Done;
+            }
+            Some(crate::conn::Event::BodyError(_)) => return Pull::Gone,
+            Some(crate::conn::Event::Request(_)) | None => {}
+        }
+        if env.cx.m.wants_close() {
+            return Pull::Gone;
+        }
+        if !env.cx.m.wants_read() || !core.conn(env.client).is_some_and(|x| x.read.ready) {
+            return Pull::Wait;
+        }
+        match core.recv(env.client, env.buf) {
+            Ok(0) => env.cx.m.on_eof(now),
+            Ok(n) => env.cx.m.on_read(&env.buf[..n], now),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Pull::Wait,
+            Err(_) => return Pull::Gone,
+        }
+    }
+    Pull::Wait
+}
+
+pub(super) fn up_name(env: &Env<'_, '_>, p: &Proxy) -> String {
     env.conf
         .upstreams
         .entries
@@ -588,7 +770,12 @@ fn up_name(env: &Env<'_, '_>, p: &Proxy) -> String {
         .map_or(String::new(), |e| e.name.clone())
 }
 
-fn connecting(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
+pub(super) fn connecting(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
     let Some(u) = p.u else {
         p.st = St::Connect;
         return Turn::Again;
@@ -638,7 +825,7 @@ fn connecting(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &m
     Turn::Again
 }
 
-fn send_request(
+pub(super) fn send_request(
     core: &mut Core,
     env: &mut Env<'_, '_>,
     r: &mut HttpRequest,
@@ -658,7 +845,22 @@ fn send_request(
             "upstream timed out (110: Connection timed out)",
         );
     }
-    while p.sent < p.req.len() {
+    // Bounded: each pass sends what is there or stops.
+    for _ in 0..4096 {
+        if p.sent == p.req.len() {
+            if p.body_left == 0 {
+                break;
+            }
+            match pull_body(core, env, p) {
+                Pull::Got => continue,
+                Pull::Done => break,
+                Pull::Wait => return Turn::Wait,
+                Pull::Gone => {
+                    close_upstream(core, env, p, Outcome::Ok, false);
+                    return Turn::End(Flow::Done);
+                }
+            }
+        }
         match core.send(u, &p.req[p.sent..]) {
             Ok(n) => {
                 p.sent += n;
@@ -710,355 +912,10 @@ fn send_request(
     Turn::Again
 }
 
-fn read_header(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
-    const READING: &str = "reading response header from upstream";
-    let Some(u) = p.u else {
-        return Turn::End(Flow::Error(502));
-    };
-    if p.timed_out.take().is_some() {
-        return fail(
-            core,
-            env,
-            r,
-            p,
-            ft::TIMEOUT,
-            READING,
-            "upstream timed out (110: Connection timed out)",
-        );
-    }
-    let limit = p.conf.buffer_size;
-    // Bounded: each pass reads bytes or stops.
-    loop {
-        // Nothing to read until the upstream's read event (the request was
-        // just sent, or the last read drained the socket): a recv now would
-        // only meet EAGAIN.
-        if p.buf.is_empty() && !core.conn(u).is_some_and(|x| x.read.ready) {
-            return Turn::Wait;
-        }
-        if p.buf.len() < limit {
-            let have = p.buf.len();
-            p.buf.resize(limit, 0);
-            let got = core.recv(u, &mut p.buf[have..]);
-            match got {
-                Ok(0) => {
-                    p.buf.truncate(have);
-                    return fail(core, env, r, p, ft::ERROR, READING, PREMATURE_CLOSE);
-                }
-                Ok(n) => {
-                    p.buf.truncate(have + n);
-                    r.st.upstream.received(n as u64);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    p.buf.truncate(have);
-                    if have == 0 {
-                        return Turn::Wait;
-                    }
-                }
-                Err(e) => {
-                    p.buf.truncate(have);
-                    let msg = format!("recv() failed ({})", sys_error_text(&e));
-                    return fail(core, env, r, p, ft::ERROR, READING, &msg);
-                }
-            }
-        }
-        let o = HeadOptions {
-            limit,
-            skip_informational: false,
-        };
-        match parse_head(&p.buf, &o) {
-            Head::Incomplete => {
-                if core.conn(u).is_some_and(|x| x.read.ready) && p.buf.len() < limit {
-                    continue;
-                }
-                return Turn::Wait;
-            }
-            Head::Invalid(msg) => {
-                return fail(core, env, r, p, ft::INVALID_HEADER, READING, &msg);
-            }
-            Head::Http09 => {
-                log_line(env, r, p, ERROR, READING, NO_VALID_HEADER);
-                let head = ResponseHead {
-                    version: 900,
-                    status: 200,
-                    reason: String::new(),
-                    headers: Vec::new(),
-                    content_length: None,
-                    chunked: false,
-                    connection_close: true,
-                };
-                return got_head(core, env, r, p, head, 0);
-            }
-            Head::Done(head, n) => return got_head(core, env, r, p, head, n),
-        }
-    }
-}
-
-fn is_idempotent(method: &str) -> bool {
-    !matches!(method, "POST" | "LOCK" | "PATCH")
-}
-
-fn got_head(
-    core: &mut Core,
-    env: &mut Env<'_, '_>,
-    r: &mut HttpRequest,
-    p: &mut Proxy,
-    head: ResponseHead,
-    n: usize,
-) -> Turn {
-    let now = core.now();
-    r.st.upstream.header(now, head.status);
-    let status = head.status;
-    let conf = p.conf.clone();
-    // proxy_next_upstream http_5xx / 403 / 404 / 429.
-    let ftype = ft::of_status(status);
-    if ftype != 0 && conf.next_upstream & ftype != 0 && can_retry(core, env, r, p) {
-        let outcome = if matches!(status, 403 | 404 | 429) {
-            Outcome::Ok
-        } else {
-            Outcome::Failed
-        };
-        close_upstream(core, env, p, outcome, false);
-        p.st = St::Connect;
-        return Turn::Again;
-    }
-    // proxy_intercept_errors: an error_page for the status takes over.
-    if conf.intercept_errors
-        && status >= 300
-        && r.st
-            .loc
-            .error_page
-            .iter()
-            .any(|e| e.codes.contains(&status))
-    {
-        close_upstream(core, env, p, Outcome::Ok, false);
-        return Turn::End(Flow::Error(status));
-    }
-    p.buf.drain(..n);
-    let framing = head.framing(r.st.is_head());
-    let mut resp = Response::new(status);
-    copy_headers(&conf, &head, &mut resp);
-    let client_framing = match framing {
-        Framing::None => match head.content_length {
-            Some(len) if !head.chunked => StreamFraming::Length(len),
-            _ => StreamFraming::Length(0),
-        },
-        Framing::Length(len) => StreamFraming::Length(len),
-        Framing::Chunked | Framing::UntilClose => {
-            if r.st.req.version >= crate::Version::HTTP_11 {
-                StreamFraming::Chunked
-            } else {
-                StreamFraming::UntilClose
-            }
-        }
-    };
-    // nginx passes a HEAD response's Content-Length; a bodiless one has none.
-    let client_framing = if r.st.is_head() && head.content_length.is_none() {
-        StreamFraming::UntilClose
-    } else {
-        client_framing
-    };
-    let mut date = [0u8; 40];
-    let dlen = {
-        let d = core.clock().http_date().as_bytes();
-        let l = d.len().min(date.len());
-        date[..l].copy_from_slice(&d[..l]);
-        l
-    };
-    let date = std::str::from_utf8(&date[..dlen]).unwrap_or("");
-    // An upstream's relative Location stays relative (nginx's header
-    // filter only completes its own redirects).
-    crate::phases::prepare(&mut env.cx, r, &mut resp);
-    r.st.upstream.set_headers(
-        head.headers
-            .iter()
-            .map(|h| (h.name.as_str(), h.value.as_str())),
-    );
-    let awaiting = env
-        .cx
-        .m
-        .respond_head_framed(&resp, client_framing, now, date)
-        .unwrap_or(false);
-    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
-    p.reader = Some(BodyReader::new(framing));
-    p.head = Some(head);
-    if !awaiting {
-        // HEAD, a bodiless status or an empty body: the response is out.
-        let keep = p
-            .reader
-            .as_ref()
-            .zip(p.head.as_ref())
-            .is_some_and(|(b, h)| b.keepalive(h))
-            && p.buf.is_empty();
-        close_upstream(core, env, p, Outcome::Ok, keep);
-        return Turn::End(Flow::Done);
-    }
-    p.st = St::Body;
-    Turn::Again
-}
-
-/// The upstream's headers nginx passes to the client, in order:
-/// hop-by-hop and hidden ones dropped, the ones the header filter writes
-/// itself (type, length, dates, location) into their places.
-fn copy_headers(conf: &ProxyConf, head: &ResponseHead, resp: &mut Response) {
-    for h in &head.headers {
-        let n = h.name.as_str();
-        if conf.hide.iter().any(|x| x.eq_ignore_ascii_case(n)) {
-            continue;
-        }
-        if n.eq_ignore_ascii_case("content-type") {
-            resp.content_type = Some(h.value.clone().into());
-        } else if n.eq_ignore_ascii_case("last-modified") {
-            resp.last_modified = Some(h.value.clone().into());
-        } else if n.eq_ignore_ascii_case("location") {
-            resp.location = Some(h.value.clone().into());
-        } else if n.eq_ignore_ascii_case("content-length")
-            || n.eq_ignore_ascii_case("connection")
-            || n.eq_ignore_ascii_case("keep-alive")
-            || n.eq_ignore_ascii_case("transfer-encoding")
-        {
-            continue;
-        } else {
-            resp.headers
-                .push((h.name.clone().into(), h.value.clone().into()));
-        }
-    }
-}
-
-fn relay_body(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
-    const READING: &str = "reading upstream";
-    let Some(u) = p.u else {
-        let _ = env.cx.m.abort_body(core.now());
-        return Turn::End(Flow::Done);
-    };
-    if p.timed_out.take().is_some() {
-        log_line(
-            env,
-            r,
-            p,
-            ERROR,
-            READING,
-            "upstream timed out (110: Connection timed out)",
-        );
-        return abort(core, env, r, p);
-    }
-    let max = p.conf.max_pending();
-    let size = p.conf.buffers.1.max(p.conf.buffer_size);
-    let mut progress = false;
-    // Bounded: each pass relays bytes or stops.
-    for _ in 0..256 {
-        // Bytes already read (with the head, or left by the last pass).
-        if !p.buf.is_empty() {
-            p.out.clear();
-            let Some(reader) = p.reader.as_mut() else {
-                return abort(core, env, r, p);
-            };
-            match reader.feed(&p.buf, &mut p.out) {
-                Ok(used) => {
-                    p.buf.drain(..used);
-                }
-                Err(e) => {
-                    log_line(env, r, p, ERROR, READING, e.text());
-                    return abort(core, env, r, p);
-                }
-            }
-            if !p.out.is_empty() {
-                let _ = env.cx.m.send_body_bytes(&p.out);
-                progress = true;
-            }
-        }
-        if p.reader.as_ref().is_some_and(|b| b.is_done()) {
-            return finish(core, env, r, p);
-        }
-        if env.cx.m.output_pending() >= max {
-            // The client is slower: stop reading until it took some.
-            core.del_timer(Ev::read(u));
-            return if progress {
-                Turn::WaitProgress
-            } else {
-                Turn::Wait
-            };
-        }
-        if !core.conn(u).is_some_and(|x| x.read.ready) {
-            core.add_timer(Ev::read(u), p.conf.read_timeout);
-            return if progress {
-                Turn::WaitProgress
-            } else {
-                Turn::Wait
-            };
-        }
-        // Read as much as may wait for the client at once (nginx reads
-        // into all its free buffers with one readv), at least one buffer.
-        let room = max.saturating_sub(env.cx.m.output_pending()).max(size);
-        p.buf.resize(room, 0);
-        match core.recv(u, &mut p.buf) {
-            Ok(0) => {
-                p.buf.clear();
-                let ok = p.reader.as_mut().is_some_and(|b| b.eof().is_ok());
-                if ok {
-                    return finish(core, env, r, p);
-                }
-                log_line(env, r, p, ERROR, READING, PREMATURE_CLOSE);
-                return abort(core, env, r, p);
-            }
-            Ok(n) => {
-                p.buf.truncate(n);
-                r.st.upstream.received(n as u64);
-                // Traffic: the read timeout starts again.
-                core.add_timer(Ev::read(u), p.conf.read_timeout);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                p.buf.clear();
-                core.add_timer(Ev::read(u), p.conf.read_timeout);
-                return if progress {
-                    Turn::WaitProgress
-                } else {
-                    Turn::Wait
-                };
-            }
-            Err(e) => {
-                p.buf.clear();
-                let msg = format!("recv() failed ({})", sys_error_text(&e));
-                log_line(env, r, p, ERROR, READING, &msg);
-                return abort(core, env, r, p);
-            }
-        }
-    }
-    Turn::WaitProgress
-}
-
-/// The body is complete: end the client's response, give the connection
-/// back to the cache when nginx would.
-fn finish(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
-    let now = core.now();
-    let _ = env.cx.m.finish_body(now);
-    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
-    r.st.upstream.done(now);
-    let keep = p
-        .reader
-        .as_ref()
-        .zip(p.head.as_ref())
-        .is_some_and(|(b, h)| b.keepalive(h))
-        && p.buf.is_empty();
-    close_upstream(core, env, p, Outcome::Ok, keep);
-    Turn::End(Flow::Done)
-}
-
-/// The body cannot be completed: the client's connection closes after
-/// what it got (nginx's `ngx_http_upstream_finalize_request` with an
-/// error after the header was sent).
-fn abort(core: &mut Core, env: &mut Env<'_, '_>, r: &mut HttpRequest, p: &mut Proxy) -> Turn {
-    let now = core.now();
-    let _ = env.cx.m.abort_body(now);
-    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
-    r.st.upstream.done(now);
-    close_upstream(core, env, p, Outcome::Failed, false);
-    Turn::End(Flow::Done)
-}
-
 /// Frees the peer with `outcome` and parks or closes the connection; true
 /// when the peer just reached `max_fails` (nginx's "upstream server
 /// temporarily disabled").
-fn close_upstream(
+pub(super) fn close_upstream(
     core: &mut Core,
     env: &mut Env<'_, '_>,
     p: &mut Proxy,
@@ -1117,9 +974,10 @@ fn close_upstream(
 
 /// Whether another peer may be tried (nginx's `ngx_http_upstream_next`
 /// conditions besides the failure type).
-fn can_retry(core: &Core, _env: &Env<'_, '_>, r: &HttpRequest, p: &Proxy) -> bool {
+pub(super) fn can_retry(core: &Core, _env: &Env<'_, '_>, r: &HttpRequest, p: &Proxy) -> bool {
     let conf = &p.conf;
-    if conf.next_upstream & ft::OFF != 0 {
+    if conf.next_upstream & ft::OFF != 0 || p.body_taken {
+        // A streamed body cannot be sent again.
         return false;
     }
     let tries = p.pr.as_ref().map_or(0, |pr| pr.tries());
@@ -1149,7 +1007,7 @@ fn can_retry(core: &Core, _env: &Env<'_, '_>, r: &HttpRequest, p: &Proxy) -> boo
 
 /// An attempt failed with `ftype` (nginx's `ngx_http_upstream_next`): log,
 /// free the peer as failed, then another peer or the error status.
-fn fail(
+pub(super) fn fail(
     core: &mut Core,
     env: &mut Env<'_, '_>,
     r: &mut HttpRequest,
@@ -1164,7 +1022,7 @@ fn fail(
         _ => 502,
     };
     r.st.upstream.failed(core.now(), status);
-    if p.cached && ftype == ft::ERROR && !p.stale_retry && p.buf.is_empty() {
+    if p.cached && ftype == ft::ERROR && !p.stale_retry && p.buf.is_empty() && !p.body_taken {
         // A cached connection the upstream had closed: once more on a new
         // connection, not counted against the peer.
         p.stale_retry = true;

@@ -11,6 +11,8 @@ pub mod conf;
 pub mod cookie;
 pub mod handler;
 pub mod redirect;
+mod response;
+mod tunnel;
 pub mod uri;
 pub mod vars;
 

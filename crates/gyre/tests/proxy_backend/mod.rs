@@ -61,14 +61,17 @@ pub fn backend(reply: Reply) -> Backend {
                 break;
             }
             let Ok(s) = s else { continue };
-            let (g, reply) = (g.clone(), reply.clone());
-            std::thread::spawn(move || serve(s, g, reply));
+            let (g, reply, st) = (g.clone(), reply.clone(), st.clone());
+            std::thread::spawn(move || serve(s, g, reply, st));
         }
     });
     Backend { port, got, stop }
 }
 
-fn serve(mut s: TcpStream, got: Arc<Mutex<Vec<Got>>>, reply: Reply) {
+/// Serves one connection until it closes; once `stop` is set (the
+/// backend was dropped: "killed") a request gets no answer, the
+/// connection is just closed.
+fn serve(mut s: TcpStream, got: Arc<Mutex<Vec<Got>>>, reply: Reply, stop: Arc<AtomicBool>) {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut buf = Vec::new();
     // Bounded: each request consumes bytes; the read timeout ends it.
@@ -109,6 +112,9 @@ fn serve(mut s: TcpStream, got: Arc<Mutex<Vec<Got>>>, reply: Reply) {
             }
         }
         g.body = buf.drain(..cl).collect();
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
         let close = g.line.ends_with("HTTP/1.0")
             || g.header("connection")
                 .is_some_and(|v| v.eq_ignore_ascii_case("close"));

@@ -1,0 +1,424 @@
+//! The upstream's response for a proxied request (nginx's
+//! `ngx_http_upstream_process_header` and the body relay of
+//! `ngx_http_upstream_process_non_buffered_request` / the event pipe): the
+//! head read into `proxy_buffer_size` and parsed, the next-upstream and
+//! intercept decisions on its status, the head relayed with nginx's header
+//! rules, then the body re-framed for the client, read only while the
+//! client's pending output stays under the buffers.
+
+use std::io;
+
+use gyre_core::errlog::ERROR;
+use gyre_core::event::{Core, Ev};
+use gyre_core::sys_error_text;
+
+use super::conf::{ft, ign, ProxyConf};
+use crate::conn::StreamFraming;
+use crate::request::HttpRequest;
+use crate::response::Response;
+use crate::upstream::http_response::{
+    parse_head, BodyReader, Framing, Head, HeadOptions, ResponseHead, NO_VALID_HEADER,
+    PREMATURE_CLOSE,
+};
+use crate::upstream::Outcome;
+
+use super::handler::*;
+
+pub(super) fn read_header(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
+    const READING: &str = "reading response header from upstream";
+    let Some(u) = p.u else {
+        return Turn::End(Flow::Error(502));
+    };
+    if p.timed_out.take().is_some() {
+        return fail(
+            core,
+            env,
+            r,
+            p,
+            ft::TIMEOUT,
+            READING,
+            "upstream timed out (110: Connection timed out)",
+        );
+    }
+    let limit = p.conf.buffer_size;
+    // Bounded: each pass reads bytes or stops.
+    loop {
+        // Not readable (no event since the last EAGAIN): the response is
+        // not there yet; no recv just to hear EAGAIN.
+        let readable = core.conn(u).is_some_and(|x| x.read.ready);
+        if !readable && p.buf.is_empty() {
+            return Turn::Wait;
+        }
+        if p.buf.len() < limit && readable {
+            let have = p.buf.len();
+            p.buf.resize(limit, 0);
+            let got = core.recv(u, &mut p.buf[have..]);
+            match got {
+                Ok(0) => {
+                    p.buf.truncate(have);
+                    return fail(core, env, r, p, ft::ERROR, READING, PREMATURE_CLOSE);
+                }
+                Ok(n) => {
+                    p.buf.truncate(have + n);
+                    r.st.upstream.received(n as u64);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    p.buf.truncate(have);
+                    if have == 0 {
+                        return Turn::Wait;
+                    }
+                }
+                Err(e) => {
+                    p.buf.truncate(have);
+                    let msg = format!("recv() failed ({})", sys_error_text(&e));
+                    return fail(core, env, r, p, ft::ERROR, READING, &msg);
+                }
+            }
+        }
+        let o = HeadOptions {
+            limit,
+            skip_informational: false,
+        };
+        match parse_head(&p.buf, &o) {
+            Head::Incomplete => {
+                if core.conn(u).is_some_and(|x| x.read.ready) && p.buf.len() < limit {
+                    continue;
+                }
+                return Turn::Wait;
+            }
+            Head::Invalid(msg) => {
+                return fail(core, env, r, p, ft::INVALID_HEADER, READING, &msg);
+            }
+            Head::Http09 => {
+                log_line(env, r, p, ERROR, READING, NO_VALID_HEADER);
+                let head = ResponseHead {
+                    version: 900,
+                    status: 200,
+                    reason: String::new(),
+                    headers: Vec::new(),
+                    content_length: None,
+                    chunked: false,
+                    connection_close: true,
+                };
+                return got_head(core, env, r, p, head, 0);
+            }
+            Head::Done(head, n) => return got_head(core, env, r, p, head, n),
+        }
+    }
+}
+
+pub(super) fn is_idempotent(method: &str) -> bool {
+    !matches!(method, "POST" | "LOCK" | "PATCH")
+}
+
+pub(super) fn got_head(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+    mut head: ResponseHead,
+    n: usize,
+) -> Turn {
+    let now = core.now();
+    r.st.upstream.header(now, head.status);
+    let status = head.status;
+    let conf = p.conf.clone();
+    // proxy_next_upstream http_5xx / 403 / 404 / 429.
+    let ftype = ft::of_status(status);
+    if ftype != 0 && conf.next_upstream & ftype != 0 && can_retry(core, env, r, p) {
+        let outcome = if matches!(status, 403 | 404 | 429) {
+            Outcome::Ok
+        } else {
+            Outcome::Failed
+        };
+        close_upstream(core, env, p, outcome, false);
+        p.st = St::Connect;
+        return Turn::Again;
+    }
+    // proxy_intercept_errors: an error_page for the status takes over.
+    if conf.intercept_errors
+        && status >= 300
+        && r.st
+            .loc
+            .error_page
+            .iter()
+            .any(|e| e.codes.contains(&status))
+    {
+        close_upstream(core, env, p, Outcome::Ok, false);
+        return Turn::End(Flow::Error(status));
+    }
+    // X-Accel-Redirect: the upstream names what is served instead.
+    if conf.ignore_headers & ign::X_ACCEL_REDIRECT == 0 {
+        if let Some(to) = head.header("X-Accel-Redirect").filter(|v| !v.is_empty()) {
+            let to = to.to_string();
+            close_upstream(core, env, p, Outcome::Ok, false);
+            r.st.upstream.done(now);
+            return Turn::End(Flow::Redirect(to));
+        }
+    }
+    // X-Accel-Buffering: no turns buffering off for this response.
+    p.unbuffered = conf.ignore_headers & ign::X_ACCEL_BUFFERING == 0
+        && head
+            .header("X-Accel-Buffering")
+            .is_some_and(|v| v.eq_ignore_ascii_case("no"));
+    p.buf.drain(..n);
+    let framing = head.framing(r.st.is_head());
+    r.st.upstream.set_headers(
+        head.headers
+            .iter()
+            .map(|h| (h.name.as_str(), h.value.as_str())),
+    );
+    // The worker's response, reused (its header list keeps its capacity).
+    let resp = &mut *env.resp;
+    resp.reset(status);
+    copy_headers(&conf, &mut head, resp);
+    let client_framing = match framing {
+        Framing::None => match head.content_length {
+            Some(len) if !head.chunked => StreamFraming::Length(len),
+            _ => StreamFraming::Length(0),
+        },
+        Framing::Length(len) => StreamFraming::Length(len),
+        Framing::Chunked | Framing::UntilClose => {
+            if r.st.req.version >= crate::Version::HTTP_11 {
+                StreamFraming::Chunked
+            } else {
+                StreamFraming::UntilClose
+            }
+        }
+    };
+    // nginx passes a HEAD response's Content-Length; a bodiless one has none.
+    let client_framing = if r.st.is_head() && head.content_length.is_none() {
+        StreamFraming::UntilClose
+    } else {
+        client_framing
+    };
+    let mut date = [0u8; 40];
+    let dlen = {
+        let d = core.clock().http_date().as_bytes();
+        let l = d.len().min(date.len());
+        date[..l].copy_from_slice(&d[..l]);
+        l
+    };
+    let date = std::str::from_utf8(&date[..dlen]).unwrap_or("");
+    // An upstream's relative Location stays relative (nginx's header
+    // filter only completes its own redirects).
+    crate::phases::prepare(&mut env.cx, r, resp);
+    let awaiting = env
+        .cx
+        .m
+        .respond_head_framed(resp, client_framing, now, date)
+        .unwrap_or(false);
+    // Drop the texts now (the response is reused by the next request).
+    resp.reset(0);
+    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
+    p.reader = Some(BodyReader::new(framing));
+    let upgrade = status == 101 && r.st.req.header("Upgrade").is_some();
+    p.head = Some(head);
+    if upgrade {
+        // nginx's `u->upgrade`: from now on both connections carry the
+        // upgraded protocol's bytes.
+        r.st.upstream.done(now);
+        p.down_sent = 0;
+        p.up.clear();
+        p.up_sent = 0;
+        env.cx.m.take_input(&mut p.up);
+        p.st = St::Tunnel;
+        return Turn::WaitProgress;
+    }
+    if !awaiting {
+        // HEAD, a bodiless status or an empty body: the response is out.
+        let keep = p
+            .reader
+            .as_ref()
+            .zip(p.head.as_ref())
+            .is_some_and(|(b, h)| b.keepalive(h))
+            && p.buf.is_empty();
+        close_upstream(core, env, p, Outcome::Ok, keep);
+        return Turn::End(Flow::Done);
+    }
+    p.st = St::Body;
+    Turn::Again
+}
+
+/// The upstream's headers nginx passes to the client, in order:
+/// hop-by-hop and hidden ones dropped, the ones the header filter writes
+/// itself (type, length, dates, location) into their places.
+pub(super) fn copy_headers(conf: &ProxyConf, head: &mut ResponseHead, resp: &mut Response) {
+    // Moved, not copied: the head's strings become the response's.
+    for h in head.headers.drain(..) {
+        let n = h.name.as_str();
+        if conf.hide.iter().any(|x| x.eq_ignore_ascii_case(n)) {
+            continue;
+        }
+        if n.eq_ignore_ascii_case("content-type") {
+            resp.content_type = Some(h.value.into());
+        } else if n.eq_ignore_ascii_case("last-modified") {
+            resp.last_modified = Some(h.value.into());
+        } else if n.eq_ignore_ascii_case("location") {
+            resp.location = Some(h.value.into());
+        } else if n.eq_ignore_ascii_case("content-length")
+            || n.eq_ignore_ascii_case("connection")
+            || n.eq_ignore_ascii_case("keep-alive")
+            || n.eq_ignore_ascii_case("transfer-encoding")
+        {
+            continue;
+        } else {
+            resp.headers.push((h.name.into(), h.value.into()));
+        }
+    }
+}
+
+pub(super) fn relay_body(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
+    const READING: &str = "reading upstream";
+    let Some(u) = p.u else {
+        let _ = env.cx.m.abort_body(core.now());
+        return Turn::End(Flow::Done);
+    };
+    if p.timed_out.take().is_some() {
+        log_line(
+            env,
+            r,
+            p,
+            ERROR,
+            READING,
+            "upstream timed out (110: Connection timed out)",
+        );
+        return abort(core, env, r, p);
+    }
+    let max = if p.unbuffered {
+        p.conf.buffer_size
+    } else {
+        p.conf.max_pending()
+    };
+    let size = p.conf.buffers.1.max(p.conf.buffer_size);
+    let mut progress = false;
+    // Bounded: each pass relays bytes or stops.
+    for _ in 0..256 {
+        // Bytes already read (with the head, or left by the last pass).
+        if !p.buf.is_empty() {
+            p.out.clear();
+            let Some(reader) = p.reader.as_mut() else {
+                return abort(core, env, r, p);
+            };
+            match reader.feed(&p.buf, &mut p.out) {
+                Ok(used) => {
+                    p.buf.drain(..used);
+                }
+                Err(e) => {
+                    log_line(env, r, p, ERROR, READING, e.text());
+                    return abort(core, env, r, p);
+                }
+            }
+            if !p.out.is_empty() {
+                let _ = env.cx.m.send_body_bytes(&p.out);
+                progress = true;
+            }
+        }
+        if p.reader.as_ref().is_some_and(|b| b.is_done()) {
+            return finish(core, env, r, p);
+        }
+        if env.cx.m.output_pending() >= max {
+            // The client is slower: stop reading until it took some.
+            core.del_timer(Ev::read(u));
+            return if progress {
+                Turn::WaitProgress
+            } else {
+                Turn::Wait
+            };
+        }
+        if !core.conn(u).is_some_and(|x| x.read.ready) {
+            core.add_timer(Ev::read(u), p.conf.read_timeout);
+            return if progress {
+                Turn::WaitProgress
+            } else {
+                Turn::Wait
+            };
+        }
+        // Read as much as may wait for the client at once (nginx reads
+        // into all its free buffers with one readv), at least one buffer.
+        let room = max.saturating_sub(env.cx.m.output_pending()).max(size);
+        p.buf.resize(room, 0);
+        match core.recv(u, &mut p.buf) {
+            Ok(0) => {
+                p.buf.clear();
+                let ok = p.reader.as_mut().is_some_and(|b| b.eof().is_ok());
+                if ok {
+                    return finish(core, env, r, p);
+                }
+                log_line(env, r, p, ERROR, READING, PREMATURE_CLOSE);
+                return abort(core, env, r, p);
+            }
+            Ok(n) => {
+                p.buf.truncate(n);
+                r.st.upstream.received(n as u64);
+                // Traffic: the read timeout starts again.
+                core.add_timer(Ev::read(u), p.conf.read_timeout);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                p.buf.clear();
+                core.add_timer(Ev::read(u), p.conf.read_timeout);
+                return if progress {
+                    Turn::WaitProgress
+                } else {
+                    Turn::Wait
+                };
+            }
+            Err(e) => {
+                p.buf.clear();
+                let msg = format!("recv() failed ({})", sys_error_text(&e));
+                log_line(env, r, p, ERROR, READING, &msg);
+                return abort(core, env, r, p);
+            }
+        }
+    }
+    Turn::WaitProgress
+}
+
+/// The body is complete: end the client's response, give the connection
+/// back to the cache when nginx would.
+pub(super) fn finish(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
+    let now = core.now();
+    let _ = env.cx.m.finish_body(now);
+    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
+    r.st.upstream.done(now);
+    let keep = p
+        .reader
+        .as_ref()
+        .zip(p.head.as_ref())
+        .is_some_and(|(b, h)| b.keepalive(h))
+        && p.buf.is_empty();
+    close_upstream(core, env, p, Outcome::Ok, keep);
+    Turn::End(Flow::Done)
+}
+
+/// The body cannot be completed: the client's connection closes after
+/// what it got (nginx's `ngx_http_upstream_finalize_request` with an
+/// error after the header was sent).
+pub(super) fn abort(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
+    let now = core.now();
+    let _ = env.cx.m.abort_body(now);
+    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
+    r.st.upstream.done(now);
+    close_upstream(core, env, p, Outcome::Failed, false);
+    Turn::End(Flow::Done)
+}
