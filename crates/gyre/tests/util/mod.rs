@@ -4,6 +4,7 @@
 
 pub mod certs;
 pub mod http;
+pub mod kv;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
