@@ -854,8 +854,7 @@ impl Server {
         (cmd.spec.handler)(self, &mut ctx);
         self.settle_dbs(st.db, ctx.db, self.dirty != dirty_before);
         if self.prop.on {
-            self.propagate_call(&cmd, argv, ctx.db, dirty_before);
-            self.propagate_pending();
+            self.propagate_command(&cmd, argv, st.db, ctx.db, dirty_before);
         }
         if self.config.notify_keyspace_events != 0 || !self.blocked.ready_is_empty() {
             self.after_command(id, cmd, argv, now_ms, &mut ctx);

@@ -579,8 +579,15 @@ fn aof_directories_move_between_redis_and_gyre_both_ways() {
     populate(&mut c, true);
     let _: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
     wait_rewrite(&mut c);
+    run(&mut c, "CONFIG SET aof-timestamp-enabled yes");
     more_writes(&mut c);
     let want = contents(&mut c);
+    let incr = std::fs::read(kv.p.path("appendonlydir/appendonly.aof.2.incr.aof")).unwrap();
+    assert!(
+        incr.starts_with(b"#TS:"),
+        "{:?}",
+        incr.escape_ascii().to_string()
+    );
     check_aof(&kv.p.path("appendonlydir"));
     let rdir = Prefix::new("kv-aof-interop-redis");
     copy_dir(&kv.p.path("appendonlydir"), &rdir.dir.join("appendonlydir"));

@@ -203,17 +203,15 @@ impl Server {
         })
     }
 
-    /// Load the AOF named by the manifest (`loadAppendOnlyFiles`).
-    /// `Ok(false)`: there is no AOF yet (an empty dataset, as Redis:
-    /// with `appendonly yes` the RDB file is not read). `Err`: the start
-    /// must stop, with the message to log.
-    pub fn aof_load_at_start(&mut self, now_ms: i64) -> Result<bool, String> {
-        let dir = self.aof_dir();
-        let filename = self.config.persist.aof.appendfilename.clone();
-        let mpath = dir.join(format!("{filename}{}", manifest::MANIFEST_SUFFIX));
+    /// The manifest on disk (`aofLoadManifestFromDisk`), if any.
+    pub(crate) fn aof_read_manifest(&self) -> Result<Option<Manifest>, String> {
+        let filename = &self.config.persist.aof.appendfilename;
+        let mpath = self
+            .aof_dir()
+            .join(format!("{filename}{}", manifest::MANIFEST_SUFFIX));
         let text = match std::fs::read_to_string(&mpath) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
                 return Err(format!(
                     "Fatal error: can't open the AOF manifest {} for reading: {e}",
@@ -221,7 +219,18 @@ impl Server {
                 ))
             }
         };
-        let m = manifest::parse(&text).map_err(|e| e.to_string())?;
+        manifest::parse(&text).map(Some)
+    }
+
+    /// Load the AOF named by the manifest (`loadAppendOnlyFiles`).
+    /// `Ok(false)`: there is no AOF yet (an empty dataset, as Redis:
+    /// with `appendonly yes` the RDB file is not read). `Err`: the start
+    /// must stop, with the message to log.
+    pub fn aof_load_at_start(&mut self, now_ms: i64) -> Result<bool, String> {
+        let dir = self.aof_dir();
+        let Some(m) = self.aof_read_manifest()? else {
+            return Ok(false);
+        };
         let started = Instant::now();
         let mut files: Vec<(String, bool)> = Vec::new();
         if let Some(b) = &m.base {
@@ -358,14 +367,13 @@ impl Server {
         }
         self.aof.manifest = m;
         let f = self
-            .aof_open_incr(&incr)
+            .aof_open_incr(&incr, false)
             .map_err(|e| format!("Can't open the append-only file {incr}: {e}"))?;
         let size = f.metadata().map_or(0, |x| x.len());
         self.aof.file = Some(f);
         self.aof.incr_size = size;
         self.aof.fsync_offset = size;
         self.aof.selected_db = None;
-        self.aof.opened = true;
         Ok(())
     }
 }
