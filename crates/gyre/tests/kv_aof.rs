@@ -828,3 +828,77 @@ fn the_cron_rewrites_a_grown_aof() {
     assert!(cur >= base);
     assert!(info_field(&mut c, "aof_rewrites").parse::<u64>().unwrap() >= 2);
 }
+
+/// A full disk: the AOF write fails with Redis's log line, writes get
+/// `-MISCONF Errors writing to the AOF file`, and once there is room the
+/// cron's retry writes what was buffered and writes are accepted again;
+/// nothing acknowledged is lost.
+#[test]
+fn a_full_disk_refuses_writes_until_the_aof_can_be_written_again() {
+    let p = Prefix::new("kv-aof-full");
+    let Some(fs) = Tmpfs::mount(&p.dir.join("data"), "1m") else {
+        eprintln!("skipping: cannot mount a tmpfs (needs root)");
+        return;
+    };
+    let kv = start_in(p, "dir data;\nsave \"\";\nappendonly yes;");
+    let mut c = connect(kv.addr);
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut acked = 0;
+    let t0 = Instant::now();
+    // Batches of 100-byte values until a write is refused.
+    'fill: while t0.elapsed() < Duration::from_secs(20) {
+        for _ in 0..100 {
+            let v: Vec<u8> = (0..100)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            match redis::cmd("SET")
+                .arg(format!("key:{acked}"))
+                .arg(v)
+                .query::<()>(&mut c)
+            {
+                Ok(()) => acked += 1,
+                Err(e) => {
+                    assert_eq!(e.code(), Some("MISCONF"), "{e}");
+                    assert!(
+                        e.to_string()
+                            .contains("Errors writing to the AOF file: No space left on device"),
+                        "{e}"
+                    );
+                    break 'fill;
+                }
+            }
+        }
+    }
+    assert!(acked > 1000, "{acked} writes before the disk was full");
+    assert_eq!(info_field(&mut c, "aof_last_write_status"), "err");
+    assert!(kv
+        .s
+        .log()
+        .contains("Error writing to the AOF file: No space left on device"));
+    // Reads still work.
+    let v: Option<Vec<u8>> = redis::cmd("GET").arg("key:7").query(&mut c).unwrap();
+    assert_eq!(v.map(|v| v.len()), Some(100));
+    fs.resize("64m");
+    assert!(wait_for(Duration::from_secs(20), || {
+        redis::cmd("SET")
+            .arg("x")
+            .arg("1")
+            .query::<()>(&mut c)
+            .is_ok()
+    }));
+    assert_eq!(info_field(&mut c, "aof_last_write_status"), "ok");
+    assert!(kv.s.logged(
+        "AOF write error looks solved, Redis can write again.",
+        Duration::from_secs(2)
+    ));
+    // Everything acknowledged reaches the file (everysec: wait a second).
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut c = kill9_and_wait(&kv);
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n as u64, acked + 1, "{}", kv.s.log());
+}

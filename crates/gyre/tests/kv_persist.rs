@@ -10,7 +10,7 @@ mod util;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use util::http::free_port;
@@ -598,36 +598,6 @@ fn kill_9_under_writes_leaves_a_whole_snapshot() {
 }
 
 /// A mounted tmpfs, unmounted (lazily: gyre may still hold it) on drop.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(dir).ok()?;
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Tmpfs(dir.to_path_buf()))
-    }
-
-    fn resize(&self, size: &str) {
-        let ok = Command::new("mount")
-            .args(["-o", &format!("remount,size={size}")])
-            .arg(&self.0)
-            .status()
-            .unwrap();
-        assert!(ok.success());
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
 /// A full disk: the background save fails with a log line and writes get
 /// MISCONF; no temp file is left behind; once there is room again the
 /// save rule's retry succeeds and writes are accepted, without any help.
