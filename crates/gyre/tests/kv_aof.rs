@@ -902,3 +902,69 @@ fn a_full_disk_refuses_writes_until_the_aof_can_be_written_again() {
     let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
     assert_eq!(n as u64, acked + 1, "{}", kv.s.log());
 }
+
+/// An old single-file AOF (before Redis 7.0: an RDB preamble, then
+/// commands, `dir/appendonly.aof`) is moved into the AOF directory as the
+/// base, as redis-server 7.0 does; both load the same dataset from it.
+#[test]
+fn an_old_style_aof_is_migrated_into_the_directory() {
+    if !have(REDIS) {
+        return;
+    }
+    let src = Prefix::new("kv-aof-old-src");
+    let rdb = {
+        let r = Redis::start_with(&src.dir, "dump.rdb", &["--appendonly", "no"]);
+        let mut rc = connect(r.addr);
+        populate(&mut rc, true);
+        let _: () = redis::cmd("SAVE").query(&mut rc).unwrap();
+        std::fs::read(src.dir.join("dump.rdb")).unwrap()
+    };
+    let mut old = rdb;
+    let mut tail = Vec::new();
+    for args in [
+        &["SELECT", "2"][..],
+        &["SET", "tail", "1"],
+        &["RPUSH", "tl", "a", "b"],
+        &["SELECT", "0"],
+        &["DEL", "str"],
+    ] {
+        tail.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for a in args {
+            tail.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+    }
+    old.extend_from_slice(&tail);
+    let rdir = Prefix::new("kv-aof-old-redis");
+    std::fs::write(rdir.dir.join("appendonly.aof"), &old).unwrap();
+    let want = {
+        let r = Redis::start_with(&rdir.dir, "dump.rdb", &["--appendonly", "yes"]);
+        let mut rc = connect(r.addr);
+        contents(&mut rc)
+    };
+    assert!(want.contains_key("2/tail") && !want.contains_key("0/str"));
+    let p = Prefix::new("kv-aof-old");
+    std::fs::write(p.dir.join("appendonly.aof"), &old).unwrap();
+    let kv = start_in(p, "save \"\";\nappendonly yes;");
+    assert!(kv.s.logged(
+        "Successfully migrated an old-style AOF into the AOF directory appendonlydir.",
+        Duration::from_secs(5)
+    ));
+    assert!(kv.s.log().contains("Reading RDB preamble from AOF file..."));
+    let mut c = connect(kv.addr);
+    same(&contents(&mut c), &want);
+    assert!(!kv.p.path("appendonly.aof").exists());
+    let m = std::fs::read_to_string(kv.p.path("appendonlydir/appendonly.aof.manifest")).unwrap();
+    assert_eq!(
+        m,
+        "file appendonly.aof seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n"
+    );
+    let rm =
+        std::fs::read_to_string(rdir.dir.join("appendonlydir/appendonly.aof.manifest")).unwrap();
+    assert_eq!(m, rm, "redis-server's manifest after its migration");
+    // The first rewrite replaces the migrated base.
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+    wait_rewrite(&mut c);
+    assert!(!kv.p.path("appendonlydir/appendonly.aof").exists());
+    let mut c = kill9_and_wait(&kv);
+    same(&contents(&mut c), &want);
+}

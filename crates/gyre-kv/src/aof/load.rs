@@ -141,8 +141,20 @@ impl Server {
         let mut pos = 0;
         let mut db = 0usize;
         let mut multi: Option<(usize, Vec<Vec<Vec<u8>>>)> = None;
-        // An RDB base read as commands (an old single-file AOF with a
-        // preamble) is not supported here: the manifest says which it is.
+        if b.starts_with(b"REDIS") {
+            // An RDB preamble then commands: an old single-file AOF.
+            log::info!("Reading RDB preamble from AOF file...");
+            let lim = self.config.encodings;
+            let check = self.config.persist.rdbchecksum;
+            let mut l = crate::rdb::load::Loader::start(&b[..]).map_err(|e| {
+                format!("Error reading the RDB preamble of the AOF file {name}, AOF loading aborted: {e}")
+            })?;
+            while !l.step(&mut self.dbs, &lim, now_ms, check, u64::MAX).map_err(|e| {
+                format!("Error reading the RDB preamble of the AOF file {name}, AOF loading aborted: {e}")
+            })? {}
+            pos = l.offset() as usize;
+            log::info!("Reading the remaining AOF tail...");
+        }
         while pos < b.len() {
             if b[pos] == b'#' {
                 // An annotation (`#TS:...`): skip the line.
@@ -222,14 +234,53 @@ impl Server {
         manifest::parse(&text).map(Some)
     }
 
+    /// An old single-file AOF (`dir/appendonly.aof`, Redis before 7.0)
+    /// becomes the base of a multi-part AOF (`aofUpgradePrepare`): moved
+    /// into the AOF directory under its name, with a manifest.
+    fn aof_upgrade(&mut self) -> Result<Option<Manifest>, String> {
+        let filename = self.config.persist.aof.appendfilename.clone();
+        let old = self.config.persist.dir.join(&filename);
+        if !old.is_file() {
+            return Ok(None);
+        }
+        let dir = self.aof_dir();
+        let r =
+            std::fs::create_dir_all(&dir).and_then(|()| std::fs::rename(&old, dir.join(&filename)));
+        if let Err(e) = r {
+            return Err(format!(
+                "Error moving the old AOF file {filename} into the AOF directory: {e}"
+            ));
+        }
+        let m = Manifest {
+            base: Some(manifest::AofInfo {
+                name: filename.clone(),
+                seq: 1,
+                kind: manifest::FileKind::Base,
+            }),
+            curr_base_seq: 1,
+            ..Manifest::default()
+        };
+        manifest::persist(&dir, &filename, &m)
+            .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+        log::info!(
+            "Successfully migrated an old-style AOF into the AOF directory {}.",
+            self.config.persist.aof.appenddirname
+        );
+        Ok(Some(m))
+    }
+
     /// Load the AOF named by the manifest (`loadAppendOnlyFiles`).
     /// `Ok(false)`: there is no AOF yet (an empty dataset, as Redis:
     /// with `appendonly yes` the RDB file is not read). `Err`: the start
     /// must stop, with the message to log.
     pub fn aof_load_at_start(&mut self, now_ms: i64) -> Result<bool, String> {
         let dir = self.aof_dir();
-        let Some(m) = self.aof_read_manifest()? else {
-            return Ok(false);
+        let m = match self.aof_read_manifest()? {
+            Some(m) => m,
+            None => match self.aof_upgrade()? {
+                Some(m) => m,
+                None => return Ok(false),
+            },
         };
         let started = Instant::now();
         let mut files: Vec<(String, bool)> = Vec::new();
