@@ -1062,3 +1062,51 @@ fn an_old_style_aof_is_migrated_into_the_directory() {
     let mut c = kill9_and_wait(&kv);
     same(&contents(&mut c), &want);
 }
+
+/// Keys evicted by `maxmemory` are in the AOF as DEL (UNLINK with
+/// `lazyfree-lazy-eviction yes`): the dataset after a replay is the one
+/// before, without the evicted keys coming back.
+#[test]
+fn evicted_keys_stay_evicted_after_a_replay() {
+    let kv = start(
+        "kv-aof-evict",
+        "save \"\";\nappendonly yes;\nappendfsync always;\nmaxmemory 4mb;\nmaxmemory-policy allkeys-random;\nlazyfree-lazy-eviction yes;",
+    );
+    let mut c = connect(kv.addr);
+    for batch in 0..40 {
+        let mut p = redis::pipe();
+        for i in 0..500 {
+            p.cmd("SET")
+                .arg(format!("k:{batch}:{i}"))
+                .arg("v".repeat(200))
+                .ignore();
+        }
+        let _: () = p.query(&mut c).unwrap();
+    }
+    let evicted: u64 = {
+        let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("evicted_keys:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert!(evicted > 1000, "evicted {evicted}");
+    let keys: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(keys as u64 + evicted, 20_000);
+    let unlinks = incr_commands(&kv.p.path("appendonlydir"))
+        .iter()
+        .filter(|a| a[0] == b"UNLINK")
+        .count() as u64;
+    assert_eq!(unlinks, evicted);
+    let before: Vec<String> = {
+        let mut k: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+        k.sort();
+        k
+    };
+    let mut c = kill9_and_wait(&kv);
+    let mut after: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    after.sort();
+    assert_eq!(after, before);
+}
