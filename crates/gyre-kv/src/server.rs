@@ -830,7 +830,7 @@ impl Server {
         if st.gate & (GATE_NOAUTH | GATE_PUBSUB | GATE_MULTI) != 0
             || self.config.maxmemory > 0
             || self.writes_denied()
-            || self.persist.loading.is_some()
+            || self.is_loading()
             || self.acl_restricted
             || self.pause_pending()
         {
@@ -962,7 +962,7 @@ impl Server {
             self.reject(id, st, is_exec(), out, m.as_bytes());
             return Some(Flow::Continue);
         }
-        if self.persist.loading.is_some() && !cmd.spec.flags.contains(&"loading") {
+        if self.is_loading() && !cmd.spec.flags.contains(&"loading") {
             self.reject(
                 id,
                 st,

@@ -3,7 +3,9 @@
 //! (`aofOpenIfNeededOnServerStart`).
 //!
 //! The manifest names the base (an RDB, or commands) and the incremental
-//! files; each is replayed in order through the command table, as by a
+//! files. An RDB base is read in slices by the RDB loader (clients get
+//! `-LOADING` meanwhile, INFO shows the progress); then the command files
+//! are replayed in order, in one go, through the command table, as by a
 //! client with no connection (no propagation: the AOF is not yet open).
 //! A MULTI … EXEC is executed at its EXEC, so a transaction torn at the
 //! end is not half applied. A file that ends inside a command is a
@@ -20,6 +22,16 @@ use super::AofStatus;
 use crate::cmd::Ctx;
 use crate::resp::Argv;
 use crate::server::Server;
+
+/// An AOF being loaded: the files after the RDB base.
+#[derive(Debug)]
+pub struct AofLoad {
+    manifest: Manifest,
+    files: Vec<(String, bool)>,
+    base_rdb: Option<String>,
+    total: u64,
+    started: Instant,
+}
 
 /// How one command file ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -269,11 +281,13 @@ impl Server {
         Ok(Some(m))
     }
 
-    /// Load the AOF named by the manifest (`loadAppendOnlyFiles`).
-    /// `Ok(false)`: there is no AOF yet (an empty dataset, as Redis:
-    /// with `appendonly yes` the RDB file is not read). `Err`: the start
-    /// must stop, with the message to log.
-    pub fn aof_load_at_start(&mut self, now_ms: i64) -> Result<bool, String> {
+    /// Start loading the AOF named by the manifest (`loadAppendOnlyFiles`).
+    /// `Ok(false)`: there is no AOF yet (an empty dataset, as Redis: with
+    /// `appendonly yes` the RDB file is not read). `Err`: the start must
+    /// stop, with the message to log. An RDB base is loaded in slices by
+    /// [`Server::load_slice`] (clients get `-LOADING` meanwhile); the
+    /// command files follow in [`Server::aof_load_slice`]'s last call.
+    pub fn aof_load_begin(&mut self, now_ms: i64) -> Result<bool, String> {
         let dir = self.aof_dir();
         let m = match self.aof_read_manifest()? {
             Some(m) => m,
@@ -282,44 +296,85 @@ impl Server {
                 None => return Ok(false),
             },
         };
-        let started = Instant::now();
         let mut files: Vec<(String, bool)> = Vec::new();
         if let Some(b) = &m.base {
             files.push((b.name.clone(), true));
         }
         files.extend(m.incrs.iter().map(|i| (i.name.clone(), false)));
-        let mut total = 0u64;
+        for (name, _) in &files {
+            if !dir.join(name).exists() {
+                return Err(format!("The AOF file {name} doesn't exist"));
+            }
+        }
+        let mut total = 0;
+        let mut base_rdb = None;
+        if let Some((name, true)) = files.first() {
+            if name.ends_with(manifest::RDB_EXT) {
+                log::info!("Reading RDB base file on AOF loading...");
+                let f = std::fs::File::open(dir.join(name)).map_err(|e| {
+                    format!("Fatal error: can't open the append log file {name} for reading: {e}")
+                })?;
+                let size = f.metadata().map_or(0, |x| x.len());
+                let loader = crate::rdb::load::Loader::start(std::io::BufReader::with_capacity(
+                    256 * 1024,
+                    f,
+                ))
+                .map_err(|e| {
+                    format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
+                })?
+                .with_size(size);
+                self.persist.loading = Some(crate::persist::Loading {
+                    loader,
+                    total_bytes: size,
+                    started: Instant::now(),
+                    started_ms: now_ms,
+                });
+                total = size;
+                base_rdb = Some(name.clone());
+                files.remove(0);
+            }
+        }
+        self.aof.loading = Some(AofLoad {
+            manifest: m,
+            files,
+            base_rdb,
+            total,
+            started: Instant::now(),
+        });
+        Ok(true)
+    }
+
+    /// One loading slice; `Ok(true)` when the AOF is loaded and open for
+    /// appending.
+    pub fn aof_load_slice(&mut self, now_ms: i64) -> Result<bool, String> {
+        if self.persist.loading.is_some() {
+            let name = self
+                .aof
+                .loading
+                .as_ref()
+                .and_then(|l| l.base_rdb.clone())
+                .unwrap_or_default();
+            match self.load_slice(now_ms) {
+                Ok(false) => return Ok(false),
+                Ok(true) => log::info!("RDB is base AOF"),
+                Err(e) => {
+                    return Err(format!(
+                        "Error reading the RDB base file {name}, AOF loading aborted: {e}"
+                    ))
+                }
+            }
+        }
+        let Some(l) = self.aof.loading.take() else {
+            return Ok(true);
+        };
+        let dir = self.aof_dir();
+        let mut total = l.total;
+        let files = l.files;
         let last = files.len().saturating_sub(1);
         for (n, (name, is_base)) in files.iter().enumerate() {
             let path = dir.join(name);
             let t0 = Instant::now();
-            if !path.exists() {
-                return Err(format!("The AOF file {name} doesn't exist"));
-            }
-            if *is_base && name.ends_with(manifest::RDB_EXT) {
-                log::info!("Reading RDB base file on AOF loading...");
-                let f = std::fs::File::open(&path).map_err(|e| {
-                    format!("Fatal error: can't open the append log file {name} for reading: {e}")
-                })?;
-                let lim = self.config.encodings;
-                let check = self.config.persist.rdbchecksum;
-                let st = crate::rdb::load::load(
-                    std::io::BufReader::with_capacity(256 * 1024, f),
-                    &mut self.dbs,
-                    &lim,
-                    now_ms,
-                    check,
-                )
-                .map_err(|e| {
-                    format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
-                })?;
-                log::info!("RDB is base AOF");
-                log::info!(
-                    "Done loading RDB, keys loaded: {}, keys expired: {}.",
-                    st.keys,
-                    st.expired
-                );
-            } else {
+            {
                 match self.aof_load_commands(&path, name, now_ms)? {
                     Ending::Clean => {}
                     Ending::Truncated { valid, multi } => {
@@ -356,14 +411,16 @@ impl Server {
                 t0.elapsed().as_secs_f64()
             );
         }
-        self.aof.manifest = m;
+        self.aof.manifest = l.manifest;
         self.aof.current_size = total;
         self.aof.base_size = total;
         self.dirty = 0;
         log::info!(
             "DB loaded from append only file: {:.3} seconds",
-            started.elapsed().as_secs_f64()
+            l.started.elapsed().as_secs_f64()
         );
+        self.aof_open_at_start(now_ms)?;
+        self.sync_propagation();
         Ok(true)
     }
 
@@ -433,6 +490,62 @@ impl Server {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    fn server_in(dir: &std::path::Path) -> Server {
+        let mut config = crate::server::Config::default();
+        config.persist.dir = dir.to_path_buf();
+        config.persist.aof.appendonly = true;
+        let mut s = Server::new(config, 1_000);
+        s.aof.status = AofStatus::On;
+        s
+    }
+
+    fn run(s: &mut Server, args: &[&str]) -> String {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        let mut out = Vec::new();
+        s.execute(0, &argv, 2_000, &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn the_rdb_base_loads_in_slices_answering_loading_then_the_incr_files() {
+        let dir = std::env::temp_dir().join(format!("gyre-aof-load-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = server_in(&dir);
+        let n = 3 * crate::persist::LOAD_SLICE_KEYS;
+        for i in 0..n {
+            a.dbs[0].set(format!("k{i}").as_bytes(), b"v".to_vec(), false);
+        }
+        // The first base holds the dataset; the SET goes to the incr file.
+        a.aof_open_at_start(2_000).unwrap();
+        a.sync_propagation();
+        assert_eq!(run(&mut a, &["SET", "k1", "new"]), "+OK\r\n");
+        a.aof_flush(true, 2_000);
+        drop(a);
+        let mut b = server_in(&dir);
+        assert!(b.aof_load_begin(3_000).unwrap());
+        assert_eq!(
+            run(&mut b, &["GET", "k1"]),
+            "-LOADING Redis is loading the dataset in memory\r\n"
+        );
+        assert!(run(&mut b, &["INFO", "persistence"]).contains("loading:1\r\n"));
+        let mut slices = 0;
+        while !b.aof_load_slice(3_000).unwrap() {
+            slices += 1;
+            assert!(slices < 1000);
+        }
+        assert!(slices >= 2, "{slices} slices");
+        assert_eq!(run(&mut b, &["GET", "k1"]), "$3\r\nnew\r\n");
+        assert_eq!(run(&mut b, &["DBSIZE"]), format!(":{n}\r\n"));
+        assert!(run(&mut b, &["INFO", "persistence"]).contains("loading:0\r\n"));
+        // Open for appending again: a write reaches the same incr file.
+        assert_eq!(run(&mut b, &["SET", "k2", "x"]), "+OK\r\n");
+        b.aof_flush(true, 3_000);
+        let incr = std::fs::read(dir.join("appendonlydir/appendonly.aof.1.incr.aof")).unwrap();
+        assert!(incr.ends_with(b"$2\r\nk2\r\n$1\r\nx\r\n"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn parses_commands_and_detects_a_tear() {

@@ -143,6 +143,8 @@ pub struct AofState {
     pub(crate) rewrite: Option<rewrite::Pending>,
     /// Second of the last `#TS` annotation.
     pub(crate) last_ts: u64,
+    /// The AOF being loaded at start.
+    pub(crate) loading: Option<load::AofLoad>,
 }
 
 impl Default for AofState {
@@ -171,6 +173,7 @@ impl Default for AofState {
             consecutive_failures: 0,
             rewrite: None,
             last_ts: 0,
+            loading: None,
         }
     }
 }
