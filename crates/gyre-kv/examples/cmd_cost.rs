@@ -14,6 +14,10 @@
 //! instructions per command are the difference of two runs divided by the
 //! difference in commands (start-up cancels out). Without valgrind it
 //! prints ns per command.
+//!
+//! `CMD_COST_AOF=always|everysec|no` runs with `appendonly yes` (the AOF
+//! in a temp directory, written before each "sleep" as the event loop
+//! does): the difference to a run without it is the AOF's cost per write.
 use std::time::Instant;
 
 use gyre_kv::util::Rng;
@@ -59,7 +63,26 @@ fn main() {
     let test = args.get(1).map_or("get", String::as_str);
     let depth: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(16);
     let reads: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(100_000);
-    let mut server = Server::new(Config::default(), T0);
+    let aof = std::env::var("CMD_COST_AOF").ok();
+    let mut config = Config::default();
+    let aof_dir = std::env::temp_dir().join(format!("gyre-cmd-cost-{}", std::process::id()));
+    if let Some(policy) = aof.as_deref() {
+        let _ = std::fs::remove_dir_all(&aof_dir);
+        let _ = std::fs::create_dir_all(&aof_dir);
+        config.persist.dir = aof_dir.clone();
+        config.persist.aof.appendonly = true;
+        config.persist.aof.appendfsync =
+            gyre_kv::aof::Fsync::parse(policy.as_bytes()).unwrap_or(gyre_kv::aof::Fsync::EverySec);
+    }
+    let mut server = Server::new(config, T0);
+    if aof.is_some() {
+        server.aof.status = gyre_kv::aof::AofStatus::On;
+        if let Err(e) = server.aof_open_at_start(T0) {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+        server.sync_propagation();
+    }
     let Ok(id) = server.connect("127.0.0.1:50000", "127.0.0.1:6379", 9, T0) else {
         return;
     };
@@ -93,6 +116,13 @@ fn main() {
         let o = server.feed(id, b, T0, &mut out);
         debug_assert_eq!(o.consumed, b.len());
         replies += out.len();
+        if aof.is_some() {
+            server.aof_before_sleep(T0);
+        }
+    }
+    if aof.is_some() {
+        server.aof_shutdown(T0);
+        let _ = std::fs::remove_dir_all(&aof_dir);
     }
     let ns = start.elapsed().as_nanos() as f64 / (reads * depth) as f64;
     println!("{test} -P {depth}: {reads} reads, {replies} reply bytes, {ns:.1} ns/command");

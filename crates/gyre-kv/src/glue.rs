@@ -270,18 +270,43 @@ fn start_loading(s: &Rc<Shared>, core: &mut Core) -> io::Result<()> {
     let now = now_ms(core);
     if s.server.borrow().config.persist.aof.appendonly {
         // With `appendonly yes` the AOF is the dataset (the RDB file is
-        // not read), loaded before the first client is served.
+        // not read): its RDB base in slices (`-LOADING` meanwhile), then
+        // the incremental files, then it is open for appending.
         let mut server = s.server.borrow_mut();
         server.aof.status = crate::aof::AofStatus::On;
-        let r = server
-            .aof_load_at_start(now)
-            .and_then(|_| server.aof_open_at_start(now));
-        if let Err(e) = r {
-            log::error!("{e}");
-            server.persist.load_failed = true;
-            return Err(io::Error::other(e));
+        let r = server.aof_load_begin(now).and_then(|loading| {
+            if loading {
+                Ok(true)
+            } else {
+                server.aof_open_at_start(now).map(|()| false)
+            }
+        });
+        match r {
+            Err(e) => {
+                log::error!("{e}");
+                server.persist.load_failed = true;
+                return Err(io::Error::other(e));
+            }
+            Ok(false) => {
+                server.sync_propagation();
+                return Ok(());
+            }
+            Ok(true) => {}
         }
-        server.sync_propagation();
+        drop(server);
+        let sh = s.clone();
+        core.create_time_event(0, move |core, _| {
+            let now = now_ms(core);
+            let r = sh.server.borrow_mut().aof_load_slice(now);
+            match r {
+                Ok(false) => Next::Again(0),
+                Ok(true) => Next::NoMore,
+                Err(e) => {
+                    log::error!("{e}");
+                    std::process::exit(gyre_core::process::EXIT_FATAL);
+                }
+            }
+        });
         return Ok(());
     }
     let path = s.server.borrow().config.persist.path();

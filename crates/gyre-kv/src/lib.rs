@@ -41,7 +41,10 @@
 //! * [`rdb`] — the RDB v10 format (Redis 7.0's encodings, LZF, CRC64,
 //!   crash-safe dump files); [`persist`] — SAVE, the forkless BGSAVE, save
 //!   rules, loading at start, INFO persistence; [`rdb_cmds`] — SAVE BGSAVE
-//!   LASTSAVE SHUTDOWN DUMP RESTORE.
+//!   LASTSAVE SHUTDOWN DUMP RESTORE BGREWRITEAOF.
+//! * [`aof`] — the append-only file: command propagation in effect form
+//!   ([`aof::propagate`]), Redis 7's multi-part files and manifest,
+//!   appendfsync, the forkless rewrite, loading at start.
 //! * [`conf`] — the `kv {}` configuration block.
 //!
 //! # Driving it (the socket glue on gyre-core)

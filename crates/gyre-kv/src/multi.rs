@@ -426,8 +426,9 @@ fn swapdb(server: &mut Server, ctx: &mut Ctx<'_>) {
     let (a, b) = (a as usize, b as usize);
     if a != b {
         swap_dbs(server, a, b, ctx.now);
-        server.dirty += 1;
     }
+    // Redis counts (and propagates) SWAPDB a a too.
+    server.dirty += 1;
     ctx.ok();
 }
 

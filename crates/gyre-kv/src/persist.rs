@@ -326,7 +326,7 @@ impl Server {
     }
 
     pub fn is_loading(&self) -> bool {
-        self.persist.loading.is_some()
+        self.persist.loading.is_some() || self.aof.loading.is_some()
     }
 
     /// A background sweep (BGSAVE or an AOF rewrite) runs: Redis's
@@ -678,10 +678,12 @@ impl Server {
                         st.keys,
                         st.expired
                     );
-                    log::info!(
-                        "DB loaded from disk: {:.3} seconds",
-                        l.started.elapsed().as_secs_f64()
-                    );
+                    if self.aof.loading.is_none() {
+                        log::info!(
+                            "DB loaded from disk: {:.3} seconds",
+                            l.started.elapsed().as_secs_f64()
+                        );
+                    }
                 }
                 self.dirty = 0;
                 self.last_save_ms = now_ms;
@@ -752,7 +754,7 @@ impl Server {
         let p = &self.persist;
         let loading = p.loading.as_ref();
         let mut v = vec![
-            ("loading", u8::from(loading.is_some()).to_string()),
+            ("loading", u8::from(self.is_loading()).to_string()),
             ("async_loading", "0".into()),
             ("current_cow_peak", "0".into()),
             ("current_cow_size", "0".into()),

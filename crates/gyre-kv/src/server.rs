@@ -843,7 +843,7 @@ impl Server {
         if st.gate & (GATE_NOAUTH | GATE_PUBSUB | GATE_MULTI) != 0
             || self.config.maxmemory > 0
             || self.writes_denied()
-            || self.persist.loading.is_some()
+            || self.is_loading()
             || self.acl_restricted
             || self.pause_pending()
         {
@@ -867,8 +867,7 @@ impl Server {
         (cmd.spec.handler)(self, &mut ctx);
         self.settle_dbs(st.db, ctx.db, self.dirty != dirty_before);
         if self.prop.on {
-            self.propagate_call(&cmd, argv, ctx.db, dirty_before);
-            self.propagate_pending();
+            self.propagate_command(&cmd, argv, st.db, ctx.db, dirty_before);
         }
         if self.config.notify_keyspace_events != 0 || !self.blocked.ready_is_empty() {
             self.after_command(id, cmd, argv, now_ms, &mut ctx);
@@ -989,7 +988,7 @@ impl Server {
             self.reject(id, st, is_exec(), out, m.as_bytes());
             return Some(Flow::Continue);
         }
-        if self.persist.loading.is_some() && !cmd.spec.flags.contains(&"loading") {
+        if self.is_loading() && !cmd.spec.flags.contains(&"loading") {
             self.reject(
                 id,
                 st,

@@ -323,8 +323,11 @@ fn flushall(server: &mut Server, ctx: &mut Ctx<'_>) {
         return;
     }
     // Redis's flushAllDataAndResetRDB: a running save is cancelled and,
-    // with save rules, an (empty) dump written at once.
-    server.abort_bgsave("FLUSHALL");
+    // with save rules, an (empty) dump written at once. An AOF rewrite
+    // goes on (FLUSHALL is in the new incr file after its base).
+    if server.rdb_bgsave_in_progress() {
+        server.abort_bgsave("FLUSHALL");
+    }
     for db in &mut server.dbs {
         server.dirty += db.flush() as u64;
     }

@@ -166,7 +166,7 @@ fn with_bit_string<R>(
     key: &[u8],
     maxbit: u64,
     mut f: impl FnMut(&mut Vec<u8>) -> R,
-) -> Result<R, WrongType> {
+) -> Result<(R, bool), WrongType> {
     let need = (maxbit >> 3) as usize + 1;
     let db = &mut server.dbs[ctx.db];
     match db.lookup_write(key, ctx.now).map(|e| e.value) {
@@ -176,10 +176,11 @@ fn with_bit_string<R>(
         }
         Some(Ref::Str(_)) => {
             let r = db.update_value(key, ctx.now, |v| {
-                if v.len() < need {
+                let grown = v.len() < need;
+                if grown {
                     v.resize(need, 0);
                 }
-                f(v)
+                (f(v), grown)
             });
             if let Some(r) = r {
                 return Ok(r);
@@ -190,7 +191,7 @@ fn with_bit_string<R>(
     let mut v = vec![0u8; need];
     let r = f(&mut v);
     db.set(key, v, false);
-    Ok(r)
+    Ok((r, true))
 }
 
 fn setbit(server: &mut Server, ctx: &mut Ctx<'_>) {
@@ -204,8 +205,14 @@ fn setbit(server: &mut Server, ctx: &mut Ctx<'_>) {
         Err(e) => return ctx.err(e),
     };
     let key = ctx.arg(1);
-    if let Ok(old) = with_bit_string(server, ctx, key, offset, |v| bitops::setbit(v, offset, on)) {
-        server.dirty += 1;
+    if let Ok((old, grown)) =
+        with_bit_string(server, ctx, key, offset, |v| bitops::setbit(v, offset, on))
+    {
+        // Redis 7.0: a change only when the string was created or grew,
+        // or the bit flipped (a no-op SETBIT is not propagated).
+        if grown || old != u8::from(on) {
+            server.dirty += 1;
+        }
         ctx.int(i64::from(old));
     }
 }
@@ -309,7 +316,8 @@ fn bitfield_generic(server: &mut Server, ctx: &mut Ctx<'_>, readonly: bool) {
             bitops::run_bitfield(&mut v.unwrap_or_default(), &p.ops)
         }
         Some(top) => {
-            let Ok(r) = with_bit_string(server, ctx, key, top, |v| bitops::run_bitfield(v, &p.ops))
+            let Ok((r, _)) =
+                with_bit_string(server, ctx, key, top, |v| bitops::run_bitfield(v, &p.ops))
             else {
                 return;
             };

@@ -551,15 +551,21 @@ fn ltrim(server: &mut Server, ctx: &mut Ctx<'_>) {
     let r = write(server, db, now, ctx, key, false, |l, _, _| {
         let len = l.len();
         match range_of(start, end, len) {
-            None => l.drop_front(len),
+            None => {
+                l.drop_front(len);
+                len
+            }
             Some((first, n)) => {
                 l.drop_back(len - first - n);
                 l.drop_front(first);
+                len - n
             }
         }
     });
-    if r.is_ok() {
-        server.dirty += 1;
+    if let Ok(removed) = r {
+        // Redis counts the elements trimmed: a trim that keeps the whole
+        // list (or finds no key) changes nothing and is not propagated.
+        server.dirty += removed.unwrap_or(0) as u64;
         ctx.ok();
     }
 }

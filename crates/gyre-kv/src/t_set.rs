@@ -402,12 +402,21 @@ fn write<R>(
 /// Store `members` as the set `dst` (the STORE variants): replaces what is
 /// there, deletes `dst` when empty. Built like Redis's result set: an
 /// intset while the members allow.
-fn store(server: &mut Server, db: usize, now: i64, dst: &[u8], members: &[Vec<u8>]) -> usize {
+/// Store `members` at `dst` (an empty result deletes it); the size and
+/// whether anything changed (Redis counts an empty result as a change
+/// only when it deleted a key).
+fn store(
+    server: &mut Server,
+    db: usize,
+    now: i64,
+    dst: &[u8],
+    members: &[Vec<u8>],
+) -> (usize, bool) {
     let lim = server.config.encodings;
     let d = &mut server.dbs[db];
-    d.delete(dst, now);
+    let deleted = d.delete(dst, now);
     if members.is_empty() {
-        return 0;
+        return (0, deleted);
     }
     let mut s = SetObj::Intset(crate::intset::IntSet::new());
     for m in members {
@@ -416,7 +425,7 @@ fn store(server: &mut Server, db: usize, now: i64, dst: &[u8], members: &[Vec<u8
     let n = s.len();
     let p = d.probe(dst, now);
     d.insert_obj(p, dst, Object::Set(s));
-    n
+    (n, true)
 }
 
 fn sadd(server: &mut Server, ctx: &mut Ctx<'_>) {
@@ -719,8 +728,10 @@ fn setop(server: &mut Server, ctx: &mut Ctx<'_>, op: u8, store_at: Option<usize>
         _ => union_diff(&sets, true),
     };
     if let Some(i) = store_at {
-        let n = store(server, db, now, ctx.arg(i), &ms);
-        server.dirty += 1;
+        let (n, changed) = store(server, db, now, ctx.arg(i), &ms);
+        if changed {
+            server.dirty += 1;
+        }
         return ctx.int(n as i64);
     }
     // An integer-only result comes back ascending, as Redis's intset does.

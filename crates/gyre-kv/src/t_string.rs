@@ -472,7 +472,9 @@ fn prop_set(
     when: Option<i64>,
 ) {
     if let Some(ms) = when {
-        if flags & F_PXAT == 0 {
+        // Redis 7.0.15 rewrites a SET with GET and PXAT too (seen in its
+        // AOF); PXAT alone goes as written.
+        if flags & F_PXAT == 0 || flags & F_GET != 0 {
             let ms = ms.to_string();
             server.prop_rewrite([&b"SET"[..], key, value, b"PXAT", ms.as_bytes()]);
         }

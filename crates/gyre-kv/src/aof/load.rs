@@ -3,7 +3,9 @@
 //! (`aofOpenIfNeededOnServerStart`).
 //!
 //! The manifest names the base (an RDB, or commands) and the incremental
-//! files; each is replayed in order through the command table, as by a
+//! files. An RDB base is read in slices by the RDB loader (clients get
+//! `-LOADING` meanwhile, INFO shows the progress); then the command files
+//! are replayed in order, in one go, through the command table, as by a
 //! client with no connection (no propagation: the AOF is not yet open).
 //! A MULTI … EXEC is executed at its EXEC, so a transaction torn at the
 //! end is not half applied. A file that ends inside a command is a
@@ -20,6 +22,16 @@ use super::AofStatus;
 use crate::cmd::Ctx;
 use crate::resp::Argv;
 use crate::server::Server;
+
+/// An AOF being loaded: the files after the RDB base.
+#[derive(Debug)]
+pub struct AofLoad {
+    manifest: Manifest,
+    files: Vec<(String, bool)>,
+    base_rdb: Option<String>,
+    total: u64,
+    started: Instant,
+}
 
 /// How one command file ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -141,8 +153,20 @@ impl Server {
         let mut pos = 0;
         let mut db = 0usize;
         let mut multi: Option<(usize, Vec<Vec<Vec<u8>>>)> = None;
-        // An RDB base read as commands (an old single-file AOF with a
-        // preamble) is not supported here: the manifest says which it is.
+        if b.starts_with(b"REDIS") {
+            // An RDB preamble then commands: an old single-file AOF.
+            log::info!("Reading RDB preamble from AOF file...");
+            let lim = self.config.encodings;
+            let check = self.config.persist.rdbchecksum;
+            let mut l = crate::rdb::load::Loader::start(&b[..]).map_err(|e| {
+                format!("Error reading the RDB preamble of the AOF file {name}, AOF loading aborted: {e}")
+            })?;
+            while !l.step(&mut self.dbs, &lim, now_ms, check, u64::MAX).map_err(|e| {
+                format!("Error reading the RDB preamble of the AOF file {name}, AOF loading aborted: {e}")
+            })? {}
+            pos = l.offset() as usize;
+            log::info!("Reading the remaining AOF tail...");
+        }
         while pos < b.len() {
             if b[pos] == b'#' {
                 // An annotation (`#TS:...`): skip the line.
@@ -203,17 +227,15 @@ impl Server {
         })
     }
 
-    /// Load the AOF named by the manifest (`loadAppendOnlyFiles`).
-    /// `Ok(false)`: there is no AOF yet (an empty dataset, as Redis:
-    /// with `appendonly yes` the RDB file is not read). `Err`: the start
-    /// must stop, with the message to log.
-    pub fn aof_load_at_start(&mut self, now_ms: i64) -> Result<bool, String> {
-        let dir = self.aof_dir();
-        let filename = self.config.persist.aof.appendfilename.clone();
-        let mpath = dir.join(format!("{filename}{}", manifest::MANIFEST_SUFFIX));
+    /// The manifest on disk (`aofLoadManifestFromDisk`), if any.
+    pub(crate) fn aof_read_manifest(&self) -> Result<Option<Manifest>, String> {
+        let filename = &self.config.persist.aof.appendfilename;
+        let mpath = self
+            .aof_dir()
+            .join(format!("{filename}{}", manifest::MANIFEST_SUFFIX));
         let text = match std::fs::read_to_string(&mpath) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
                 return Err(format!(
                     "Fatal error: can't open the AOF manifest {} for reading: {e}",
@@ -221,45 +243,138 @@ impl Server {
                 ))
             }
         };
-        let m = manifest::parse(&text).map_err(|e| e.to_string())?;
-        let started = Instant::now();
+        manifest::parse(&text).map(Some)
+    }
+
+    /// An old single-file AOF (`dir/appendonly.aof`, Redis before 7.0)
+    /// becomes the base of a multi-part AOF (`aofUpgradePrepare`): moved
+    /// into the AOF directory under its name, with a manifest.
+    fn aof_upgrade(&mut self) -> Result<Option<Manifest>, String> {
+        let filename = self.config.persist.aof.appendfilename.clone();
+        let old = self.config.persist.dir.join(&filename);
+        if !old.is_file() {
+            return Ok(None);
+        }
+        let dir = self.aof_dir();
+        let r =
+            std::fs::create_dir_all(&dir).and_then(|()| std::fs::rename(&old, dir.join(&filename)));
+        if let Err(e) = r {
+            return Err(format!(
+                "Error moving the old AOF file {filename} into the AOF directory: {e}"
+            ));
+        }
+        let m = Manifest {
+            base: Some(manifest::AofInfo {
+                name: filename.clone(),
+                seq: 1,
+                kind: manifest::FileKind::Base,
+            }),
+            curr_base_seq: 1,
+            ..Manifest::default()
+        };
+        manifest::persist(&dir, &filename, &m)
+            .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+        log::info!(
+            "Successfully migrated an old-style AOF into the AOF directory {}.",
+            self.config.persist.aof.appenddirname
+        );
+        Ok(Some(m))
+    }
+
+    /// Start loading the AOF named by the manifest (`loadAppendOnlyFiles`).
+    /// `Ok(false)`: there is no AOF yet (an empty dataset, as Redis: with
+    /// `appendonly yes` the RDB file is not read). `Err`: the start must
+    /// stop, with the message to log. An RDB base is loaded in slices by
+    /// [`Server::load_slice`] (clients get `-LOADING` meanwhile); the
+    /// command files follow in [`Server::aof_load_slice`]'s last call.
+    pub fn aof_load_begin(&mut self, now_ms: i64) -> Result<bool, String> {
+        let dir = self.aof_dir();
+        let m = match self.aof_read_manifest()? {
+            Some(m) => m,
+            None => match self.aof_upgrade()? {
+                Some(m) => m,
+                None => return Ok(false),
+            },
+        };
         let mut files: Vec<(String, bool)> = Vec::new();
         if let Some(b) = &m.base {
             files.push((b.name.clone(), true));
         }
         files.extend(m.incrs.iter().map(|i| (i.name.clone(), false)));
-        let mut total = 0u64;
+        for (name, _) in &files {
+            if !dir.join(name).exists() {
+                return Err(format!("The AOF file {name} doesn't exist"));
+            }
+        }
+        let mut total = 0;
+        let mut base_rdb = None;
+        if let Some((name, true)) = files.first() {
+            if name.ends_with(manifest::RDB_EXT) {
+                log::info!("Reading RDB base file on AOF loading...");
+                let f = std::fs::File::open(dir.join(name)).map_err(|e| {
+                    format!("Fatal error: can't open the append log file {name} for reading: {e}")
+                })?;
+                let size = f.metadata().map_or(0, |x| x.len());
+                let loader = crate::rdb::load::Loader::start(std::io::BufReader::with_capacity(
+                    256 * 1024,
+                    f,
+                ))
+                .map_err(|e| {
+                    format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
+                })?
+                .with_size(size);
+                self.persist.loading = Some(crate::persist::Loading {
+                    loader,
+                    total_bytes: size,
+                    started: Instant::now(),
+                    started_ms: now_ms,
+                });
+                total = size;
+                base_rdb = Some(name.clone());
+                files.remove(0);
+            }
+        }
+        self.aof.loading = Some(AofLoad {
+            manifest: m,
+            files,
+            base_rdb,
+            total,
+            started: Instant::now(),
+        });
+        Ok(true)
+    }
+
+    /// One loading slice; `Ok(true)` when the AOF is loaded and open for
+    /// appending.
+    pub fn aof_load_slice(&mut self, now_ms: i64) -> Result<bool, String> {
+        if self.persist.loading.is_some() {
+            let name = self
+                .aof
+                .loading
+                .as_ref()
+                .and_then(|l| l.base_rdb.clone())
+                .unwrap_or_default();
+            match self.load_slice(now_ms) {
+                Ok(false) => return Ok(false),
+                Ok(true) => log::info!("RDB is base AOF"),
+                Err(e) => {
+                    return Err(format!(
+                        "Error reading the RDB base file {name}, AOF loading aborted: {e}"
+                    ))
+                }
+            }
+        }
+        let Some(l) = self.aof.loading.take() else {
+            return Ok(true);
+        };
+        let dir = self.aof_dir();
+        let mut total = l.total;
+        let files = l.files;
         let last = files.len().saturating_sub(1);
         for (n, (name, is_base)) in files.iter().enumerate() {
             let path = dir.join(name);
             let t0 = Instant::now();
-            if !path.exists() {
-                return Err(format!("The AOF file {name} doesn't exist"));
-            }
-            if *is_base && name.ends_with(manifest::RDB_EXT) {
-                log::info!("Reading RDB base file on AOF loading...");
-                let f = std::fs::File::open(&path).map_err(|e| {
-                    format!("Fatal error: can't open the append log file {name} for reading: {e}")
-                })?;
-                let lim = self.config.encodings;
-                let check = self.config.persist.rdbchecksum;
-                let st = crate::rdb::load::load(
-                    std::io::BufReader::with_capacity(256 * 1024, f),
-                    &mut self.dbs,
-                    &lim,
-                    now_ms,
-                    check,
-                )
-                .map_err(|e| {
-                    format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
-                })?;
-                log::info!("RDB is base AOF");
-                log::info!(
-                    "Done loading RDB, keys loaded: {}, keys expired: {}.",
-                    st.keys,
-                    st.expired
-                );
-            } else {
+            {
                 match self.aof_load_commands(&path, name, now_ms)? {
                     Ending::Clean => {}
                     Ending::Truncated { valid, multi } => {
@@ -296,14 +411,16 @@ impl Server {
                 t0.elapsed().as_secs_f64()
             );
         }
-        self.aof.manifest = m;
+        self.aof.manifest = l.manifest;
         self.aof.current_size = total;
         self.aof.base_size = total;
         self.dirty = 0;
         log::info!(
             "DB loaded from append only file: {:.3} seconds",
-            started.elapsed().as_secs_f64()
+            l.started.elapsed().as_secs_f64()
         );
+        self.aof_open_at_start(now_ms)?;
+        self.sync_propagation();
         Ok(true)
     }
 
@@ -358,14 +475,13 @@ impl Server {
         }
         self.aof.manifest = m;
         let f = self
-            .aof_open_incr(&incr)
+            .aof_open_incr(&incr, false)
             .map_err(|e| format!("Can't open the append-only file {incr}: {e}"))?;
         let size = f.metadata().map_or(0, |x| x.len());
         self.aof.file = Some(f);
         self.aof.incr_size = size;
         self.aof.fsync_offset = size;
         self.aof.selected_db = None;
-        self.aof.opened = true;
         Ok(())
     }
 }
@@ -374,6 +490,62 @@ impl Server {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    fn server_in(dir: &std::path::Path) -> Server {
+        let mut config = crate::server::Config::default();
+        config.persist.dir = dir.to_path_buf();
+        config.persist.aof.appendonly = true;
+        let mut s = Server::new(config, 1_000);
+        s.aof.status = AofStatus::On;
+        s
+    }
+
+    fn run(s: &mut Server, args: &[&str]) -> String {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        let mut out = Vec::new();
+        s.execute(0, &argv, 2_000, &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn the_rdb_base_loads_in_slices_answering_loading_then_the_incr_files() {
+        let dir = std::env::temp_dir().join(format!("gyre-aof-load-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = server_in(&dir);
+        let n = 3 * crate::persist::LOAD_SLICE_KEYS;
+        for i in 0..n {
+            a.dbs[0].set(format!("k{i}").as_bytes(), b"v".to_vec(), false);
+        }
+        // The first base holds the dataset; the SET goes to the incr file.
+        a.aof_open_at_start(2_000).unwrap();
+        a.sync_propagation();
+        assert_eq!(run(&mut a, &["SET", "k1", "new"]), "+OK\r\n");
+        a.aof_flush(true, 2_000);
+        drop(a);
+        let mut b = server_in(&dir);
+        assert!(b.aof_load_begin(3_000).unwrap());
+        assert_eq!(
+            run(&mut b, &["GET", "k1"]),
+            "-LOADING Redis is loading the dataset in memory\r\n"
+        );
+        assert!(run(&mut b, &["INFO", "persistence"]).contains("loading:1\r\n"));
+        let mut slices = 0;
+        while !b.aof_load_slice(3_000).unwrap() {
+            slices += 1;
+            assert!(slices < 1000);
+        }
+        assert!(slices >= 2, "{slices} slices");
+        assert_eq!(run(&mut b, &["GET", "k1"]), "$3\r\nnew\r\n");
+        assert_eq!(run(&mut b, &["DBSIZE"]), format!(":{n}\r\n"));
+        assert!(run(&mut b, &["INFO", "persistence"]).contains("loading:0\r\n"));
+        // Open for appending again: a write reaches the same incr file.
+        assert_eq!(run(&mut b, &["SET", "k2", "x"]), "+OK\r\n");
+        b.aof_flush(true, 3_000);
+        let incr = std::fs::read(dir.join("appendonlydir/appendonly.aof.1.incr.aof")).unwrap();
+        assert!(incr.ends_with(b"$2\r\nk2\r\n$1\r\nx\r\n"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn parses_commands_and_detects_a_tear() {

@@ -141,8 +141,10 @@ pub struct AofState {
     /// The new base being written: its name and the manifest's state at
     /// the rewrite's start.
     pub(crate) rewrite: Option<rewrite::Pending>,
-    /// The files were loaded and the manifest names them.
-    pub(crate) opened: bool,
+    /// Second of the last `#TS` annotation.
+    pub(crate) last_ts: u64,
+    /// The AOF being loaded at start.
+    pub(crate) loading: Option<load::AofLoad>,
 }
 
 impl Default for AofState {
@@ -170,7 +172,8 @@ impl Default for AofState {
             rewrites: 0,
             consecutive_failures: 0,
             rewrite: None,
-            opened: false,
+            last_ts: 0,
+            loading: None,
         }
     }
 }
@@ -209,15 +212,44 @@ impl Server {
     /// Redis's `feedAppendOnlyFile`: one command into the buffer, after a
     /// SELECT when its database is not the last one written.
     pub(crate) fn aof_feed(&mut self, db: usize, args: &[&[u8]]) {
+        if self.aof_select(db) {
+            propagate::cat_command(&mut self.aof.buf, args);
+        }
+    }
+
+    /// [`Server::aof_feed`] of a command's own arguments.
+    pub(crate) fn aof_feed_argv(&mut self, db: usize, argv: crate::resp::Argv<'_>) {
+        if self.aof_select(db) {
+            propagate::cat_iter(&mut self.aof.buf, argv.len(), argv.iter());
+        }
+    }
+
+    /// The annotation and SELECT that go before a command for `db`;
+    /// false while the AOF is off.
+    fn aof_select(&mut self, db: usize) -> bool {
         if self.aof.status == AofStatus::Off {
-            return;
+            return false;
+        }
+        if self.config.persist.aof.timestamp_enabled {
+            // `#TS:<unix seconds>` once per second (Redis's
+            // `genAofTimestampAnnotationIfNeeded`), for point-in-time
+            // recovery with `redis-check-aof --truncate-to-timestamp`.
+            let secs = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            if secs > self.aof.last_ts {
+                self.aof.last_ts = secs;
+                self.aof
+                    .buf
+                    .extend_from_slice(format!("#TS:{secs}\r\n").as_bytes());
+            }
         }
         if self.aof.selected_db != Some(db) {
             let n = db.to_string();
             propagate::cat_command(&mut self.aof.buf, &[b"SELECT", n.as_bytes()]);
             self.aof.selected_db = Some(db);
         }
-        propagate::cat_command(&mut self.aof.buf, args);
+        true
     }
 
     /// Whether fsync is off while a rewrite runs
@@ -355,12 +387,9 @@ impl Server {
         if self.aof.status == AofStatus::Off {
             return false;
         }
-        if self.aof.flush_postponed_ms != 0 || !self.aof.last_write_ok {
-            self.aof_flush(false, now_ms);
-        } else {
-            // everysec: the once-a-second fsync also happens when idle.
-            self.aof_flush(false, now_ms);
-        }
+        // A postponed or failed write, and everysec's once-a-second fsync
+        // when the loop is idle.
+        self.aof_flush(false, now_ms);
         if self.persist.bgsave.is_some() || self.is_loading() {
             return false;
         }
@@ -382,9 +411,13 @@ impl Server {
         false
     }
 
-    /// Open (create) incremental file `name` for appending.
-    pub(crate) fn aof_open_incr(&mut self, name: &str) -> io::Result<File> {
+    /// Open incremental file `name` for appending; `fresh`: a new file
+    /// (emptied if a stale one has the name).
+    pub(crate) fn aof_open_incr(&mut self, name: &str, fresh: bool) -> io::Result<File> {
         let path = self.aof_dir().join(name);
+        if fresh {
+            let _ = std::fs::remove_file(&path);
+        }
         OpenOptions::new().create(true).append(true).open(path)
     }
 
@@ -423,7 +456,6 @@ impl Server {
         self.aof.bio = None;
         self.aof.status = AofStatus::Off;
         self.aof.rewrite_scheduled = false;
-        self.aof.opened = false;
         self.aof.selected_db = None;
         self.aof.buf.clear();
         self.sync_propagation();
@@ -441,6 +473,16 @@ impl Server {
                 self.config.persist.aof.appenddirname
             );
             return Err("Can't open or create append-only dir".into());
+        }
+        // Files of an earlier run: their sequence numbers go on (Redis
+        // reads the manifest at start whatever `appendonly` says).
+        match self.aof_read_manifest() {
+            Ok(Some(m)) => self.aof.manifest = m,
+            Ok(None) => {}
+            Err(e) => {
+                log::warn!("{e}");
+                return Err(e);
+            }
         }
         self.aof.status = AofStatus::WaitRewrite;
         self.sync_propagation();

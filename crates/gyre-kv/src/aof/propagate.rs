@@ -85,11 +85,19 @@ impl Server {
     /// (`propagateDeletion`).
     pub(crate) fn prop_expired(&mut self) {
         for i in 0..self.dbs.len() {
-            let Some(log) = self.dbs[i].deleted_log.as_mut() else {
-                continue;
+            self.prop_expired_in(i);
+        }
+    }
+
+    /// [`Server::prop_expired`] for database `i` only.
+    #[inline]
+    pub(crate) fn prop_expired_in(&mut self, i: usize) {
+        {
+            let Some(log) = self.dbs.get_mut(i).and_then(|d| d.deleted_log.as_mut()) else {
+                return;
             };
             if log.is_empty() {
-                continue;
+                return;
             }
             for (key, evicted) in std::mem::take(log) {
                 let lazy = if evicted {
@@ -115,6 +123,38 @@ impl Server {
             let args: Vec<&[u8]> = op.argv.iter().map(Vec::as_slice).collect();
             self.aof_feed(op.db, &args);
         }
+    }
+
+    /// After the outermost command's handler: [`Server::propagate_call`]
+    /// then [`Server::propagate_pending`], with the common case — one
+    /// write propagated as written, nothing else queued — straight into
+    /// the AOF buffer. Lazy expiry can only have hit the databases the
+    /// command used (`before`, `db`); MOVE and COPY name another one, so
+    /// they look at all.
+    pub(crate) fn propagate_command(
+        &mut self,
+        cmd: &Resolved,
+        argv: Argv<'_>,
+        before: usize,
+        db: usize,
+        dirty_before: u64,
+    ) {
+        self.prop_expired_in(before);
+        if db != before {
+            self.prop_expired_in(db);
+        }
+        let name = cmd.parent.unwrap_or(cmd.spec).name;
+        if matches!(name, "move" | "copy") {
+            self.prop_expired();
+        }
+        if self.prop.ops.is_empty() && self.prop.rewritten.is_none() && !self.prop.prevent {
+            if self.dirty > dirty_before && name != "exec" {
+                self.aof_feed_argv(db, argv);
+            }
+            return;
+        }
+        self.propagate_call(cmd, argv, db, dirty_before);
+        self.propagate_pending();
     }
 
     /// After a command's handler (Redis's `call`): queue its form when it
@@ -168,19 +208,69 @@ impl Server {
 
 /// Redis's `catAppendOnlyGenericCommand`: one command in RESP.
 pub fn cat_command(out: &mut Vec<u8>, args: &[&[u8]]) {
+    cat_iter(out, args.len(), args.iter().copied());
+}
+
+/// [`cat_command`] over `n` arguments from an iterator.
+pub fn cat_iter<'a>(out: &mut Vec<u8>, n: usize, args: impl Iterator<Item = &'a [u8]>) {
     out.push(b'*');
-    out.extend_from_slice(args.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
+    put_uint(out, n);
     for a in args {
+        out.reserve(a.len() + 8);
         out.push(b'$');
-        out.extend_from_slice(a.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
+        put_uint(out, a.len());
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
 }
 
+/// Decimal digits of `n` then CRLF (no `fmt`: this runs for every
+/// argument; lengths under 100 are nearly all of them).
+#[inline]
+fn put_uint(out: &mut Vec<u8>, n: usize) {
+    if n < 10 {
+        out.extend_from_slice(&[b'0' + n as u8, b'\r', b'\n']);
+    } else if n < 100 {
+        out.extend_from_slice(&[b'0' + (n / 10) as u8, b'0' + (n % 10) as u8, b'\r', b'\n']);
+    } else {
+        put_uint_long(out, n);
+    }
+}
+
+#[inline(never)]
+fn put_uint_long(out: &mut Vec<u8>, mut n: usize) {
+    let mut d = [0u8; 22];
+    let mut i = d.len() - 2;
+    d[i] = b'\r';
+    d[i + 1] = b'\n';
+    loop {
+        i -= 1;
+        d[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&d[i..]);
+}
+
 /// An integer argument.
 pub fn ll(n: i64) -> Vec<u8> {
     n.to_string().into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_in_resp() {
+        let mut out = Vec::new();
+        let long = vec![b'x'; 1234];
+        cat_command(&mut out, &[b"SET", b"key", &long, b"", b"0123456789"]);
+        let mut want = b"*5\r\n$3\r\nSET\r\n$3\r\nkey\r\n$1234\r\n".to_vec();
+        want.extend_from_slice(&long);
+        want.extend_from_slice(b"\r\n$0\r\n\r\n$10\r\n0123456789\r\n");
+        assert_eq!(out, want);
+    }
 }

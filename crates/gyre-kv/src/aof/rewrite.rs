@@ -122,7 +122,7 @@ impl Server {
         // only the finished rewrite names it.
         let mut m = self.aof.manifest.clone();
         let incr = m.new_incr(&filename);
-        let file = self.aof_open_incr(&incr)?;
+        let file = self.aof_open_incr(&incr, true)?;
         if self.aof.status == AofStatus::On {
             manifest::persist(&dir, &filename, &m)?;
         }
@@ -218,7 +218,6 @@ impl Server {
             self.aof.status = AofStatus::On;
             log::info!("AOF rewrite finished successfully; AOF is now enabled (appendonly yes)");
         }
-        self.aof.opened = true;
         self.aof.last_rewrite_ok = true;
         self.aof.consecutive_failures = 0;
         self.aof.rewrites += 1;

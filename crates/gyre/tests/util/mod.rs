@@ -6,6 +6,7 @@ pub mod backend;
 pub mod certs;
 pub mod http;
 pub mod nginx;
+pub mod kv;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -1,0 +1,354 @@
+//! The kv side of the binary tests: a gyre with a `kv {}` block, a
+//! redis-server beside it, and the dataset read back as text (shared by
+//! kv_persist and kv_aof).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::http::free_port;
+use super::{wait_for, Prefix, Server};
+
+pub const REDIS: &str = "/usr/bin/redis-server";
+
+pub struct Kv {
+    pub p: Prefix,
+    pub s: Server,
+    pub addr: SocketAddr,
+}
+
+pub fn start(name: &str, kv_extra: &str) -> Kv {
+    let p = Prefix::new(name);
+    start_in(p, kv_extra)
+}
+
+pub fn start_in(p: Prefix, kv_extra: &str) -> Kv {
+    let port = free_port();
+    p.conf(&format!(
+        "daemon off;\nerror_log logs/error.log info;\nworker_processes 1;\nevents {{}}\n\
+         kv {{\n    listen 127.0.0.1:{port};\n{kv_extra}\n}}\n"
+    ));
+    let s = p.start();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    assert!(
+        wait_for(Duration::from_secs(10), || ping(addr)),
+        "{}",
+        s.log()
+    );
+    Kv { p, s, addr }
+}
+
+/// PING answers PONG (not -LOADING, not refused).
+pub fn ping(addr: SocketAddr) -> bool {
+    redis::Client::open(format!("redis://{addr}/"))
+        .and_then(|cl| cl.get_connection_with_timeout(Duration::from_millis(500)))
+        .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+        .is_ok()
+}
+
+pub fn connect(addr: SocketAddr) -> redis::Connection {
+    let c = redis::Client::open(format!("redis://{addr}/")).unwrap();
+    let c = c
+        .get_connection_with_timeout(Duration::from_secs(5))
+        .unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c
+}
+
+pub fn kv_pid(kv: &Kv) -> u32 {
+    assert!(kv.s.logged("start kv process", Duration::from_secs(5)));
+    kv.s.log()
+        .lines()
+        .rev()
+        .filter_map(|l| l.split("start kv process ").nth(1))
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+pub fn info_field(c: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+        .to_string()
+}
+
+pub fn wait_bgsave_done(c: &mut redis::Connection) {
+    assert!(wait_for(Duration::from_secs(30), || info_field(
+        c,
+        "rdb_bgsave_in_progress"
+    ) == "0"));
+}
+
+/// A redis-server on a free port in `dir`, loading `dir/file` if present.
+pub struct Redis {
+    pub child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Redis {
+    pub fn start(dir: &Path, file: &str) -> Redis {
+        Redis::start_with(dir, file, &["--appendonly", "no"])
+    }
+
+    /// With more arguments (`--appendonly yes`, ...).
+    pub fn start_with(dir: &Path, file: &str, extra: &[&str]) -> Redis {
+        let port = free_port();
+        let child = Command::new(REDIS)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--daemonize", "no"])
+            .args(extra)
+            // redis.conf's value, gyre's default (the compiled-in default
+            // of Debian's 7.0.15 is 512).
+            .args(["--hash-max-listpack-entries", "128"])
+            .arg("--dir")
+            .arg(dir)
+            .args(["--dbfilename", file])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        assert!(
+            wait_for(Duration::from_secs(10), || ping(addr)),
+            "redis-server did not start"
+        );
+        Redis { child, addr }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn have(bin: &str) -> bool {
+    if Path::new(bin).exists() {
+        true
+    } else {
+        eprintln!("skipping: {bin} not installed");
+        false
+    }
+}
+
+/// Strings, integers, long compressible and binary values, TTLs, and every
+/// aggregate in both of its encodings, in databases 0 and 5.
+pub fn populate(c: &mut redis::Connection, lists: bool) {
+    for db in [0, 5] {
+        let _: () = redis::cmd("SELECT").arg(db).query(c).unwrap();
+        let mut p = redis::pipe();
+        p.cmd("SET").arg("str").arg("hello").ignore();
+        p.cmd("SET").arg("int").arg("-123456").ignore();
+        p.cmd("SET").arg("bigint").arg("12345678901234").ignore();
+        p.cmd("SET").arg("long").arg("abc".repeat(3000)).ignore();
+        p.cmd("SET")
+            .arg("bin")
+            .arg(vec![0u8, 255, 10, 13, 0])
+            .ignore();
+        p.cmd("SET").arg("empty").arg("").ignore();
+        p.cmd("SET").arg("ttl").arg("t").ignore();
+        p.cmd("PEXPIREAT")
+            .arg("ttl")
+            .arg(4_000_000_000_000i64)
+            .ignore();
+        p.cmd("HSET")
+            .arg("hsmall")
+            .arg("f1")
+            .arg("v1")
+            .arg("n")
+            .arg("7")
+            .ignore();
+        for i in 0..300 {
+            p.cmd("HSET")
+                .arg("hbig")
+                .arg(format!("field:{i}"))
+                .arg(i * 3)
+                .ignore();
+        }
+        p.cmd("HSET")
+            .arg("hlongval")
+            .arg("f")
+            .arg("x".repeat(100))
+            .ignore();
+        p.cmd("SADD")
+            .arg("sint")
+            .arg(1)
+            .arg(-70000)
+            .arg(9_000_000_000i64)
+            .ignore();
+        p.cmd("SADD")
+            .arg("sstr")
+            .arg("a")
+            .arg("b")
+            .arg("12")
+            .ignore();
+        for i in 0..600 {
+            p.cmd("SADD").arg("sbigint").arg(i).ignore();
+        }
+        p.cmd("ZADD")
+            .arg("zsmall")
+            .arg(1)
+            .arg("a")
+            .arg(1.5)
+            .arg("b")
+            .arg("-inf")
+            .arg("c")
+            .ignore();
+        for i in 0..200 {
+            p.cmd("ZADD")
+                .arg("zbig")
+                .arg(f64::from(i) / 3.0)
+                .arg(format!("m{i}"))
+                .ignore();
+        }
+        p.cmd("PEXPIREAT")
+            .arg("zbig")
+            .arg(4_000_000_000_123i64)
+            .ignore();
+        if lists {
+            p.cmd("RPUSH")
+                .arg("lsmall")
+                .arg("x")
+                .arg("1")
+                .arg("yy")
+                .ignore();
+            for i in 0..2000 {
+                p.cmd("RPUSH")
+                    .arg("lbig")
+                    .arg(format!("element-{i}"))
+                    .ignore();
+            }
+            p.cmd("RPUSH").arg("lbig").arg("z".repeat(20_000)).ignore();
+        }
+        let _: () = p.query(c).unwrap();
+    }
+    let _: () = redis::cmd("SELECT").arg(0).query(c).unwrap();
+}
+
+/// Every key of every database as text: type, encoding, contents, TTL.
+pub fn contents(c: &mut redis::Connection) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for db in 0..16 {
+        let _: () = redis::cmd("SELECT").arg(db).query(c).unwrap();
+        let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+        for k in keys {
+            let t: String = redis::cmd("TYPE").arg(&k).query(c).unwrap();
+            let enc: String = redis::cmd("OBJECT")
+                .arg("ENCODING")
+                .arg(&k)
+                .query(c)
+                .unwrap();
+            let body = match t.as_str() {
+                "string" => {
+                    let v: Vec<u8> = redis::cmd("GET").arg(&k).query(c).unwrap();
+                    format!("{v:?}")
+                }
+                "hash" => {
+                    let v: BTreeMap<String, String> =
+                        redis::cmd("HGETALL").arg(&k).query(c).unwrap();
+                    format!("{v:?}")
+                }
+                "set" => {
+                    let mut v: Vec<String> = redis::cmd("SMEMBERS").arg(&k).query(c).unwrap();
+                    v.sort();
+                    format!("{v:?}")
+                }
+                "zset" => {
+                    let v: Vec<String> = redis::cmd("ZRANGE")
+                        .arg(&k)
+                        .arg(0)
+                        .arg(-1)
+                        .arg("WITHSCORES")
+                        .query(c)
+                        .unwrap();
+                    format!("{v:?}")
+                }
+                "list" => {
+                    let v: Vec<String> = redis::cmd("LRANGE")
+                        .arg(&k)
+                        .arg(0)
+                        .arg(-1)
+                        .query(c)
+                        .unwrap();
+                    format!("{v:?}")
+                }
+                other => panic!("unexpected type {other}"),
+            };
+            let ttl: i64 = redis::cmd("PTTL").arg(&k).query(c).unwrap();
+            out.insert(
+                format!("{db}/{}", String::from_utf8_lossy(&k)),
+                format!("{t} {enc} ttl={} {body}", ttl > 0),
+            );
+        }
+    }
+    let _: () = redis::cmd("SELECT").arg(0).query(c).unwrap();
+    out
+}
+
+/// Equal maps, reporting only the keys that differ.
+pub fn same(got: &BTreeMap<String, String>, want: &BTreeMap<String, String>) {
+    let mut diff = Vec::new();
+    for k in got.keys().chain(want.keys()) {
+        let (g, w) = (got.get(k), want.get(k));
+        if g != w {
+            let cut = |v: Option<&String>| v.map(|s| s.chars().take(160).collect::<String>());
+            diff.push(format!("{k}: got {:?} want {:?}", cut(g), cut(w)));
+        }
+    }
+    diff.dedup();
+    assert!(
+        diff.is_empty(),
+        "{} keys differ:\n{}",
+        diff.len(),
+        diff.join("\n")
+    );
+}
+
+pub fn copy(from: &Path, to: &Path) {
+    std::fs::copy(from, to).unwrap();
+}
+
+/// A small tmpfs (needs root: `None` otherwise) for full-disk tests.
+pub struct Tmpfs(pub PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).ok()?;
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(dir.to_path_buf()))
+    }
+
+    pub fn resize(&self, size: &str) {
+        let ok = Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
