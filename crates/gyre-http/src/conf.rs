@@ -151,6 +151,8 @@ pub struct LocSettings {
     pub limit_req: crate::limit_req::LimitReqSet,
     /// `limit_conn*` (crate::limit_conn).
     pub limit_conn: crate::limit_conn::LimitConnSet,
+    /// `gzip*` (crate::gzip).
+    pub gzip: crate::gzip::GzipSet,
 }
 
 /// `open_file_cache max=N [inactive=T]` / `open_file_cache_valid T`.
@@ -230,6 +232,8 @@ pub struct LocConf {
     pub auth_basic_user_file: Option<ComplexValue>,
     pub limit_req: Option<Arc<crate::limit_req::LimitReqConf>>,
     pub limit_conn: Option<Arc<crate::limit_conn::LimitConnConf>>,
+    /// `gzip` / `gzip_static` when either is on (crate::gzip).
+    pub gzip: Option<Arc<crate::gzip::GzipConf>>,
 }
 
 /// One `location`.
@@ -480,6 +484,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         auth_basic_user_file: pick(levels, |s| s.auth_basic_user_file.clone()),
         limit_req: crate::limit_req::resolve(levels),
         limit_conn: crate::limit_conn::resolve(levels),
+        gzip: crate::gzip::resolve(levels),
         log_format: 0,
         log_if: levels
             .iter()
@@ -1052,6 +1057,42 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::TAKE2,
         set_large_client_header_buffers,
     ),
+    // ngx_http_gzip_filter_module, ngx_http_gzip_static_module (crate::gzip).
+    DirectiveSpec::new("gzip", HSL.or(IF), Args::FLAG, crate::gzip::set_flag),
+    DirectiveSpec::new("gzip_vary", HSL, Args::FLAG, crate::gzip::set_flag),
+    DirectiveSpec::new("gzip_types", HSL, Args::ONE_MORE, crate::gzip::set_types),
+    DirectiveSpec::new(
+        "gzip_min_length",
+        HSL,
+        Args::TAKE1,
+        crate::gzip::set_min_length,
+    ),
+    DirectiveSpec::new(
+        "gzip_comp_level",
+        HSL,
+        Args::TAKE1,
+        crate::gzip::set_comp_level,
+    ),
+    DirectiveSpec::new("gzip_buffers", HSL, Args::TAKE2, crate::gzip::set_buffers),
+    DirectiveSpec::new(
+        "gzip_proxied",
+        HSL,
+        Args::ONE_MORE,
+        crate::gzip::set_proxied,
+    ),
+    DirectiveSpec::new(
+        "gzip_disable",
+        HSL,
+        Args::ONE_MORE,
+        crate::gzip::set_disable,
+    ),
+    DirectiveSpec::new(
+        "gzip_http_version",
+        HSL,
+        Args::TAKE1,
+        crate::gzip::set_http_version,
+    ),
+    DirectiveSpec::new("gzip_static", HSL, Args::TAKE1, crate::gzip::set_static),
     // ngx_http_ssl_module (crate::ssl).
     DirectiveSpec::multi("ssl_certificate", HS, Args::TAKE1, ssl::set_certificate),
     DirectiveSpec::multi(

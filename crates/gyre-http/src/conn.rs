@@ -228,6 +228,10 @@ struct Current {
     /// Body bytes still to come of a streamed response
     /// ([`Connection::respond_head`]); `None` when not streaming.
     streaming: Option<u64>,
+    /// HTTP/1.1 or later: a body of unknown length can go chunked.
+    http11: bool,
+    /// The streamed body is sent in chunks ([`Response::chunked`]).
+    chunked: bool,
     log: LogRecord,
 }
 
@@ -267,6 +271,12 @@ pub struct Connection {
 
 fn reached(now: Msec, deadline: Msec) -> bool {
     !msec_before(now, deadline)
+}
+
+/// Whether a response goes chunked (nginx's chunked filter): a body of
+/// unknown length to an HTTP/1.1 client, not for HEAD or bodiless statuses.
+pub(crate) fn chunked_for(resp: &Response, http11: bool, head_only: bool) -> bool {
+    resp.chunked && http11 && !head_only && !bodiless(resp.status)
 }
 
 impl Connection {
@@ -623,7 +633,7 @@ impl Connection {
         if req.is_get_or_head() && self.body_is_bad(&BodyDecoder::new(req.body)) {
             let mut rec = self.bare_log(400, now);
             rec.request_line = req.request_line().into_owned();
-            let (body, all) = self.queue(&Response::error(400), false, req.is_head(), date);
+            let (body, all) = self.queue(&Response::error(400), false, req.is_head(), false, date);
             rec.body_bytes_sent = body;
             rec.bytes_sent = all;
             self.logs.push(rec);
@@ -643,6 +653,8 @@ impl Connection {
             body_end_sent: false,
             expect_continue,
             streaming: None,
+            http11: req.version >= crate::Version::HTTP_11,
+            chunked: false,
             log: if self.st.log_requests {
                 LogRecord {
                     request_line: req.request_line().into_owned(),
@@ -698,7 +710,7 @@ impl Connection {
                 let pending_input = status == 413 && self.head.body_may_follow();
                 let mut rec = self.bare_log(status, now);
                 let resp = Response::error(status);
-                let (body, all) = self.queue(&resp, false, false, date);
+                let (body, all) = self.queue(&resp, false, false, false, date);
                 rec.status = wire_status(status);
                 rec.body_bytes_sent = body;
                 rec.bytes_sent = all;
@@ -754,7 +766,7 @@ impl Connection {
         resp.close = true;
         let head = cur.head;
         let mut log = cur.log.clone();
-        let (body, all) = self.queue(&resp, false, head, date);
+        let (body, all) = self.queue(&resp, false, head, false, date);
         log.status = status;
         log.body_bytes_sent = body;
         log.bytes_sent = all;
@@ -819,8 +831,12 @@ impl Connection {
         // A body whose framing is already known to be broken cannot be
         // discarded: say so with Connection: close (nginx's special
         // response handler does the same when discarding fails).
-        let keep_alive = cur.keep_alive && !resp.close && !self.body_is_bad(&cur.decoder);
-        let (body, all) = self.queue(resp, keep_alive, cur.head, date);
+        let keep_alive = cur.keep_alive
+            && !resp.close
+            && (cur.http11 || !resp.chunked)
+            && !self.body_is_bad(&cur.decoder);
+        let chunked = chunked_for(resp, cur.http11, cur.head);
+        let (body, all) = self.queue(resp, keep_alive, cur.head, chunked, date);
         self.last_sent = (body, all);
         cur.log.status = wire_status(resp.status);
         cur.log.body_bytes_sent = body;
@@ -876,27 +892,34 @@ impl Connection {
     }
 
     /// Serializes a response into the output; returns (body bytes, total).
+    /// `chunked` (from [`chunked_for`]) writes `Transfer-Encoding: chunked`
+    /// and frames the body as one chunk and the last one.
     fn queue(
         &mut self,
         resp: &Response,
         keep_alive: bool,
         head_only: bool,
+        chunked: bool,
         date: &str,
     ) -> (u64, u64) {
         let no_body = bodiless(resp.status);
-        let cl = if no_body {
+        let cl = if no_body || resp.chunked {
             None
         } else {
             Some(resp.content_length.unwrap_or_else(|| resp.body.len()))
         };
         let start = self.out.len();
-        write_head(resp, cl, keep_alive, date, &mut self.out);
+        write_head(resp, cl, chunked, keep_alive, date, &mut self.out);
         let head_len = (self.out.len() - start) as u64;
         if head_only || no_body {
             self.extend_bytes_seg(start);
             return (0, head_len);
         }
-        match &resp.body {
+        let framed = chunked && !resp.body.is_empty();
+        if framed {
+            stream::chunk_size_line(&mut self.out, resp.body.len());
+        }
+        let file = match &resp.body {
             Body::File { token, offset, len } => {
                 self.extend_bytes_seg(start);
                 if *len > 0 {
@@ -906,15 +929,25 @@ impl Connection {
                         len: *len,
                     });
                 }
-                (*len, head_len + *len)
+                *len
             }
             body => {
-                let b = body.bytes().unwrap_or(&[]);
-                self.out.extend_from_slice(b);
+                self.out.extend_from_slice(body.bytes().unwrap_or(&[]));
                 self.extend_bytes_seg(start);
-                (b.len() as u64, head_len + b.len() as u64)
+                0
             }
+        };
+        if chunked {
+            let t: &[u8] = if framed {
+                b"\r\n0\r\n\r\n"
+            } else {
+                b"0\r\n\r\n"
+            };
+            self.push_bytes(t);
         }
+        // With a file, `out` grew by the head, the size line and the tail.
+        let all = (self.out.len() - start) as u64 + file;
+        (all - head_len, all)
     }
 
     /// After a `Connection: close` response: linger when the client may

@@ -20,6 +20,8 @@ pub mod conf;
 pub mod conn;
 pub mod date;
 pub mod glue;
+pub mod gzip;
+pub mod gzip_static;
 pub mod htpasswd;
 pub mod limit_conn;
 pub mod limit_req;

@@ -175,8 +175,7 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
     loop {
         let Some(&ph) = cx.conf.phases.get(r.st.phase) else {
             out.set_error(500);
-            send(cx, r, out);
-            return Status::Done;
+            return send(cx, r, out);
         };
         let step = match ph {
             Phase::ServerRewrite => server_rewrite(cx, r, out),
@@ -197,13 +196,13 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
             Step::Error(code) => {
                 out.set_error(code);
                 match finalize(cx, r, out) {
-                    Some(i) => r.st.phase = i,
-                    None => return Status::Done,
+                    Ok(i) => r.st.phase = i,
+                    Err(st) => return st,
                 }
             }
             Step::Respond => match finalize(cx, r, out) {
-                Some(i) => r.st.phase = i,
-                None => return Status::Done,
+                Ok(i) => r.st.phase = i,
+                Err(st) => return st,
             },
             Step::Done => return Status::Done,
             Step::Again => return Status::Again,
@@ -218,11 +217,11 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
 pub fn run_refused(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response, code: u16) -> Status {
     out.set_error(code);
     match finalize(cx, r, out) {
-        Some(i) => {
+        Ok(i) => {
             r.st.phase = i;
             run(cx, r, out)
         }
-        None => Status::Done,
+        Err(st) => st,
     }
 }
 
@@ -232,6 +231,7 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Stat
     let step = match std::mem::replace(&mut r.content, Content::None) {
         Content::None => return Status::Done,
         Content::Paced(p) => crate::static_handler::pace(cx, r, p),
+        Content::Gzip(st) => crate::gzip::step(cx, r, st),
         // limit_req is done; the phase goes on with limit_conn.
         Content::Delayed => return run(cx, r, out),
     };
@@ -239,13 +239,9 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Stat
         Step::Again => Status::Again,
         Step::Error(code) => {
             out.set_error(code);
-            send(cx, r, out);
-            Status::Done
+            send(cx, r, out)
         }
-        Step::Respond => {
-            send(cx, r, out);
-            Status::Done
-        }
+        Step::Respond => send(cx, r, out),
         _ => Status::Done,
     }
 }
@@ -444,9 +440,10 @@ fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
 
 /// nginx's `ngx_http_finalize_request` / special response: an error
 /// status with an `error_page` becomes an internal redirect (the phase to
-/// go on from is returned); otherwise the response is queued.
+/// go on from is returned); otherwise the response is queued (`Err` with
+/// whether it is complete or its body follows).
 #[inline]
-fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Option<usize> {
+fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Result<usize, Status> {
     let status = resp.status;
     if status >= 300 && !r.st.error_page {
         let loc = r.st.loc.clone();
@@ -468,14 +465,13 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Optio
                     .unwrap_or(302);
                 resp.set_error(code);
                 resp.location = Some(target.into_owned().into());
-                send(cx, r, resp);
-                return None;
+                return Err(send(cx, r, resp));
             }
             if !target.starts_with('@') && !r.st.req.is_get_or_head() {
                 r.st.as_get = true;
             }
             match internal_redirect(cx, r, &target) {
-                Ok(i) => return Some(i),
+                Ok(i) => return Ok(i),
                 Err(code) => resp.set_error(code),
             }
         }
@@ -488,8 +484,7 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Optio
             resp.set_error(r.st.err_status);
         }
     }
-    send(cx, r, resp);
-    None
+    Err(send(cx, r, resp))
 }
 
 /// An `error_page`'s URI, its variables evaluated.
@@ -509,9 +504,9 @@ fn error_page_target<'e>(
     String::from_utf8_lossy(cx.scratch).into_owned().into()
 }
 
-/// `add_header`, then the machine.
+/// `add_header`, then the output filters (gzip) and the machine.
 #[inline]
-fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
+fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Status {
     absolute_redirect(cx.conf, r, resp);
     // nginx's header and range filters: Last-Modified only on 200, 206
     // and 304, Accept-Ranges only on 200.
@@ -522,8 +517,20 @@ fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
         resp.headers.retain(|(k, _)| k != "Accept-Ranges");
     }
     prepare(cx, r, resp);
+    if let Some(vary) = r.st.loc.gzip.as_ref().map(|g| g.vary) {
+        match crate::gzip::filter(cx, r, resp) {
+            Some(Step::Again) => return Status::Again,
+            Some(Step::Error(code)) => resp.set_error(code),
+            Some(_) => return Status::Done,
+            None => {}
+        }
+        if vary && r.st.gzip_vary {
+            crate::gzip::add_vary(resp);
+        }
+    }
     let _ = cx.m.respond_ref(resp, cx.now, cx.date);
     (r.st.body_bytes_sent, r.st.bytes_sent) = cx.m.last_sent();
+    Status::Done
 }
 
 /// What every response gets before it is queued: `add_header`, the

@@ -64,6 +64,9 @@ pub struct ReqState {
     pub limit_conn_done: bool,
     /// Counts held in `limit_conn` zones, released when dropped.
     pub held: Vec<crate::limit_conn::Hold>,
+    /// The response varies with Accept-Encoding (nginx's `r->gzip_vary`):
+    /// `Vary` is added with `gzip_vary on`.
+    pub gzip_vary: bool,
 }
 
 /// A suspended content handler's state.
@@ -75,6 +78,8 @@ pub enum Content {
     Paced(crate::static_handler::Paced),
     /// Delayed by `limit_req`: the phases go on after the timer.
     Delayed,
+    /// A body being gzipped a slice per loop turn (crate::gzip).
+    Gzip(Box<crate::gzip::Stream>),
 }
 
 /// When a suspended request wants to run again.
@@ -85,6 +90,9 @@ pub enum Wake {
     /// At this time (a delay timer on the connection's write event, as
     /// nginx's `wev->delayed`), and only once the output drained.
     At(Msec),
+    /// Once the output is written and the loop had a turn (work done in
+    /// slices: other connections run between two).
+    Yield,
 }
 
 /// One request in the module.
@@ -132,6 +140,7 @@ impl HttpRequest {
                 limit_req_done: false,
                 limit_conn_done: false,
                 held: Vec::new(),
+                gzip_vary: false,
             },
             vars: VarCache::default(),
             content: Content::None,
@@ -173,6 +182,7 @@ impl HttpRequest {
         st.limit_req_done = false;
         st.limit_conn_done = false;
         st.held.clear();
+        st.gzip_vary = false;
         self.content = Content::None;
         self.wake = None;
         self.resp_log = None;

@@ -186,6 +186,10 @@ pub struct Response {
     pub body: Body,
     /// Force `Connection: close` and closing after this response.
     pub close: bool,
+    /// The length is not known in advance (a gzipped body): no
+    /// `Content-Length`; the body goes chunked to HTTP/1.1 clients and
+    /// ends with the connection for HTTP/1.0 ones (nginx's chunked filter).
+    pub chunked: bool,
 }
 
 impl Response {
@@ -200,6 +204,7 @@ impl Response {
             headers: Headers::new(),
             body: Body::Empty,
             close: false,
+            chunked: false,
         }
     }
 
@@ -230,6 +235,7 @@ impl Response {
         self.headers.clear();
         self.body = Body::Empty;
         self.close = false;
+        self.chunked = false;
     }
 
     /// [`Response::error`] in place.
@@ -402,11 +408,12 @@ fn push_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
 }
 
 /// Serializes the response head onto `out`. `content_length` is the final
-/// value (the caller resolved `None` already); `keep_alive` picks the
-/// Connection header.
+/// value (the caller resolved `None` already); `chunked` writes nginx's
+/// `Transfer-Encoding: chunked`; `keep_alive` picks the Connection header.
 pub(crate) fn write_head(
     resp: &Response,
     content_length: Option<u64>,
+    chunked: bool,
     keep_alive: bool,
     date: &str,
     out: &mut Vec<u8>,
@@ -435,6 +442,9 @@ pub(crate) fn write_head(
     }
     if let Some(loc) = &resp.location {
         push_header(out, b"Location", loc.as_bytes());
+    }
+    if chunked {
+        out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
     }
     out.extend_from_slice(if keep_alive {
         b"Connection: keep-alive\r\n"
@@ -490,7 +500,7 @@ mod tests {
         let mut r = Response::error(404);
         r.headers.push(("ETag".into(), "\"x\"".into()));
         let mut out = b"before".to_vec();
-        write_head(&r, Some(145), true, "D", &mut out);
+        write_head(&r, Some(145), false, true, "D", &mut out);
         assert_eq!(
             out,
             b"beforeHTTP/1.1 404 Not Found\r\nServer: gyre\r\nDate: D\r\nContent-Type: text/html\r\nContent-Length: 145\r\nConnection: keep-alive\r\nETag: \"x\"\r\n\r\n"
@@ -519,7 +529,7 @@ mod tests {
             assert_eq!(out, n.to_string().as_bytes());
         }
         out.clear();
-        write_head(&Response::new(299), None, false, "D", &mut out);
+        write_head(&Response::new(299), None, false, false, "D", &mut out);
         assert!(out.starts_with(b"HTTP/1.1 299 \r\nServer: gyre\r\n"));
     }
 }
