@@ -187,6 +187,8 @@ pub struct LogRecord {
     pub user_agent: Option<String>,
     /// `$host` when known.
     pub host: Option<String>,
+    /// `$remote_user`: the user of an `Authorization: Basic` header.
+    pub remote_user: Option<String>,
     /// When the request's first byte was processed.
     pub start: Msec,
     /// When the response was queued.
@@ -664,6 +666,9 @@ impl Connection {
                     referer: req.referer(),
                     user_agent: req.user_agent(),
                     host: req.host().map(str::to_string),
+                    remote_user: crate::auth_basic::basic_user(&req).map(|(cred, n)| {
+                        String::from_utf8_lossy(cred.get(..n).unwrap_or(&[])).into_owned()
+                    }),
                     start: self.head_start,
                     end: now,
                     sink: 0,
@@ -980,6 +985,7 @@ impl Connection {
             referer: None,
             user_agent: None,
             host: None,
+            remote_user: None,
             start: self.head_start,
             end: now,
             sink: 0,

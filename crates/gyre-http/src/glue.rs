@@ -169,6 +169,7 @@ impl Shared {
             body_bytes_sent: rec.body_bytes_sent,
             referer: rec.referer.as_deref().map(str::as_bytes),
             user_agent: rec.user_agent.as_deref().map(str::as_bytes),
+            remote_user: rec.remote_user.as_deref().map(str::as_bytes),
         });
     }
 
