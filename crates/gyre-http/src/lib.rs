@@ -15,6 +15,7 @@ pub mod access_log;
 pub mod auth_basic;
 pub mod autoindex;
 pub mod body;
+pub mod build_info;
 pub mod complex_value;
 pub mod conf;
 pub mod conn;
