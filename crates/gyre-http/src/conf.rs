@@ -153,6 +153,9 @@ pub struct LocSettings {
     pub limit_conn: crate::limit_conn::LimitConnSet,
     /// `gzip*` (crate::gzip).
     pub gzip: crate::gzip::GzipSet,
+    /// `server_tokens on|off|build` (`build` is `on`: gyre has no build
+    /// name, as nginx configured without `--build`).
+    pub server_tokens: Option<bool>,
 }
 
 /// `open_file_cache max=N [inactive=T]` / `open_file_cache_valid T`.
@@ -234,6 +237,8 @@ pub struct LocConf {
     pub limit_conn: Option<Arc<crate::limit_conn::LimitConnConf>>,
     /// `gzip` / `gzip_static` when either is on (crate::gzip).
     pub gzip: Option<Arc<crate::gzip::GzipConf>>,
+    /// `server_tokens` (on): `Server: gyre/VERSION`, pages signed so.
+    pub server_tokens: bool,
 }
 
 /// One `location`.
@@ -485,6 +490,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         limit_req: crate::limit_req::resolve(levels),
         limit_conn: crate::limit_conn::resolve(levels),
         gzip: crate::gzip::resolve(levels),
+        server_tokens: pick(levels, |s| s.server_tokens).unwrap_or(true),
         log_format: 0,
         log_if: levels
             .iter()
@@ -736,6 +742,16 @@ fn set_client_max_body_size(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Re
 fn set_sendfile(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let v = d.flag()?;
     c.settings(cx)?.sendfile = Some(v);
+    Ok(())
+}
+
+fn set_server_tokens(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let v = match d.arg(0) {
+        "on" | "build" => true,
+        "off" => false,
+        other => return Err(format!("invalid value \"{other}\"")),
+    };
+    c.settings(cx)?.server_tokens = Some(v);
     Ok(())
 }
 
@@ -1019,6 +1035,7 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         set_client_max_body_size,
     ),
     DirectiveSpec::new("sendfile", HSL, Args::FLAG, set_sendfile),
+    DirectiveSpec::new("server_tokens", HSL, Args::TAKE1, set_server_tokens),
     DirectiveSpec::new("tcp_nodelay", HSL, Args::FLAG, set_tcp_nodelay),
     DirectiveSpec::new(
         "absolute_redirect",

@@ -44,7 +44,7 @@ use gyre_core::event::clock::{msec_before, Msec};
 
 use crate::body::BodyDecoder;
 use crate::parse::{HeadParser, HeadStatus, Request};
-use crate::response::{bodiless, wire_status, write_head, Body, Response};
+use crate::response::{bodiless, versioned_page, wire_status, write_head, Body, Response};
 use crate::settings::{HttpSettings, LingeringClose};
 
 mod err_note;
@@ -908,13 +908,21 @@ impl Connection {
         date: &str,
     ) -> (u64, u64) {
         let no_body = bodiless(resp.status);
+        let tokens = self.st.server_tokens;
+        let page = if tokens {
+            versioned_page(resp.status, &resp.body)
+        } else {
+            None
+        };
         let cl = if no_body || resp.chunked {
             None
+        } else if let Some(p) = page {
+            Some(p.len() as u64)
         } else {
             Some(resp.content_length.unwrap_or_else(|| resp.body.len()))
         };
         let start = self.out.len();
-        write_head(resp, cl, chunked, keep_alive, date, &mut self.out);
+        write_head(resp, cl, chunked, keep_alive, tokens, date, &mut self.out);
         let head_len = (self.out.len() - start) as u64;
         if head_only || no_body {
             self.extend_bytes_seg(start);
@@ -937,7 +945,8 @@ impl Connection {
                 *len
             }
             body => {
-                self.out.extend_from_slice(body.bytes().unwrap_or(&[]));
+                let b = page.unwrap_or_else(|| body.bytes().unwrap_or(&[]));
+                self.out.extend_from_slice(b);
                 self.extend_bytes_seg(start);
                 0
             }

@@ -304,6 +304,7 @@ fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettin
         client_body_timeout: loc.client_body_timeout,
         keepalive_timeout: loc.keepalive_timeout,
         keepalive_requests: loc.keepalive_requests,
+        server_tokens: loc.server_tokens,
         ..HttpSettings::default()
     }
 }

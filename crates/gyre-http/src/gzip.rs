@@ -518,7 +518,12 @@ pub fn filter(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Opt
         .push(("Content-Encoding".into(), "gzip".into()));
     resp.chunked = true;
     resp.content_length = None;
-    let body = std::mem::replace(&mut resp.body, Body::Empty);
+    let mut body = std::mem::replace(&mut resp.body, Body::Empty);
+    if cx.m.settings().server_tokens {
+        if let Some(p) = crate::response::versioned_page(resp.status, &body) {
+            body = Body::Static(p);
+        }
+    }
     let src = match body {
         Body::File { token, offset, len } => {
             let Some(info) = cx

@@ -545,6 +545,7 @@ pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
     let st = cx.m.settings_mut();
     st.keepalive_timeout = loc.keepalive_timeout;
     st.keepalive_requests = loc.keepalive_requests;
+    st.server_tokens = loc.server_tokens;
     if loc.keepalive_timeout == 0 || cx.m.requests() >= loc.keepalive_requests || cx.last_call {
         resp.close = true;
     }

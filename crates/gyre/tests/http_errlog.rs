@@ -297,7 +297,7 @@ fn error_log_lines_are_nginx_lines() {
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 1, move |port| {
         format!(
-            "access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}"
+            "access_log off;\nserver_tokens off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}"
         )
     });
     let nginx_log = nginx.prefix.path("logs/error.log");
@@ -399,7 +399,7 @@ fn redirects_are_nginx_redirects() {
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 1, move |port| {
         format!(
-            "access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}"
+            "access_log off;\nserver_tokens off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}"
         )
     });
     let answer = |port: u16, input: &str| {
@@ -478,7 +478,7 @@ fn fail2ban_stock_filters_match_gyre_as_nginx() {
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 1, move |port| {
         format!(
-            "access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}"
+            "access_log off;\nserver_tokens off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}"
         )
     });
     for input in BOT_PROBES {

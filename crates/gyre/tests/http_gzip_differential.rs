@@ -324,7 +324,7 @@ fn gzip_answers_like_nginx() {
     };
     let body2 = body.clone();
     let gyre: Running = start_http(&p, 1, move |port| {
-        format!("access_log off;\nserver {{\n listen 127.0.0.1:{port};\n{body2}\n}}")
+        format!("access_log off;\nserver_tokens off;\nserver {{\n listen 127.0.0.1:{port};\n{body2}\n}}")
     });
     // The page's ETag, for the If-None-Match case.
     let etag = ask(nginx.port, b"GET /page.html HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -374,7 +374,7 @@ fn gzipped_responses_keep_the_connection_and_their_order() {
     p.write("html/page.html", &text(5000, 12));
     let gyre = start_http(&p, 1, |port| {
         format!(
-            "access_log off;\nserver {{ listen 127.0.0.1:{port}; root html; gzip on; gzip_comp_level 3; }}"
+            "access_log off;\nserver_tokens off;\nserver {{ listen 127.0.0.1:{port}; root html; gzip on; gzip_comp_level 3; }}"
         )
     });
     let mut c = gyre.raw();

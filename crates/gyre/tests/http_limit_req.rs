@@ -144,7 +144,7 @@ fn one_bucket_for_all_workers() {
     let root = site(&p);
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 2, move |port| {
-        format!("access_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
+        format!("access_log off;\nserver_tokens off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
     });
     // Both workers up (the first may answer the readiness probe alone).
     util::wait_for(Duration::from_secs(10), || gyre.server.workers().len() == 2);
@@ -216,7 +216,7 @@ fn the_same_requests_get_the_same_statuses_as_nginx() {
     };
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 2, move |port| {
-        format!("access_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
+        format!("access_log off;\nserver_tokens off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
     });
     let script: Vec<&str> = [
         vec!["/two/t.txt"; 5],
@@ -292,7 +292,7 @@ fn delayed_requests_are_served_after_their_wait() {
     let root = site(&p);
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 1, move |port| {
-        format!("access_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
+        format!("access_log off;\nserver_tokens off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
     });
     // Three at once on three connections: the first passes, the others
     // wait for their share (20 r/s) and are then served.
@@ -455,7 +455,7 @@ fn limit_conn_counts_slow_downloads_like_nginx() {
     let root = site(&p);
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 2, move |port| {
-        format!("access_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
+        format!("access_log off;\nserver_tokens off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
     });
     util::wait_for(Duration::from_secs(10), || gyre.server.workers().len() == 2);
     let got = conn_script(gyre.port);
@@ -521,7 +521,7 @@ fn a_paced_download_whose_client_left_is_closed() {
     let root = site(&p);
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 1, move |port| {
-        format!("access_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
+        format!("access_log off;\nserver_tokens off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
     });
     let got = paced_close_script(gyre.port);
     assert_eq!(got, vec![200, 503, 200], "gyre");
