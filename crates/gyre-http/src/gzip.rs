@@ -540,7 +540,8 @@ pub fn filter(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Opt
         b => Src::Mem(b),
     };
     let mut z = Deflate::new(&g, src.len());
-    if src.len() as usize <= SLICE || r.st.is_head() {
+    let paced = r.st.loc.limit_rate > 0 && !r.st.error_page;
+    if (src.len() as usize <= SLICE && !paced) || r.st.is_head() {
         // Small: compressed now, sent as one chunk and the last.
         let mut out = Vec::new();
         if !r.st.is_head() {
@@ -568,6 +569,7 @@ pub fn filter(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Opt
         z,
         src,
         pos: 0,
+        finished: false,
         buf: Vec::new(),
         out: Vec::new(),
         bound: g.buffers.0.saturating_mul(g.buffers.1).max(4096),
@@ -602,21 +604,46 @@ pub struct Stream {
     src: Src,
     /// Input bytes compressed so far.
     pos: u64,
+    /// The gzip trailer is written.
+    finished: bool,
     /// File bytes read for the current slice (reused).
     buf: Vec<u8>,
-    /// Compressed bytes of the current turn (reused).
+    /// Compressed bytes not sent yet (reused): all of a turn's, or with
+    /// `limit_rate` what the allowance holds back, as nginx's write
+    /// filter holds the gzip filter's buffers.
     out: Vec<u8>,
     /// `gzip_buffers` (number × size): output made per turn at most.
     bound: usize,
 }
 
 /// One turn of a suspended compression: up to `gzip_buffers` of output,
-/// queued as a chunk; then "again" (resume once the output drained and
-/// the loop had a turn) or, at the end, the last chunk.
+/// queued as a chunk (with `limit_rate`, no more than its allowance);
+/// then "again" (resume once the output drained and the loop had a turn,
+/// or when the allowance grew) or, at the end, the last chunk.
 pub fn step(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut st: Box<Stream>) -> Step {
     let total = st.src.len();
-    st.out.clear();
-    while st.pos < total && st.out.len() < st.bound {
+    // `limit_rate` paces the compressed bytes with the static handler's
+    // allowance (crate::static_handler::pace).
+    let mut allowed = usize::MAX;
+    let loc = &r.st.loc;
+    if loc.limit_rate > 0 && !r.st.error_page {
+        let rate = loc.limit_rate;
+        let elapsed = cx.now.wrapping_sub(r.st.start) / 1000;
+        let budget = rate
+            .saturating_mul(elapsed + 1)
+            .saturating_add(loc.limit_rate_after)
+            .min(i64::MAX as u64);
+        let left = budget as i64 - r.st.body_bytes_sent as i64;
+        if left <= 0 {
+            let delay = ((-left) as u64).saturating_mul(1000) / rate + 1;
+            r.wake = Some(Wake::At(cx.now.wrapping_add(delay)));
+            r.content = Content::Gzip(st);
+            return Step::Again;
+        }
+        allowed = left as usize;
+    }
+    let bound = st.bound.min(allowed);
+    while st.pos < total && st.out.len() < bound {
         let n = (total - st.pos).min(SLICE as u64) as usize;
         let slice: &[u8] = match &st.src {
             Src::Mem(b) => {
@@ -642,23 +669,34 @@ pub fn step(cx: &mut Ctx<'_>, r: &mut HttpRequest, mut st: Box<Stream>) -> Step 
         st.z.write(slice, &mut st.out);
         st.pos += n as u64;
     }
-    let done = st.pos >= total;
-    if done {
+    if st.pos >= total && !st.finished {
+        st.finished = true;
         st.z.finish(&mut st.out);
     }
-    if !st.out.is_empty() {
-        let piece = Body::Bytes(std::mem::take(&mut st.out));
+    let n = st.out.len().min(allowed);
+    if n > 0 {
+        let rest = st.out.split_off(n);
+        let piece = Body::Bytes(std::mem::replace(&mut st.out, rest));
         let _ = cx.m.send_body(&piece);
-        if let Body::Bytes(v) = piece {
-            st.out = v;
-        }
     }
     (r.st.body_bytes_sent, r.st.bytes_sent) = cx.m.last_sent();
-    if done {
+    if st.finished && st.out.is_empty() {
         let _ = cx.m.finish_body(cx.now);
         return Step::Done;
     }
-    r.wake = Some(Wake::Yield);
+    // Paced: the time those bytes take at the rate (nginx's write filter
+    // delay), else the loop's next turn.
+    let rate = r.st.loc.limit_rate;
+    let delay = if allowed != usize::MAX && rate > 0 {
+        (n as u64).saturating_mul(1000) / rate
+    } else {
+        0
+    };
+    r.wake = Some(if delay > 0 {
+        Wake::At(cx.now.wrapping_add(delay))
+    } else {
+        Wake::Yield
+    });
     r.content = Content::Gzip(st);
     Step::Again
 }

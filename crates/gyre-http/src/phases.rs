@@ -887,6 +887,82 @@ mod tests {
         std::fs::remove_dir_all(&s.dir).unwrap();
     }
 
+    /// Decodes a chunked body (test output only).
+    fn unchunk(mut b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        loop {
+            let i = b.windows(2).position(|w| w == b"\r\n").unwrap();
+            let n = usize::from_str_radix(std::str::from_utf8(&b[..i]).unwrap(), 16).unwrap();
+            out.extend_from_slice(&b[i + 2..i + 2 + n]);
+            b = &b[i + 2 + n + 2..];
+            if n == 0 {
+                return out;
+            }
+        }
+    }
+
+    #[test]
+    fn limit_rate_paces_a_gzipped_body_on_the_virtual_clock() {
+        use std::io::Read;
+        let mut x = 7u32;
+        let data: String = (0..6000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (b'a' + (x % 26) as u8) as char
+            })
+            .collect();
+        let s = site(
+            "gzrate",
+            "location / { gzip on; gzip_types text/plain; limit_rate 1000; }",
+            &[("f.txt", &data)],
+        );
+        let (mut run, mut st) = Run::new(
+            &s,
+            "GET /f.txt HTTP/1.1\r\nHost: h\r\nAccept-Encoding: gzip\r\n\r\n",
+        );
+        let mut out: Vec<u8> = run.m.take_output().bytes();
+        let mut now = 0;
+        let mut waits = 0;
+        let body_len = |o: &[u8]| {
+            o.windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map_or(0, |i| o.len() - i - 4) as u64
+        };
+        for _ in 0..200 {
+            // Never ahead of the rate by more than one piece (1 KiB of
+            // input, its chunk framing and the gzip header).
+            let body = body_len(&out);
+            assert!(
+                body <= 1000 * (now / 1000 + 1) + 1100,
+                "{body} bytes at {now} ms"
+            );
+            if st == Status::Done {
+                break;
+            }
+            if let Some(Wake::At(t)) = run.r.wake {
+                now = t;
+                waits += 1;
+            }
+            st = run.step(&s, now, true);
+            out.extend(run.m.take_output().bytes());
+        }
+        assert_eq!(st, Status::Done);
+        assert!(waits >= 2, "{waits} waits");
+        let i = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+        let head = String::from_utf8_lossy(&out[..i]).into_owned();
+        assert!(head.contains("Content-Encoding: gzip"), "{head}");
+        assert!(head.contains("Transfer-Encoding: chunked"), "{head}");
+        let gz = unchunk(&out[i + 4..]);
+        let mut back = String::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_string(&mut back)
+            .unwrap();
+        assert_eq!(back, data);
+        std::fs::remove_dir_all(&s.dir).unwrap();
+    }
+
     #[test]
     fn only_the_phases_in_use_are_built() {
         let s = site("build", "location = /r { return 200 ok; }", &[]);

@@ -300,7 +300,13 @@ fn file_response(
         }
     };
     if loc.limit_rate > 0 && len > 0 && !r.st.error_page {
-        return start_paced(cx, r, resp);
+        // A body the gzip filter takes is paced there, compressed.
+        let gzipped = loc.gzip.as_ref().is_some_and(|g| {
+            crate::gzip::qualifies(g, resp) && crate::gzip::gzip_ok(g, r, resp, cx.unix_ms / 1000)
+        });
+        if !gzipped {
+            return start_paced(cx, r, resp);
+        }
     }
     Step::Respond
 }

@@ -188,7 +188,8 @@ fn server_body(root: &str) -> String {
          location /h10/ {{ alias {root}/; gzip_http_version 1.0; }}\n\
          location /off/ {{ alias {root}/; gzip off; }}\n\
          location /types/ {{ alias {root}/; gzip_types *; }}\n\
-         location /lvl1/ {{ alias {root}/; gzip_comp_level 1; gzip_buffers 4 4k; }}\n",
+         location /lvl1/ {{ alias {root}/; gzip_comp_level 1; gzip_buffers 4 4k; }}\n\
+         location /rate/ {{ alias {root}/; limit_rate 2k; }}\n",
         text(300, 9)
     )
 }
@@ -285,6 +286,10 @@ fn cases() -> Vec<(&'static str, String)> {
         ("large file in slices", g("/big.html", "")),
         ("large file, level 1, 4 buffers", g("/lvl1/big.html", "")),
         ("index by redirect", g("/sub/", "")),
+        (
+            "limit_rate paces the gzipped body",
+            g("/rate/page.html", ""),
+        ),
         (
             "if-none-match weak",
             g("/page.html", "If-None-Match: W/\"ETAG\"\r\n"),
