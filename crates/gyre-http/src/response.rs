@@ -312,6 +312,9 @@ pub fn wire_status(status: u16) -> u16 {
 /// The server's name with its version (`server_tokens on`).
 pub const SERVER_VERSIONED: &str = concat!("gyre/", env!("CARGO_PKG_VERSION"));
 
+/// The end of the status line and the Server header with the version.
+const SERVER_LINE_VERSIONED: &str = concat!("\r\nServer: gyre/", env!("CARGO_PKG_VERSION"), "\r\n");
+
 /// nginx's page for a status with a title line only, signed `$sig`.
 macro_rules! page {
     ($title:literal, $sig:expr) => {
@@ -462,14 +465,13 @@ pub(crate) fn write_head(
     } else {
         out.extend_from_slice(line.as_bytes());
     }
-    // `server_tokens`: the version too, or the name alone.
-    out.extend_from_slice(b"\r\nServer: ");
+    // `server_tokens`: the version too, or the name alone (one copy of a
+    // constant either way).
     out.extend_from_slice(if tokens {
-        SERVER_VERSIONED.as_bytes()
+        SERVER_LINE_VERSIONED.as_bytes()
     } else {
-        b"gyre"
+        b"\r\nServer: gyre\r\n"
     });
-    out.extend_from_slice(b"\r\n");
     push_header(out, b"Date", date.as_bytes());
     if let Some(ct) = &resp.content_type {
         push_header(out, b"Content-Type", ct.as_bytes());
