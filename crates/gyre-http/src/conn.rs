@@ -928,7 +928,35 @@ impl Connection {
             self.extend_bytes_seg(start);
             return (0, head_len);
         }
-        let framed = chunked && !resp.body.is_empty();
+        if chunked {
+            return self.queue_chunked_body(resp, start, head_len);
+        }
+        match &resp.body {
+            Body::File { token, offset, len } => {
+                self.extend_bytes_seg(start);
+                if *len > 0 {
+                    self.segs.push(OutSeg::File {
+                        token: *token,
+                        offset: *offset,
+                        len: *len,
+                    });
+                }
+                (*len, head_len + *len)
+            }
+            body => {
+                let b = page.unwrap_or_else(|| body.bytes().unwrap_or(&[]));
+                self.out.extend_from_slice(b);
+                self.extend_bytes_seg(start);
+                (b.len() as u64, head_len + b.len() as u64)
+            }
+        }
+    }
+
+    /// [`Connection::queue`]'s body as one chunk and the last one (kept
+    /// apart: the common response does not pay for it).
+    #[cold]
+    fn queue_chunked_body(&mut self, resp: &Response, start: usize, head_len: u64) -> (u64, u64) {
+        let framed = !resp.body.is_empty();
         if framed {
             stream::chunk_size_line(&mut self.out, resp.body.len());
         }
@@ -945,20 +973,17 @@ impl Connection {
                 *len
             }
             body => {
-                let b = page.unwrap_or_else(|| body.bytes().unwrap_or(&[]));
-                self.out.extend_from_slice(b);
+                self.out.extend_from_slice(body.bytes().unwrap_or(&[]));
                 self.extend_bytes_seg(start);
                 0
             }
         };
-        if chunked {
-            let t: &[u8] = if framed {
-                b"\r\n0\r\n\r\n"
-            } else {
-                b"0\r\n\r\n"
-            };
-            self.push_bytes(t);
-        }
+        let t: &[u8] = if framed {
+            b"\r\n0\r\n\r\n"
+        } else {
+            b"0\r\n\r\n"
+        };
+        self.push_bytes(t);
         // With a file, `out` grew by the head, the size line and the tail.
         let all = (self.out.len() - start) as u64 + file;
         (all - head_len, all)
