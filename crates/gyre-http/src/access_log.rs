@@ -27,6 +27,8 @@ pub struct Entry<'a> {
     pub body_bytes_sent: u64,
     pub referer: Option<&'a [u8]>,
     pub user_agent: Option<&'a [u8]>,
+    /// `$remote_user` (`-` when none).
+    pub remote_user: Option<&'a [u8]>,
 }
 
 /// A buffered access-log file.
@@ -177,7 +179,12 @@ pub fn format_combined(e: &Entry<'_>, out: &mut Vec<u8>) {
 /// [`format_combined`] with `$time_local` already formatted.
 fn format_line(e: &Entry<'_>, time: &[u8], out: &mut Vec<u8>) {
     remote_addr(out, e.remote_addr);
-    out.extend_from_slice(b" - - [");
+    out.extend_from_slice(b" - ");
+    match e.remote_user {
+        Some(u) => escaped(out, u),
+        None => out.push(b'-'),
+    }
+    out.extend_from_slice(b" [");
     out.extend_from_slice(time);
     out.extend_from_slice(b"] \"");
     escaped(out, e.request_line);
@@ -214,6 +221,7 @@ mod tests {
                 body_bytes_sent: 612,
                 referer: None,
                 user_agent: Some(b"curl/7.88.1\x01\xff\\"),
+                remote_user: None,
             },
             &mut out,
         );

@@ -153,6 +153,11 @@ pub struct LocSettings {
     pub limit_conn: crate::limit_conn::LimitConnSet,
     /// `proxy_*` (crate::proxy).
     pub proxy: crate::proxy::conf::ProxySettings,
+    /// `gzip*` (crate::gzip).
+    pub gzip: crate::gzip::GzipSet,
+    /// `server_tokens on|off|build` (`build` is `on`: gyre has no build
+    /// name, as nginx configured without `--build`).
+    pub server_tokens: Option<bool>,
 }
 
 /// `open_file_cache max=N [inactive=T]` / `open_file_cache_valid T`.
@@ -234,6 +239,10 @@ pub struct LocConf {
     pub limit_conn: Option<Arc<crate::limit_conn::LimitConnConf>>,
     /// `proxy_pass` and its settings: the location's content handler.
     pub proxy: Option<Arc<crate::proxy::conf::ProxyConf>>,
+    /// `gzip` / `gzip_static` when either is on (crate::gzip).
+    pub gzip: Option<Arc<crate::gzip::GzipConf>>,
+    /// `server_tokens` (on): `Server: gyre/VERSION`, pages signed so.
+    pub server_tokens: bool,
 }
 
 /// One `location`.
@@ -505,6 +514,8 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         limit_req: crate::limit_req::resolve(levels),
         limit_conn: crate::limit_conn::resolve(levels),
         proxy: None,
+        gzip: crate::gzip::resolve(levels),
+        server_tokens: pick(levels, |s| s.server_tokens).unwrap_or(true),
         log_format: 0,
         log_if: levels
             .iter()
@@ -771,6 +782,16 @@ fn set_client_max_body_size(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Re
 fn set_sendfile(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let v = d.flag()?;
     c.settings(cx)?.sendfile = Some(v);
+    Ok(())
+}
+
+fn set_server_tokens(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let v = match d.arg(0) {
+        "on" | "build" => true,
+        "off" => false,
+        other => return Err(format!("invalid value \"{other}\"")),
+    };
+    c.settings(cx)?.server_tokens = Some(v);
     Ok(())
 }
 
@@ -1211,6 +1232,7 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         set_client_max_body_size,
     ),
     DirectiveSpec::new("sendfile", HSL, Args::FLAG, set_sendfile),
+    DirectiveSpec::new("server_tokens", HSL, Args::TAKE1, set_server_tokens),
     DirectiveSpec::new("tcp_nodelay", HSL, Args::FLAG, set_tcp_nodelay),
     DirectiveSpec::new(
         "absolute_redirect",
@@ -1261,6 +1283,42 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::FLAG,
         set_ignore_invalid_headers,
     ),
+    // ngx_http_gzip_filter_module, ngx_http_gzip_static_module (crate::gzip).
+    DirectiveSpec::new("gzip", HSL.or(IF), Args::FLAG, crate::gzip::set_flag),
+    DirectiveSpec::new("gzip_vary", HSL, Args::FLAG, crate::gzip::set_flag),
+    DirectiveSpec::new("gzip_types", HSL, Args::ONE_MORE, crate::gzip::set_types),
+    DirectiveSpec::new(
+        "gzip_min_length",
+        HSL,
+        Args::TAKE1,
+        crate::gzip::set_min_length,
+    ),
+    DirectiveSpec::new(
+        "gzip_comp_level",
+        HSL,
+        Args::TAKE1,
+        crate::gzip::set_comp_level,
+    ),
+    DirectiveSpec::new("gzip_buffers", HSL, Args::TAKE2, crate::gzip::set_buffers),
+    DirectiveSpec::new(
+        "gzip_proxied",
+        HSL,
+        Args::ONE_MORE,
+        crate::gzip::set_proxied,
+    ),
+    DirectiveSpec::new(
+        "gzip_disable",
+        HSL,
+        Args::ONE_MORE,
+        crate::gzip::set_disable,
+    ),
+    DirectiveSpec::new(
+        "gzip_http_version",
+        HSL,
+        Args::TAKE1,
+        crate::gzip::set_http_version,
+    ),
+    DirectiveSpec::new("gzip_static", HSL, Args::TAKE1, crate::gzip::set_static),
     // ngx_http_ssl_module (crate::ssl).
     DirectiveSpec::multi("ssl_certificate", HS, Args::TAKE1, ssl::set_certificate),
     DirectiveSpec::multi(

@@ -44,7 +44,7 @@ use gyre_core::event::clock::{msec_before, Msec};
 
 use crate::body::BodyDecoder;
 use crate::parse::{HeadParser, HeadStatus, Request};
-use crate::response::{bodiless, wire_status, write_head, Body, Response};
+use crate::response::{bodiless, versioned_page, wire_status, write_head, Body, Response};
 use crate::settings::{HttpSettings, LingeringClose};
 
 mod err_note;
@@ -188,6 +188,8 @@ pub struct LogRecord {
     pub user_agent: Option<String>,
     /// `$host` when known.
     pub host: Option<String>,
+    /// `$remote_user`: the user of an `Authorization: Basic` header.
+    pub remote_user: Option<String>,
     /// When the request's first byte was processed.
     pub start: Msec,
     /// When the response was queued.
@@ -229,7 +231,9 @@ struct Current {
     /// Body bytes still to come of a streamed response
     /// ([`Connection::respond_head`]); `None` when not streaming.
     streaming: Option<u64>,
-    /// The streamed body is sent chunked (its length is unknown).
+    /// HTTP/1.1 or later: a body of unknown length can go chunked.
+    http11: bool,
+    /// The streamed body is sent in chunks ([`Response::chunked`]).
     chunked: bool,
     log: LogRecord,
 }
@@ -295,6 +299,12 @@ fn request_note(kind: ErrKind, req: Option<&Request>) -> ErrNote {
 
 fn reached(now: Msec, deadline: Msec) -> bool {
     !msec_before(now, deadline)
+}
+
+/// Whether a response goes chunked (nginx's chunked filter): a body of
+/// unknown length to an HTTP/1.1 client, not for HEAD or bodiless statuses.
+pub(crate) fn chunked_for(resp: &Response, http11: bool, head_only: bool) -> bool {
+    resp.chunked && http11 && !head_only && !bodiless(resp.status)
 }
 
 impl Connection {
@@ -767,7 +777,7 @@ impl Connection {
                 .push(request_note(ErrKind::InvalidChunked, Some(&req)));
             let mut rec = self.bare_log(400, now);
             rec.request_line = req.request_line().into_owned();
-            let (body, all) = self.queue(&Response::error(400), false, req.is_head(), date);
+            let (body, all) = self.queue(&Response::error(400), false, req.is_head(), false, date);
             rec.body_bytes_sent = body;
             rec.bytes_sent = all;
             self.logs.push(rec);
@@ -787,6 +797,7 @@ impl Connection {
             body_end_sent: false,
             expect_continue,
             streaming: None,
+            http11: req.version >= crate::Version::HTTP_11,
             chunked: false,
             log: if self.st.log_requests {
                 LogRecord {
@@ -797,6 +808,9 @@ impl Connection {
                     referer: req.referer(),
                     user_agent: req.user_agent(),
                     host: req.host().map(str::to_string),
+                    remote_user: crate::auth_basic::basic_user(&req).map(|(cred, n)| {
+                        String::from_utf8_lossy(cred.get(..n).unwrap_or(&[])).into_owned()
+                    }),
                     start: self.head_start,
                     end: now,
                     sink: 0,
@@ -845,7 +859,7 @@ impl Connection {
                 let pending_input = status == 413 && self.head.body_may_follow();
                 let mut rec = self.bare_log(status, now);
                 let resp = Response::error(status);
-                let (body, all) = self.queue(&resp, false, false, date);
+                let (body, all) = self.queue(&resp, false, false, false, date);
                 rec.status = wire_status(status);
                 rec.body_bytes_sent = body;
                 rec.bytes_sent = all;
@@ -916,7 +930,7 @@ impl Connection {
         resp.close = true;
         let head = cur.head;
         let mut log = cur.log.clone();
-        let (body, all) = self.queue(&resp, false, head, date);
+        let (body, all) = self.queue(&resp, false, head, false, date);
         log.status = status;
         log.body_bytes_sent = body;
         log.bytes_sent = all;
@@ -990,8 +1004,10 @@ impl Connection {
             // could not (the glue names the request it still holds).
             self.notes.push(request_note(ErrKind::InvalidChunked, None));
         }
-        let keep_alive = cur.keep_alive && !resp.close && !bad_body;
-        let (body, all) = self.queue(resp, keep_alive, cur.head, date);
+        let keep_alive =
+            cur.keep_alive && !resp.close && (cur.http11 || !resp.chunked) && !bad_body;
+        let chunked = chunked_for(resp, cur.http11, cur.head);
+        let (body, all) = self.queue(resp, keep_alive, cur.head, chunked, date);
         self.last_sent = (body, all);
         cur.log.status = wire_status(resp.status);
         cur.log.body_bytes_sent = body;
@@ -1052,25 +1068,39 @@ impl Connection {
     }
 
     /// Serializes a response into the output; returns (body bytes, total).
+    /// `chunked` (from [`chunked_for`]) writes `Transfer-Encoding: chunked`
+    /// and frames the body as one chunk and the last one.
     fn queue(
         &mut self,
         resp: &Response,
         keep_alive: bool,
         head_only: bool,
+        chunked: bool,
         date: &str,
     ) -> (u64, u64) {
         let no_body = bodiless(resp.status);
-        let cl = if no_body {
+        let tokens = self.st.server_tokens;
+        let page = if tokens {
+            versioned_page(resp.status, &resp.body)
+        } else {
             None
+        };
+        let cl = if no_body || resp.chunked {
+            None
+        } else if let Some(p) = page {
+            Some(p.len() as u64)
         } else {
             Some(resp.content_length.unwrap_or_else(|| resp.body.len()))
         };
         let start = self.out.len();
-        write_head(resp, cl, keep_alive, date, &mut self.out);
+        write_head(resp, cl, chunked, keep_alive, tokens, date, &mut self.out);
         let head_len = (self.out.len() - start) as u64;
         if head_only || no_body {
             self.extend_bytes_seg(start);
             return (0, head_len);
+        }
+        if chunked {
+            return self.queue_chunked_body(resp, start, head_len);
         }
         match &resp.body {
             Body::File { token, offset, len } => {
@@ -1085,12 +1115,49 @@ impl Connection {
                 (*len, head_len + *len)
             }
             body => {
-                let b = body.bytes().unwrap_or(&[]);
+                let b = page.unwrap_or_else(|| body.bytes().unwrap_or(&[]));
                 self.out.extend_from_slice(b);
                 self.extend_bytes_seg(start);
                 (b.len() as u64, head_len + b.len() as u64)
             }
         }
+    }
+
+    /// [`Connection::queue`]'s body as one chunk and the last one (kept
+    /// apart: the common response does not pay for it).
+    #[cold]
+    fn queue_chunked_body(&mut self, resp: &Response, start: usize, head_len: u64) -> (u64, u64) {
+        let framed = !resp.body.is_empty();
+        if framed {
+            stream::chunk_size_line(&mut self.out, resp.body.len());
+        }
+        let file = match &resp.body {
+            Body::File { token, offset, len } => {
+                self.extend_bytes_seg(start);
+                if *len > 0 {
+                    self.segs.push(OutSeg::File {
+                        token: *token,
+                        offset: *offset,
+                        len: *len,
+                    });
+                }
+                *len
+            }
+            body => {
+                self.out.extend_from_slice(body.bytes().unwrap_or(&[]));
+                self.extend_bytes_seg(start);
+                0
+            }
+        };
+        let t: &[u8] = if framed {
+            b"\r\n0\r\n\r\n"
+        } else {
+            b"0\r\n\r\n"
+        };
+        self.push_bytes(t);
+        // With a file, `out` grew by the head, the size line and the tail.
+        let all = (self.out.len() - start) as u64 + file;
+        (all - head_len, all)
     }
 
     /// After a `Connection: close` response: linger when the client may
@@ -1123,6 +1190,7 @@ impl Connection {
             referer: None,
             user_agent: None,
             host: None,
+            remote_user: None,
             start: self.head_start,
             end: now,
             sink: 0,

@@ -171,6 +171,7 @@ impl Shared {
             body_bytes_sent: rec.body_bytes_sent,
             referer: rec.referer.as_deref().map(str::as_bytes),
             user_agent: rec.user_agent.as_deref().map(str::as_bytes),
+            remote_user: rec.remote_user.as_deref().map(str::as_bytes),
         });
     }
 
@@ -308,6 +309,7 @@ fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettin
         client_body_timeout: loc.client_body_timeout,
         keepalive_timeout: loc.keepalive_timeout,
         keepalive_requests: loc.keepalive_requests,
+        server_tokens: loc.server_tokens,
         ..HttpSettings::default()
     }
 }
@@ -804,7 +806,8 @@ impl HttpConn {
 
     /// Resumes a suspended request once its output drained and its time
     /// came; true when it is still suspended (waiting for the output to
-    /// drain, or for the delay timer armed here).
+    /// drain, or for the delay timer or posted event armed here); false
+    /// when it ended, or queued output for the caller to write.
     fn wake_request(&mut self, core: &mut Core, c: ConnId) -> bool {
         let Some(mut r) = self.r.take() else {
             return false;
@@ -815,6 +818,19 @@ impl HttpConn {
                 return true;
             }
             let now = core.now();
+            if let Some(Wake::Yield) = r.wake {
+                // Work in slices: the next one on the loop's next turn
+                // (a posted write event), after other connections'.
+                r.wake = None;
+                self.delayed = true;
+                // No timer on the write event marks the wake-up as the
+                // posted one (the send timeout is not needed: nothing is
+                // queued).
+                core.del_timer(Ev::write(c));
+                core.post(Ev::write(c));
+                self.r = Some(r);
+                return true;
+            }
             if let Some(Wake::At(t)) = r.wake {
                 let wait = msec_diff(t, now);
                 if wait > 0 {
@@ -828,6 +844,13 @@ impl HttpConn {
             if let Status::Done = self.run_phases(core, &mut r, Start::Resume) {
                 self.end_request(core, c, r);
                 self.answer(core, c);
+                return false;
+            }
+            if self.has_output() {
+                // Written by the caller now: the socket may be writable
+                // already, and an edge-triggered poll would not say so
+                // again.
+                self.r = Some(r);
                 return false;
             }
         }
@@ -919,8 +942,9 @@ impl Handler for HttpConn {
             self.close(core, c);
             return;
         }
-        if ev.timedout && ev.kind == EvKind::Write && self.delayed {
-            // A suspended request's wake-up.
+        if ev.kind == EvKind::Write && self.delayed && (ev.timedout || !core.timer_set(ev)) {
+            // A suspended request's wake-up: its timer, or the posted
+            // event of work done in slices (no timer then).
             self.delayed = false;
         } else if ev.timedout {
             if ev.kind == EvKind::Write {

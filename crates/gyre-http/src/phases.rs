@@ -177,8 +177,7 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
     loop {
         let Some(&ph) = cx.conf.phases.get(r.st.phase) else {
             out.set_error(500);
-            send(cx, r, out);
-            return Status::Done;
+            return send(cx, r, out);
         };
         let step = match ph {
             Phase::ServerRewrite => server_rewrite(cx, r, out),
@@ -199,13 +198,13 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
             Step::Error(code) => {
                 out.set_error(code);
                 match finalize(cx, r, out) {
-                    Some(i) => r.st.phase = i,
-                    None => return Status::Done,
+                    Ok(i) => r.st.phase = i,
+                    Err(st) => return st,
                 }
             }
             Step::Respond => match finalize(cx, r, out) {
-                Some(i) => r.st.phase = i,
-                None => return Status::Done,
+                Ok(i) => r.st.phase = i,
+                Err(st) => return st,
             },
             Step::Done => return Status::Done,
             Step::Again => return Status::Again,
@@ -218,11 +217,11 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
 pub fn run_error(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response, code: u16) -> Status {
     out.set_error(code);
     match finalize(cx, r, out) {
-        Some(i) => {
+        Ok(i) => {
             r.st.phase = i;
             run(cx, r, out)
         }
-        None => Status::Done,
+        Err(st) => st,
     }
 }
 
@@ -249,11 +248,11 @@ pub fn run_redirect(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response, t
 pub fn run_refused(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response, code: u16) -> Status {
     out.set_error(code);
     match finalize(cx, r, out) {
-        Some(i) => {
+        Ok(i) => {
             r.st.phase = i;
             run(cx, r, out)
         }
-        None => Status::Done,
+        Err(st) => st,
     }
 }
 
@@ -263,6 +262,7 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Stat
     let step = match std::mem::replace(&mut r.content, Content::None) {
         Content::None => return Status::Done,
         Content::Paced(p) => crate::static_handler::pace(cx, r, p),
+        Content::Gzip(st) => crate::gzip::step(cx, r, st),
         // limit_req is done; the phase goes on with limit_conn.
         Content::Delayed => return run(cx, r, out),
         // Driven by the connection's handler, never resumed here.
@@ -275,13 +275,9 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Stat
         Step::Again => Status::Again,
         Step::Error(code) => {
             out.set_error(code);
-            send(cx, r, out);
-            Status::Done
+            send(cx, r, out)
         }
-        Step::Respond => {
-            send(cx, r, out);
-            Status::Done
-        }
+        Step::Respond => send(cx, r, out),
         _ => Status::Done,
     }
 }
@@ -487,9 +483,10 @@ fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
 
 /// nginx's `ngx_http_finalize_request` / special response: an error
 /// status with an `error_page` becomes an internal redirect (the phase to
-/// go on from is returned); otherwise the response is queued.
+/// go on from is returned); otherwise the response is queued (`Err` with
+/// whether it is complete or its body follows).
 #[inline]
-fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Option<usize> {
+fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Result<usize, Status> {
     let status = resp.status;
     if status >= 300 && !r.st.error_page {
         let loc = r.st.loc.clone();
@@ -511,14 +508,13 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Optio
                     .unwrap_or(302);
                 resp.set_error(code);
                 resp.location = Some(target.into_owned().into());
-                send(cx, r, resp);
-                return None;
+                return Err(send(cx, r, resp));
             }
             if !target.starts_with('@') && !r.st.req.is_get_or_head() {
                 r.st.as_get = true;
             }
             match internal_redirect(cx, r, &target) {
-                Ok(i) => return Some(i),
+                Ok(i) => return Ok(i),
                 Err(code) => resp.set_error(code),
             }
         }
@@ -531,8 +527,7 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Optio
             resp.set_error(r.st.err_status);
         }
     }
-    send(cx, r, resp);
-    None
+    Err(send(cx, r, resp))
 }
 
 /// An `error_page`'s URI, its variables evaluated.
@@ -552,9 +547,9 @@ fn error_page_target<'e>(
     String::from_utf8_lossy(cx.scratch).into_owned().into()
 }
 
-/// `add_header`, then the machine.
+/// `add_header`, then the output filters (gzip) and the machine.
 #[inline]
-fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
+fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Status {
     absolute_redirect(cx.conf, r, resp);
     // nginx's header and range filters: Last-Modified only on 200, 206
     // and 304, Accept-Ranges only on 200.
@@ -565,8 +560,20 @@ fn send(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
         resp.headers.retain(|(k, _)| k != "Accept-Ranges");
     }
     prepare(cx, r, resp);
+    if let Some(vary) = r.st.loc.gzip.as_ref().map(|g| g.vary) {
+        match crate::gzip::filter(cx, r, resp) {
+            Some(Step::Again) => return Status::Again,
+            Some(Step::Error(code)) => resp.set_error(code),
+            Some(_) => return Status::Done,
+            None => {}
+        }
+        if vary && r.st.gzip_vary {
+            crate::gzip::add_vary(resp);
+        }
+    }
     let _ = cx.m.respond_ref(resp, cx.now, cx.date);
     (r.st.body_bytes_sent, r.st.bytes_sent) = cx.m.last_sent();
+    Status::Done
 }
 
 /// What every response gets before it is queued: `add_header`, the
@@ -581,6 +588,7 @@ pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
     let st = cx.m.settings_mut();
     st.keepalive_timeout = loc.keepalive_timeout;
     st.keepalive_requests = loc.keepalive_requests;
+    st.server_tokens = loc.server_tokens;
     if loc.keepalive_timeout == 0 || cx.m.requests() >= loc.keepalive_requests || cx.last_call {
         resp.close = true;
     }
@@ -920,6 +928,82 @@ mod tests {
         assert_eq!(run.step(&s, 2000, true), Status::Done);
         assert_eq!(run.output().len(), 500);
         assert!(!run.m.is_streaming());
+        std::fs::remove_dir_all(&s.dir).unwrap();
+    }
+
+    /// Decodes a chunked body (test output only).
+    fn unchunk(mut b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        loop {
+            let i = b.windows(2).position(|w| w == b"\r\n").unwrap();
+            let n = usize::from_str_radix(std::str::from_utf8(&b[..i]).unwrap(), 16).unwrap();
+            out.extend_from_slice(&b[i + 2..i + 2 + n]);
+            b = &b[i + 2 + n + 2..];
+            if n == 0 {
+                return out;
+            }
+        }
+    }
+
+    #[test]
+    fn limit_rate_paces_a_gzipped_body_on_the_virtual_clock() {
+        use std::io::Read;
+        let mut x = 7u32;
+        let data: String = (0..6000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (b'a' + (x % 26) as u8) as char
+            })
+            .collect();
+        let s = site(
+            "gzrate",
+            "location / { gzip on; gzip_types text/plain; limit_rate 1000; }",
+            &[("f.txt", &data)],
+        );
+        let (mut run, mut st) = Run::new(
+            &s,
+            "GET /f.txt HTTP/1.1\r\nHost: h\r\nAccept-Encoding: gzip\r\n\r\n",
+        );
+        let mut out: Vec<u8> = run.m.take_output().bytes();
+        let mut now = 0;
+        let mut waits = 0;
+        let body_len = |o: &[u8]| {
+            o.windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map_or(0, |i| o.len() - i - 4) as u64
+        };
+        for _ in 0..200 {
+            // Never ahead of the rate by more than one piece (1 KiB of
+            // input, its chunk framing and the gzip header).
+            let body = body_len(&out);
+            assert!(
+                body <= 1000 * (now / 1000 + 1) + 1100,
+                "{body} bytes at {now} ms"
+            );
+            if st == Status::Done {
+                break;
+            }
+            if let Some(Wake::At(t)) = run.r.wake {
+                now = t;
+                waits += 1;
+            }
+            st = run.step(&s, now, true);
+            out.extend(run.m.take_output().bytes());
+        }
+        assert_eq!(st, Status::Done);
+        assert!(waits >= 2, "{waits} waits");
+        let i = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+        let head = String::from_utf8_lossy(&out[..i]).into_owned();
+        assert!(head.contains("Content-Encoding: gzip"), "{head}");
+        assert!(head.contains("Transfer-Encoding: chunked"), "{head}");
+        let gz = unchunk(&out[i + 4..]);
+        let mut back = String::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_string(&mut back)
+            .unwrap();
+        assert_eq!(back, data);
         std::fs::remove_dir_all(&s.dir).unwrap();
     }
 

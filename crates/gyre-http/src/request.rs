@@ -71,6 +71,9 @@ pub struct ReqState {
     pub valid_location: bool,
     /// The `$upstream_*` records of a proxied request.
     pub upstream: crate::proxy::vars::UpstreamVars,
+    /// The response varies with Accept-Encoding (nginx's `r->gzip_vary`):
+    /// `Vary` is added with `gzip_vary on`.
+    pub gzip_vary: bool,
 }
 
 /// A suspended content handler's state.
@@ -84,6 +87,8 @@ pub enum Content {
     Delayed,
     /// Proxied (crate::proxy::handler), driven by the connection's handler.
     Proxy(Box<crate::proxy::handler::Proxy>),
+    /// A body being gzipped a slice per loop turn (crate::gzip).
+    Gzip(Box<crate::gzip::Stream>),
 }
 
 /// When a suspended request wants to run again.
@@ -94,6 +99,9 @@ pub enum Wake {
     /// At this time (a delay timer on the connection's write event, as
     /// nginx's `wev->delayed`), and only once the output drained.
     At(Msec),
+    /// Once the output is written and the loop had a turn (work done in
+    /// slices: other connections run between two).
+    Yield,
 }
 
 /// One request in the module.
@@ -144,6 +152,7 @@ impl HttpRequest {
                 internal: false,
                 valid_location: true,
                 upstream: Default::default(),
+                gzip_vary: false,
             },
             vars: VarCache::default(),
             content: Content::None,
@@ -188,6 +197,7 @@ impl HttpRequest {
         st.internal = false;
         st.valid_location = true;
         st.upstream.clear();
+        st.gzip_vary = false;
         self.content = Content::None;
         self.wake = None;
         self.resp_log = None;

@@ -186,6 +186,10 @@ pub struct Response {
     pub body: Body,
     /// Force `Connection: close` and closing after this response.
     pub close: bool,
+    /// The length is not known in advance (a gzipped body): no
+    /// `Content-Length`; the body goes chunked to HTTP/1.1 clients and
+    /// ends with the connection for HTTP/1.0 ones (nginx's chunked filter).
+    pub chunked: bool,
 }
 
 impl Response {
@@ -200,6 +204,7 @@ impl Response {
             headers: Headers::new(),
             body: Body::Empty,
             close: false,
+            chunked: false,
         }
     }
 
@@ -230,6 +235,7 @@ impl Response {
         self.headers.clear();
         self.body = Body::Empty;
         self.close = false;
+        self.chunked = false;
     }
 
     /// [`Response::error`] in place.
@@ -303,15 +309,23 @@ pub fn wire_status(status: u16) -> u16 {
     }
 }
 
-/// nginx's page for a status with a title line only.
+/// The server's name with its version (`server_tokens on`).
+pub const SERVER_VERSIONED: &str = concat!("gyre/", env!("CARGO_PKG_VERSION"));
+
+/// The end of the status line and the Server header with the version.
+const SERVER_LINE_VERSIONED: &str = concat!("\r\nServer: gyre/", env!("CARGO_PKG_VERSION"), "\r\n");
+
+/// nginx's page for a status with a title line only, signed `$sig`.
 macro_rules! page {
-    ($title:literal) => {
+    ($title:literal, $sig:expr) => {
         concat!(
             "<html>\r\n<head><title>",
             $title,
             "</title></head>\r\n<body>\r\n<center><h1>",
             $title,
-            "</h1></center>\r\n<hr><center>gyre</center>\r\n</body>\r\n</html>\r\n"
+            "</h1></center>\r\n<hr><center>",
+            $sig,
+            "</center>\r\n</body>\r\n</html>\r\n"
         )
     };
 }
@@ -319,59 +333,88 @@ macro_rules! page {
 /// nginx's pages for its internal 400 variants, which explain the error
 /// below the title.
 macro_rules! special_400 {
-    ($text:literal) => {
+    ($text:literal, $sig:expr) => {
         concat!(
             "<html>\r\n<head><title>400 ",
             $text,
             "</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>",
             $text,
-            "</center>\r\n<hr><center>gyre</center>\r\n</body>\r\n</html>\r\n"
+            "</center>\r\n<hr><center>",
+            $sig,
+            "</center>\r\n</body>\r\n</html>\r\n"
         )
     };
 }
 
-/// nginx's HTML error page for `status`, with the `gyre` signature, or
-/// `None` when nginx sends no page for it. The pages are constants, so an
-/// error response costs no allocation.
-pub fn error_page(status: u16) -> Option<&'static [u8]> {
-    let page: &'static str = match status {
-        301 => page!("301 Moved Permanently"),
-        302 => page!("302 Found"),
-        303 => page!("303 See Other"),
-        307 => page!("307 Temporary Redirect"),
-        308 => page!("308 Permanent Redirect"),
-        400 => page!("400 Bad Request"),
-        401 => page!("401 Authorization Required"),
-        402 => page!("402 Payment Required"),
-        403 => page!("403 Forbidden"),
-        404 => page!("404 Not Found"),
-        405 => page!("405 Not Allowed"),
-        406 => page!("406 Not Acceptable"),
-        408 => page!("408 Request Time-out"),
-        409 => page!("409 Conflict"),
-        410 => page!("410 Gone"),
-        411 => page!("411 Length Required"),
-        412 => page!("412 Precondition Failed"),
-        413 => page!("413 Request Entity Too Large"),
-        414 => page!("414 Request-URI Too Large"),
-        415 => page!("415 Unsupported Media Type"),
-        416 => page!("416 Requested Range Not Satisfiable"),
-        421 => page!("421 Misdirected Request"),
-        429 => page!("429 Too Many Requests"),
-        494 => special_400!("Request Header Or Cookie Too Large"),
-        495 => special_400!("The SSL certificate error"),
-        496 => special_400!("No required SSL certificate was sent"),
-        497 => special_400!("The plain HTTP request was sent to HTTPS port"),
-        500 => page!("500 Internal Server Error"),
-        501 => page!("501 Not Implemented"),
-        502 => page!("502 Bad Gateway"),
-        503 => page!("503 Service Temporarily Unavailable"),
-        504 => page!("504 Gateway Time-out"),
-        505 => page!("505 HTTP Version Not Supported"),
-        507 => page!("507 Insufficient Storage"),
-        _ => return None,
+/// The table of pages, signed `$sig` (one function per signature).
+macro_rules! pages {
+    ($name:ident, $sig:expr) => {
+        fn $name(status: u16) -> Option<&'static str> {
+            Some(match status {
+                301 => page!("301 Moved Permanently", $sig),
+                302 => page!("302 Found", $sig),
+                303 => page!("303 See Other", $sig),
+                307 => page!("307 Temporary Redirect", $sig),
+                308 => page!("308 Permanent Redirect", $sig),
+                400 => page!("400 Bad Request", $sig),
+                401 => page!("401 Authorization Required", $sig),
+                402 => page!("402 Payment Required", $sig),
+                403 => page!("403 Forbidden", $sig),
+                404 => page!("404 Not Found", $sig),
+                405 => page!("405 Not Allowed", $sig),
+                406 => page!("406 Not Acceptable", $sig),
+                408 => page!("408 Request Time-out", $sig),
+                409 => page!("409 Conflict", $sig),
+                410 => page!("410 Gone", $sig),
+                411 => page!("411 Length Required", $sig),
+                412 => page!("412 Precondition Failed", $sig),
+                413 => page!("413 Request Entity Too Large", $sig),
+                414 => page!("414 Request-URI Too Large", $sig),
+                415 => page!("415 Unsupported Media Type", $sig),
+                416 => page!("416 Requested Range Not Satisfiable", $sig),
+                421 => page!("421 Misdirected Request", $sig),
+                429 => page!("429 Too Many Requests", $sig),
+                494 => special_400!("Request Header Or Cookie Too Large", $sig),
+                495 => special_400!("The SSL certificate error", $sig),
+                496 => special_400!("No required SSL certificate was sent", $sig),
+                497 => special_400!("The plain HTTP request was sent to HTTPS port", $sig),
+                500 => page!("500 Internal Server Error", $sig),
+                501 => page!("501 Not Implemented", $sig),
+                502 => page!("502 Bad Gateway", $sig),
+                503 => page!("503 Service Temporarily Unavailable", $sig),
+                504 => page!("504 Gateway Time-out", $sig),
+                505 => page!("505 HTTP Version Not Supported", $sig),
+                507 => page!("507 Insufficient Storage", $sig),
+                _ => return None,
+            })
+        }
     };
-    Some(page.as_bytes())
+}
+
+pages!(pages_plain, "gyre");
+pages!(pages_versioned, concat!("gyre/", env!("CARGO_PKG_VERSION")));
+
+/// nginx's HTML error page for `status`, signed `gyre` (`server_tokens
+/// off`), or `None` when nginx sends no page for it. The pages are
+/// constants, so an error response costs no allocation.
+pub fn error_page(status: u16) -> Option<&'static [u8]> {
+    pages_plain(status).map(str::as_bytes)
+}
+
+/// The page signed `gyre/VERSION` (`server_tokens on`, nginx's default).
+pub fn error_page_versioned(status: u16) -> Option<&'static [u8]> {
+    pages_versioned(status).map(str::as_bytes)
+}
+
+/// With `server_tokens on`, the versioned twin of a body that is one of
+/// the plain pages (the phases and the machine set the plain one).
+pub(crate) fn versioned_page(status: u16, body: &Body) -> Option<&'static [u8]> {
+    match body {
+        Body::Static(p) if error_page(status).is_some_and(|q| std::ptr::eq(*p, q)) => {
+            error_page_versioned(status)
+        }
+        _ => None,
+    }
 }
 
 /// True for statuses that never carry a body or a Content-Length.
@@ -402,25 +445,14 @@ fn push_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
 }
 
 /// Serializes the response head onto `out`. `content_length` is the final
-/// value (the caller resolved `None` already); `keep_alive` picks the
-/// Connection header.
+/// value (the caller resolved `None` already); `chunked` writes nginx's
+/// `Transfer-Encoding: chunked`; `keep_alive` picks the Connection header.
 pub(crate) fn write_head(
-    resp: &Response,
-    content_length: Option<u64>,
-    keep_alive: bool,
-    date: &str,
-    out: &mut Vec<u8>,
-) {
-    write_head_te(resp, content_length, false, keep_alive, date, out);
-}
-
-/// [`write_head`] with `Transfer-Encoding: chunked` when `chunked` (where
-/// nginx's header filter puts it: after `Location`, before `Connection`).
-pub(crate) fn write_head_te(
     resp: &Response,
     content_length: Option<u64>,
     chunked: bool,
     keep_alive: bool,
+    tokens: bool,
     date: &str,
     out: &mut Vec<u8>,
 ) {
@@ -433,7 +465,13 @@ pub(crate) fn write_head_te(
     } else {
         out.extend_from_slice(line.as_bytes());
     }
-    out.extend_from_slice(b"\r\nServer: gyre\r\n");
+    // `server_tokens`: the version too, or the name alone (one copy of a
+    // constant either way).
+    out.extend_from_slice(if tokens {
+        SERVER_LINE_VERSIONED.as_bytes()
+    } else {
+        b"\r\nServer: gyre\r\n"
+    });
     push_header(out, b"Date", date.as_bytes());
     if let Some(ct) = &resp.content_type {
         push_header(out, b"Content-Type", ct.as_bytes());
@@ -508,7 +546,7 @@ mod tests {
         let mut r = Response::error(404);
         r.headers.push(("ETag".into(), "\"x\"".into()));
         let mut out = b"before".to_vec();
-        write_head(&r, Some(145), true, "D", &mut out);
+        write_head(&r, Some(145), false, true, false, "D", &mut out);
         assert_eq!(
             out,
             b"beforeHTTP/1.1 404 Not Found\r\nServer: gyre\r\nDate: D\r\nContent-Type: text/html\r\nContent-Length: 145\r\nConnection: keep-alive\r\nETag: \"x\"\r\n\r\n"
@@ -537,7 +575,15 @@ mod tests {
             assert_eq!(out, n.to_string().as_bytes());
         }
         out.clear();
-        write_head(&Response::new(299), None, false, "D", &mut out);
+        write_head(
+            &Response::new(299),
+            None,
+            false,
+            false,
+            false,
+            "D",
+            &mut out,
+        );
         assert!(out.starts_with(b"HTTP/1.1 299 \r\nServer: gyre\r\n"));
     }
 }

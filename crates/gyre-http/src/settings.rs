@@ -52,12 +52,17 @@ pub struct HttpSettings {
     /// Keep per-request log records ([`take_logs`](crate::Connection::take_logs));
     /// off when no access log is written, which saves their allocations.
     pub log_requests: bool,
+    /// `server_tokens`: `Server: gyre/VERSION` and pages signed so (the
+    /// configuration's default is nginx's `on`; a machine made without one
+    /// says `gyre` alone).
+    pub server_tokens: bool,
 }
 
 impl Default for HttpSettings {
     fn default() -> HttpSettings {
         HttpSettings {
             client_header_buffer_size: 1024,
+            server_tokens: false,
             large_header_buffers: 4,
             large_header_buffer_size: 8192,
             client_max_body_size: 1024 * 1024,

@@ -79,6 +79,11 @@ fn serve_path(
 ) -> Step {
     let loc = r.st.loc.clone();
     let now = cx.now;
+    if loc.gzip.is_some() {
+        if let Some(step) = crate::gzip_static::serve(cx, r, path, fpath, out) {
+            return step;
+        }
+    }
     let opened = cx.files.open(fpath, now, loc.open_file_cache);
     if path.ends_with('/') {
         if !matches!(opened, Open::Dir) {
@@ -301,7 +306,24 @@ fn file_response(
         resp.content_type = None;
         return Step::Respond;
     }
-    let (start, len) = match req.range().map(|v| range::decide(v, info.size)) {
+    // nginx's range filter sees no length on a response the gzip filter
+    // takes, and sends it whole; the gzip filter runs first, on the 200,
+    // so a partial answer still says Vary.
+    let mut vary = false;
+    let range = req.range().filter(|_| {
+        loc.gzip.as_ref().is_none_or(|g| {
+            resp.content_length = Some(info.size);
+            vary = crate::gzip::qualifies(g, resp);
+            let gz = vary && crate::gzip::gzip_ok(g, r, resp, cx.unix_ms / 1000);
+            resp.content_length = None;
+            !gz
+        })
+    });
+    let decision = range.map(|v| range::decide(v, info.size));
+    if vary {
+        r.st.gzip_vary = true;
+    }
+    let (start, len) = match decision {
         Some(RangeDecision::Partial { start, end }) if !r.st.error_page => {
             resp.status = 206;
             if let Some(cr) = (RangeDecision::Partial { start, end }).content_range(info.size) {
@@ -341,7 +363,13 @@ fn file_response(
         }
     };
     if loc.limit_rate > 0 && len > 0 && !r.st.error_page {
-        return start_paced(cx, r, resp);
+        // A body the gzip filter takes is paced there, compressed.
+        let gzipped = loc.gzip.as_ref().is_some_and(|g| {
+            crate::gzip::qualifies(g, resp) && crate::gzip::gzip_ok(g, r, resp, cx.unix_ms / 1000)
+        });
+        if !gzipped {
+            return start_paced(cx, r, resp);
+        }
     }
     Step::Respond
 }

@@ -36,8 +36,14 @@ fn main() -> ExitCode {
     if cli.version {
         eprintln!("gyre version: gyre/{VERSION}");
         if cli.build_info {
-            eprintln!("built with rustc (edition 2021)");
-            eprintln!("modules: core events http");
+            // nginx's -V lines, gyre's facts.
+            eprintln!("built by {}", env!("GYRE_RUSTC_VERSION"));
+            eprintln!("built with rustls 0.23 (aws-lc-rs), PCRE2, zlib-rs");
+            eprintln!("TLS SNI support enabled");
+            eprintln!(
+                "configure arguments: {}",
+                gyre_http::build_info::configure_arguments()
+            );
         }
     }
     if cli.help {

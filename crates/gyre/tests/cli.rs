@@ -80,6 +80,81 @@ fn version_help_and_bad_options() {
     );
 }
 
+/// `-V` has nginx's lines in nginx's order (version, built by, built
+/// with, TLS SNI, configure arguments), the last one naming the modules
+/// the way nginx's configure does: `--with-` for optional modules gyre
+/// has, `--without-` for default ones it has not.
+#[test]
+fn build_info_has_nginx_form() {
+    let p = Prefix::new("cli-bigv");
+    let o = p.run(&["-V"]);
+    assert!(o.status.success());
+    let text = stderr(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    let shape = |ls: &[&str]| -> Vec<String> {
+        ls.iter()
+            .map(|l| {
+                [
+                    "version: ",
+                    "built by ",
+                    "built with ",
+                    "TLS SNI",
+                    "configure arguments: ",
+                ]
+                .iter()
+                .find(|k| l.contains(*k))
+                .map_or("?".to_string(), |k| k.to_string())
+            })
+            .collect()
+    };
+    assert_eq!(
+        shape(&lines),
+        [
+            "version: ",
+            "built by ",
+            "built with ",
+            "TLS SNI",
+            "configure arguments: "
+        ],
+        "{text}"
+    );
+    assert!(lines[0].starts_with("gyre version: gyre/"), "{text}");
+    assert!(lines[1].starts_with("built by rustc "), "{text}");
+    let args: Vec<&str> = lines[4]
+        .strip_prefix("configure arguments: ")
+        .unwrap()
+        .split(' ')
+        .collect();
+    for a in [
+        "--with-http_ssl_module",
+        "--with-http_stub_status_module",
+        "--with-http_gzip_static_module",
+    ] {
+        assert!(args.contains(&a), "{text}");
+    }
+    assert!(args
+        .iter()
+        .all(|a| a.starts_with("--with") && a.ends_with("_module")));
+    assert!(!args.iter().any(|a| a.contains("http_gzip_module")));
+    // nginx's own -V, where installed: the same line prefixes (Debian's
+    // build has no "built by" line; the others appear in this order).
+    let Ok(n) = std::process::Command::new("/usr/sbin/nginx")
+        .arg("-V")
+        .output()
+    else {
+        eprintln!("no nginx: -V compared with its form only");
+        return;
+    };
+    let nt = String::from_utf8_lossy(&n.stderr).into_owned();
+    let ns = shape(&nt.lines().collect::<Vec<_>>());
+    let ours: Vec<String> = shape(&lines)
+        .into_iter()
+        .filter(|k| ns.contains(k))
+        .collect();
+    assert_eq!(ours, ns, "nginx -V:\n{nt}");
+    assert!(nt.starts_with("nginx version: nginx/"));
+}
+
 #[test]
 fn signal_without_a_running_master_fails_clearly() {
     let p = Prefix::new("cli-s");

@@ -122,7 +122,7 @@ fn allow_deny_answer_like_nginx() {
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 1, move |port| {
         format!(
-            "access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}"
+            "access_log off;\nserver_tokens off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}"
         )
     });
     let mut paths: Vec<String> = vec!["/t.txt".into(), "/x.secret".into(), "/e403.html".into()];
@@ -376,7 +376,7 @@ fn auth_basic_answers_like_nginx() {
     let root_s = root.display().to_string();
     let srv = server.clone();
     let gyre = start_http(&p, 1, move |port| {
-        format!("access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{srv}\n}}")
+        format!("access_log off;\nserver_tokens off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{srv}\n}}")
     });
     let basic = |u: &str, pw: &str| format!("Basic {}", b64(format!("{u}:{pw}").as_bytes()));
     let mut creds: Vec<(String, Option<String>)> = vec![

@@ -216,3 +216,62 @@ fn reopen_starts_a_new_access_log_after_rotation() {
     assert!(!has(&rotated, "/?after"), "the rotated file got new lines");
     assert!(has(&rotated, "/?before"));
 }
+
+/// `$remote_user` in the combined format: the user of an
+/// `Authorization: Basic` header, whether or not the location checks it
+/// (nginx's `ngx_http_auth_basic_user`), escaped; `-` without one or with
+/// another scheme.
+#[test]
+fn combined_line_has_the_basic_auth_user() {
+    let p = Prefix::new("al-user");
+    p.write("html/index.html", INDEX);
+    p.write("html/area/index.html", INDEX);
+    // alice:secret as {PLAIN}.
+    p.write("conf/users", "alice:{PLAIN}secret\n");
+    let r = start_http(&p, 1, |port| {
+        format!(
+            "access_log logs/access.log;
+            server {{
+                listen 127.0.0.1:{port};
+                root html;
+                location /area/ {{ auth_basic \"area\"; auth_basic_user_file users; }}
+            }}"
+        )
+    });
+    let get = |path: &str, auth: &str| {
+        raw_request(
+            r.port,
+            &format!("GET {path} HTTP/1.1\r\nHost: t\r\n{auth}Connection: close\r\n\r\n"),
+        )
+    };
+    // "alice:secret", "bob:x" (no auth_basic there), "a\"b:c".
+    assert_eq!(
+        get("/area/", "Authorization: Basic YWxpY2U6c2VjcmV0\r\n").status,
+        200
+    );
+    assert_eq!(
+        get("/area/", "Authorization: Basic YWxpY2U6d3Jvbmc=\r\n").status,
+        401
+    );
+    assert_eq!(get("/", "Authorization: Basic Ym9iOng=\r\n").status, 200);
+    assert_eq!(get("/", "Authorization: Basic YSJiOmM=\r\n").status, 200);
+    assert_eq!(get("/", "Authorization: Bearer abc\r\n").status, 200);
+    let path = p.path("logs/access.log");
+    let lines = || std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        wait_for(Duration::from_secs(3), || lines().lines().count() >= 6),
+        "log: {}",
+        lines()
+    );
+    let users: Vec<String> = lines()
+        .lines()
+        .filter(|l| !l.contains("__probe__"))
+        .map(|l| l.split(' ').nth(2).unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        users,
+        ["alice", "alice", "bob", "a\\x22b", "-"],
+        "{}",
+        lines()
+    );
+}

@@ -46,7 +46,11 @@ fn built_in_default_config_serves_html_and_status_on_8080() {
     );
     assert_eq!(r.status, 200);
     assert_eq!(r.text(), unique, "it is our server on 8080");
-    assert_eq!(r.header("server"), Some("gyre"));
+    // server_tokens on (nginx's default): the version too.
+    assert_eq!(
+        r.header("server"),
+        Some(concat!("gyre/", env!("CARGO_PKG_VERSION")))
+    );
 
     let st = raw_request(
         8080,

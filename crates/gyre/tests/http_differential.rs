@@ -11,6 +11,7 @@
 mod util;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use util::http::{start_http, Raw, Running};
@@ -189,7 +190,7 @@ fn gyre_answers_like_nginx() {
     };
     let root_s = root.display().to_string();
     let gyre: Running = start_http(&p, 1, move |port| {
-        format!("access_log off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{LOCATIONS}\n}}")
+        format!("access_log off;\nserver_tokens off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{LOCATIONS}\n}}")
     });
     let mut differences = Vec::new();
     for (name, input) in cases() {
@@ -540,7 +541,7 @@ fn a_real_site_configuration_answers_like_nginx() {
     let root_s = root.display().to_string();
     let gyre: Running = start_http(&p, 1, move |port| {
         format!(
-            "access_log off;\n{SITE_HTTP}server {{\n listen 127.0.0.1:{port};\n root {root_s};\n access_log logs/t.log t;\n{SITE}\n}}"
+            "access_log off;\nserver_tokens off;\n{SITE_HTTP}server {{\n listen 127.0.0.1:{port};\n root {root_s};\n access_log logs/t.log t;\n{SITE}\n}}"
         )
     });
     let mut differences = Vec::new();
@@ -618,4 +619,56 @@ fn a_real_site_configuration_answers_like_nginx() {
         differences.len(),
         differences.join("\n")
     );
+}
+
+/// `server_tokens on|off|build` per location: the Server header and the
+/// error pages' signature in nginx's forms, gyre's name and version in
+/// place of nginx's (`nginx/1.22.1` → `gyre/VERSION`, `nginx` → `gyre`).
+#[test]
+fn server_tokens_like_nginx() {
+    let Some(bin) = nginx_bin() else {
+        eprintln!("skipping the server_tokens differential test: no nginx");
+        return;
+    };
+    let p = Prefix::new("tokens-gyre");
+    p.write("html/on/a.txt", "a\n");
+    let root = p.path("html");
+    let locs = "location /on/ { server_tokens on; }\n\
+                location /build/ { server_tokens build; }\n\
+                location /off/ { server_tokens off; }\n\
+                location = /on/ret { server_tokens on; return 403; }\n";
+    let Some(nginx) = start_nginx_with(&bin, &root, "", locs) else {
+        eprintln!("skipping the server_tokens differential test: nginx did not start");
+        return;
+    };
+    let root_s = root.display().to_string();
+    let gyre: Running = start_http(&p, 1, move |port| {
+        format!("access_log off;\nserver_tokens off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{locs}\n}}")
+    });
+    let nginx_ver = {
+        let o = Command::new(&bin).arg("-v").output().unwrap();
+        let t = String::from_utf8_lossy(&o.stderr).into_owned();
+        t.trim().rsplit(' ').next().unwrap().to_string()
+    };
+    let gyre_ver = concat!("gyre/", env!("CARGO_PKG_VERSION"));
+    let norm = |s: &str| s.replace(&nginx_ver, gyre_ver).replace("nginx", "gyre");
+    let answer = |port: u16, path: &str| {
+        let mut r = Raw::connect(port);
+        r.send(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
+        let resp = r.response(false);
+        (
+            resp.status,
+            norm(resp.header("Server").unwrap_or("")),
+            norm(&resp.text()),
+        )
+    };
+    for path in ["/on/x", "/on/a.txt", "/build/x", "/off/x", "/x", "/on/ret"] {
+        let want = answer(nginx.port, path);
+        let got = answer(gyre.port, path);
+        assert_eq!(got, want, "{path}");
+    }
+    assert_eq!(answer(gyre.port, "/on/x").1, gyre_ver);
+    assert!(answer(gyre.port, "/on/x")
+        .2
+        .contains(&format!("<hr><center>{gyre_ver}</center>")));
 }

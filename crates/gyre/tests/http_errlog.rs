@@ -385,7 +385,7 @@ fn start_gyre(p: &Prefix, root: &Path) -> util::http::Running {
     let server = server_block(root);
     start_http(p, 1, move |port| {
         format!(
-            "access_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{server}\n}}"
+            "access_log off;\nserver_tokens off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{server}\n}}"
         )
     })
 }
@@ -516,7 +516,7 @@ fn start_gyre_as(p: &Prefix, root: &Path, nobody: bool) -> (util::Server, u16) {
     for _attempt in 0..3 {
         let port = free_port();
         p.conf(&format!(
-            "{}http {{\naccess_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{server}\n}}\n}}\n",
+            "{}http {{\naccess_log off;\nserver_tokens off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{server}\n}}\n}}\n",
             util::http::main_conf(1)
         ));
         let child = command_as(Path::new(util::gyre_bin()), nobody)

@@ -144,7 +144,14 @@ fn malformed_requests_get_nginx_statuses_and_close() {
     for (what, req, status, page) in cases {
         let text = expect_error_and_close(&r, what, &req, status);
         assert!(text.contains(page), "{what}: page {text:?}");
-        assert!(text.contains("<hr><center>gyre</center>"), "{what}");
+        assert!(
+            text.contains(concat!(
+                "<hr><center>gyre/",
+                env!("CARGO_PKG_VERSION"),
+                "</center>"
+            )),
+            "{what}"
+        );
     }
     // Still serving.
     let mut c = r.raw();

@@ -34,6 +34,7 @@ const SERVER: &str = r#"
     location /delay/ { limit_req zone=fast burst=5; }
     location /open/ { }
     location /dl/ { limit_conn addr 1; }
+    location /rate/ { limit_rate 2k; limit_conn addr 1; }
 "#;
 
 /// `name` keeps the prefixes of tests running at once apart.
@@ -71,10 +72,13 @@ fn lines_with(path: &Path, needle: &str, at_least: usize) -> Vec<String> {
 }
 
 fn site(p: &Prefix) -> PathBuf {
-    for d in ["one", "two", "dry", "lvl", "key", "delay", "open", "dl"] {
+    for d in [
+        "one", "two", "dry", "lvl", "key", "delay", "open", "dl", "rate",
+    ] {
         p.write(&format!("html/{d}/t.txt"), &format!("{d}\n"));
     }
     p.write("html/dl/big.bin", &"x".repeat(48 << 20));
+    p.write("html/rate/big.bin", &"r".repeat(400 << 10));
     p.path("html")
 }
 
@@ -84,7 +88,7 @@ fn one_bucket_for_all_workers() {
     let root = site(&p);
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 2, move |port| {
-        format!("access_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
+        format!("access_log off;\nserver_tokens off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
     });
     // Both workers up (the first may answer the readiness probe alone).
     util::wait_for(Duration::from_secs(10), || gyre.server.workers().len() == 2);
@@ -156,7 +160,7 @@ fn the_same_requests_get_the_same_statuses_as_nginx() {
     };
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 2, move |port| {
-        format!("access_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
+        format!("access_log off;\nserver_tokens off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
     });
     let script: Vec<&str> = [
         vec!["/two/t.txt"; 5],
@@ -232,7 +236,7 @@ fn delayed_requests_are_served_after_their_wait() {
     let root = site(&p);
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 1, move |port| {
-        format!("access_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
+        format!("access_log off;\nserver_tokens off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
     });
     // Three at once on three connections: the first passes, the others
     // wait for their share (20 r/s) and are then served.
@@ -395,7 +399,7 @@ fn limit_conn_counts_slow_downloads_like_nginx() {
     let root = site(&p);
     let root_s = root.display().to_string();
     let gyre = start_http(&p, 2, move |port| {
-        format!("access_log off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
+        format!("access_log off;\nserver_tokens off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
     });
     util::wait_for(Duration::from_secs(10), || gyre.server.workers().len() == 2);
     let got = conn_script(gyre.port);
@@ -420,4 +424,57 @@ fn limit_conn_counts_slow_downloads_like_nginx() {
         4,
     );
     assert!(n.len() >= 4, "{n:?}");
+}
+
+/// A `limit_rate`-paced download whose client goes away: the server
+/// notices at its next paced write and closes, releasing the limit_conn
+/// slot (new requests to the location get 503 until then, 200 after).
+fn paced_close_script(port: u16) -> Vec<u16> {
+    let mut out = Vec::new();
+    let mut a = Raw::connect(port);
+    a.send(b"GET /rate/big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+    // The head and the first second's share arrive; then the client
+    // leaves with the rest unread.
+    let mut buf = [0u8; 1024];
+    let n = std::io::Read::read(&mut a.s, &mut buf).unwrap_or(0);
+    out.push(if buf[..n].starts_with(b"HTTP/1.1 200 ") {
+        200
+    } else {
+        0
+    });
+    let mut r = Raw::connect(port);
+    out.push(get(&mut r, "/rate/t.txt"));
+    drop(a);
+    let end = Instant::now() + Duration::from_secs(15);
+    let mut freed = 0;
+    while Instant::now() < end {
+        let mut r = Raw::connect(port);
+        if get(&mut r, "/rate/t.txt") == 200 {
+            freed = 200;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    out.push(freed);
+    out
+}
+
+#[test]
+fn a_paced_download_whose_client_left_is_closed() {
+    let p = Prefix::new("limrate-close");
+    let root = site(&p);
+    let root_s = root.display().to_string();
+    let gyre = start_http(&p, 1, move |port| {
+        format!("access_log off;\nserver_tokens off;\n{HTTP}\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{SERVER}\n}}")
+    });
+    let got = paced_close_script(gyre.port);
+    assert_eq!(got, vec![200, 503, 200], "gyre");
+    let Some(bin) = nginx_bin() else {
+        eprintln!("skipping the nginx side of the paced-close test: no nginx");
+        return;
+    };
+    let Some(nginx) = start_nginx(&bin, &root, "limrate-nginx") else {
+        panic!("{} did not start", bin.display());
+    };
+    assert_eq!(paced_close_script(nginx.port), got, "nginx");
 }

@@ -188,7 +188,11 @@ fn return_directive() {
     let r = get("/ret/gone");
     assert_eq!(r.status, 404);
     assert!(r.text().contains("<center><h1>404 Not Found</h1></center>"));
-    assert!(r.text().contains("<hr><center>gyre</center>"));
+    assert!(r.text().contains(concat!(
+        "<hr><center>gyre/",
+        env!("CARGO_PKG_VERSION"),
+        "</center>"
+    )));
 
     let r = get("/ret/teapot");
     assert_eq!((r.status, r.text().as_str()), (418, "short and stout"));

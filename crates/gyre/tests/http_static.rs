@@ -13,7 +13,12 @@ use util::Prefix;
 
 const INDEX: &str = "<html><body>gyre-static-index-7f3a</body></html>\n";
 const SECRET: &str = "TOP-SECRET-e2e-91c4";
-const NOT_FOUND_PAGE: &str = "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>gyre</center>\r\n</body>\r\n</html>\r\n";
+/// With `server_tokens on`, nginx's default: signed with the version.
+const NOT_FOUND_PAGE: &str = concat!(
+    "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>gyre/",
+    env!("CARGO_PKG_VERSION"),
+    "</center>\r\n</body>\r\n</html>\r\n"
+);
 const BIG: usize = 1 << 20;
 
 /// A running server (dropped first) and its prefix.

@@ -7,7 +7,8 @@
 
 use gyre_core::event::clock::Msec;
 
-use super::{Connection, NotPending, OutSeg, State};
+use super::{chunked_for, Connection, NotPending, OutSeg, State};
+use crate::response::{bodiless, wire_status, Body, Response};
 
 /// How a streamed body is framed for the client
 /// ([`Connection::respond_head_framed`]).
@@ -18,36 +19,33 @@ pub enum StreamFraming {
     UntilClose,
 }
 
-/// `{hex}\r\n` for a chunk of `n` bytes into `out`; its length.
-fn chunk_size(n: usize, out: &mut [u8; 18]) -> usize {
+/// Appends a chunk's size line (`1a2b\r\n`).
+pub(super) fn chunk_size_line(out: &mut Vec<u8>, n: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut digits = [0u8; 16];
-    let mut i = 0;
+    let mut i = digits.len();
     let mut v = n;
     loop {
-        digits[i] = HEX[v & 15];
-        i += 1;
+        i -= 1;
+        digits[i] = HEX[(v & 15) as usize];
         v >>= 4;
         if v == 0 {
             break;
         }
     }
-    for (k, d) in digits[..i].iter().rev().enumerate() {
-        out[k] = *d;
-    }
-    out[i] = b'\r';
-    out[i + 1] = b'\n';
-    i + 2
+    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(b"\r\n");
 }
-use crate::response::{bodiless, wire_status, Body, Response};
 
 impl Connection {
     /// Queues the head of a response whose body follows in pieces
     /// ([`Connection::send_body`], then [`Connection::finish_body`]): what
     /// an asynchronous content handler (a paced or proxied body) uses.
-    /// `resp.content_length` must be set; `resp.body` is ignored. For HEAD
-    /// (or a bodiless status) the response is complete at once and false
-    /// is returned; true means the body is awaited.
+    /// `resp.content_length` must be set, or `resp.chunked` (a length not
+    /// known: chunks to HTTP/1.1, the body ends with the connection for
+    /// 1.0); `resp.body` is ignored. For HEAD (or a bodiless status) the
+    /// response is complete at once and false is returned; true means the
+    /// body is awaited.
     pub fn respond_head(
         &mut self,
         resp: &Response,
@@ -60,13 +58,21 @@ impl Connection {
         let Some(mut cur) = self.cur.take() else {
             return Err(NotPending);
         };
-        let keep_alive = cur.keep_alive && !resp.close && !self.body_is_bad(&cur.decoder);
-        let total = resp.content_length.unwrap_or(0);
+        let keep_alive = cur.keep_alive
+            && !resp.close
+            && (cur.http11 || !resp.chunked)
+            && !self.body_is_bad(&cur.decoder);
         let head_only = cur.head || bodiless(resp.status);
+        let total = if resp.chunked {
+            u64::MAX
+        } else {
+            resp.content_length.unwrap_or(0)
+        };
+        let chunked = chunked_for(resp, cur.http11, head_only);
         let mut head = resp.clone();
         head.body = Body::Empty;
         head.content_length = Some(total);
-        let (_, all) = self.queue(&head, keep_alive, true, date);
+        let (_, all) = self.queue(&head, keep_alive, true, chunked, date);
         self.last_sent = (0, all);
         cur.log.status = wire_status(resp.status);
         cur.log.bytes_sent = all;
@@ -76,6 +82,7 @@ impl Connection {
             return Ok(false);
         }
         cur.streaming = Some(total);
+        cur.chunked = chunked;
         cur.keep_alive = keep_alive;
         self.cur = Some(cur);
         Ok(true)
@@ -114,7 +121,15 @@ impl Connection {
         };
         let cl = if bodiless(resp.status) { None } else { cl };
         let start = self.out.len();
-        crate::response::write_head_te(resp, cl, chunked, keep_alive, date, &mut self.out);
+        crate::response::write_head(
+            resp,
+            cl,
+            chunked,
+            keep_alive,
+            self.st.server_tokens,
+            date,
+            &mut self.out,
+        );
         self.extend_bytes_seg(start);
         let all = (self.out.len() - start) as u64;
         self.last_sent = (0, all);
@@ -173,6 +188,10 @@ impl Connection {
         if !self.is_streaming() {
             return Err(NotPending);
         }
+        let chunked = self.cur.as_ref().is_some_and(|c| c.chunked);
+        if chunked && !body.is_empty() {
+            self.chunk_head(body.len());
+        }
         let n = match body {
             Body::File { token, offset, len } => {
                 let len = (*len).min(left);
@@ -190,20 +209,13 @@ impl Connection {
                 let bytes = bytes
                     .get(..(left.min(usize::MAX as u64) as usize).min(bytes.len()))
                     .unwrap_or(&[]);
-                if self.cur.as_ref().is_some_and(|c| c.chunked) {
-                    if !bytes.is_empty() {
-                        let mut size = [0u8; 18];
-                        let n = chunk_size(bytes.len(), &mut size);
-                        self.push_bytes(&size[..n]);
-                        self.push_bytes(bytes);
-                        self.push_bytes(b"\r\n");
-                    }
-                } else {
-                    self.push_bytes(bytes);
-                }
+                self.push_bytes(bytes);
                 bytes.len() as u64
             }
         };
+        if chunked && !body.is_empty() {
+            self.push_bytes(b"\r\n");
+        }
         self.last_sent.0 += n;
         self.last_sent.1 += n;
         if let Some(cur) = &mut self.cur {
@@ -232,14 +244,13 @@ impl Connection {
         if self.out_pos >= 16 * 1024 {
             self.compact_output();
         }
-        if self.cur.as_ref().is_some_and(|c| c.chunked) {
-            let mut size = [0u8; 18];
-            let n = chunk_size(bytes.len(), &mut size);
-            self.push_bytes(&size[..n]);
-            self.push_bytes(bytes);
+        let chunked = self.cur.as_ref().is_some_and(|c| c.chunked);
+        if chunked {
+            self.chunk_head(bytes.len() as u64);
+        }
+        self.push_bytes(bytes);
+        if chunked {
             self.push_bytes(b"\r\n");
-        } else {
-            self.push_bytes(bytes);
         }
         let n = bytes.len() as u64;
         self.last_sent.0 += n;
@@ -252,6 +263,21 @@ impl Connection {
             cur.log.bytes_sent += n;
         }
         Ok(())
+    }
+
+    /// A chunk's size line, counted with the CRLF that ends the chunk as
+    /// body bytes sent (nginx's `$body_bytes_sent` includes the framing).
+    fn chunk_head(&mut self, n: u64) {
+        let start = self.out.len();
+        chunk_size_line(&mut self.out, n);
+        let framing = (self.out.len() - start) as u64 + 2;
+        self.extend_bytes_seg(start);
+        self.last_sent.0 += framing;
+        self.last_sent.1 += framing;
+        if let Some(cur) = &mut self.cur {
+            cur.log.body_bytes_sent += framing;
+            cur.log.bytes_sent += framing;
+        }
     }
 
     /// Bytes queued on the machine and not yet written (what a relaying
@@ -269,13 +295,18 @@ impl Connection {
         let Some(mut cur) = self.cur.take() else {
             return Err(NotPending);
         };
-        let keep_alive = cur.keep_alive && (cur.streaming == Some(0) || cur.chunked);
+        // A chunked body ends with the last chunk; one of unknown length
+        // to HTTP/1.0 with the connection (keep_alive is false already).
+        let keep_alive = cur.keep_alive && (cur.chunked || cur.streaming == Some(0));
         if cur.chunked {
             self.push_bytes(b"0\r\n\r\n");
-            cur.log.bytes_sent += 5;
+            self.last_sent.0 += 5;
             self.last_sent.1 += 5;
+            cur.log.body_bytes_sent += 5;
+            cur.log.bytes_sent += 5;
         }
         cur.streaming = None;
+        cur.chunked = false;
         cur.log.end = now;
         self.finish_request(cur, keep_alive, now);
         Ok(())

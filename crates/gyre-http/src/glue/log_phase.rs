@@ -124,6 +124,9 @@ impl HttpConn {
                     body_bytes_sent: r.st.body_bytes_sent,
                     referer: r.st.req.referer(),
                     user_agent: r.st.req.user_agent(),
+                    remote_user: crate::auth_basic::basic_user(&r.st.req).map(|(cred, n)| {
+                        String::from_utf8_lossy(cred.get(..n).unwrap_or(&[])).into_owned()
+                    }),
                     ..LogRecord::default()
                 };
                 drop(out);

@@ -298,8 +298,12 @@ impl Raw {
         self.buf.drain(..end + 4);
         let cl = header_in(&headers, "content-length").and_then(|v| v.parse::<usize>().ok());
         let bodiless = head_only || status < 200 || status == 204 || status == 304;
+        let chunked = header_in(&headers, "transfer-encoding")
+            .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
         let body = if bodiless {
             Vec::new()
+        } else if chunked {
+            self.read_chunked()?
         } else if let Some(n) = cl {
             while self.buf.len() < n {
                 if self.eof || self.fill()? == 0 {
@@ -323,6 +327,42 @@ impl Raw {
             headers,
             body,
         }))
+    }
+
+    /// A chunked body, decoded (the chunk sizes and the last chunk
+    /// checked; no trailers expected).
+    fn read_chunked(&mut self) -> io::Result<Vec<u8>> {
+        let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
+        let mut body = Vec::new();
+        for _ in 0..1_000_000 {
+            let line_end = loop {
+                if let Some(i) = find(&self.buf, b"\r\n") {
+                    break i;
+                }
+                if self.eof || self.fill()? == 0 {
+                    return Err(bad("chunked body cut short"));
+                }
+            };
+            let size = std::str::from_utf8(&self.buf[..line_end])
+                .ok()
+                .and_then(|l| usize::from_str_radix(l.trim(), 16).ok())
+                .ok_or_else(|| bad("bad chunk size line"))?;
+            self.buf.drain(..line_end + 2);
+            while self.buf.len() < size + 2 {
+                if self.eof || self.fill()? == 0 {
+                    return Err(bad("chunk cut short"));
+                }
+            }
+            if &self.buf[size..size + 2] != b"\r\n" {
+                return Err(bad("chunk not followed by CRLF"));
+            }
+            body.extend(self.buf.drain(..size));
+            self.buf.drain(..2);
+            if size == 0 {
+                return Ok(body);
+            }
+        }
+        Err(bad("too many chunks"))
     }
 
     /// Waits up to `within` for the server to close (EOF or reset). Bytes

@@ -5,8 +5,8 @@
 pub mod backend;
 pub mod certs;
 pub mod http;
-pub mod nginx;
 pub mod kv;
+pub mod nginx;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
