@@ -1,7 +1,7 @@
 //! The keyspace: one [`Db`] per logical database (`SELECT n`).
 //!
 //! Values are strings (inline in the node when short) or typed
-//! aggregates ([`crate::object::Object`], one box per key). Commands on
+//! aggregates ([`crate::object::Object`], in the node's value slot). Commands on
 //! aggregates go through a [`Probe`] and [`Db::update_obj`], which keeps
 //! `used_memory` in step and deletes an aggregate left empty (Redis
 //! deletes empty hashes, lists, sets, sorted sets).
@@ -101,7 +101,7 @@ impl KeyBytes {
 enum Value {
     Inline(u8, [u8; VAL_INLINE]),
     Heap(Vec<u8>),
-    Obj(Box<Object>),
+    Obj(Object),
 }
 
 impl Value {
@@ -306,7 +306,6 @@ pub struct Db {
     /// How lookups update `access` (set from `maxmemory-policy`).
     pub(crate) access_mode: crate::evict::AccessMode,
     /// Big aggregates removed from the keyspace, freed by `free_some`.
-    /// (Moved out of their boxes: the keys' 56-byte boxes go at once.)
     graveyard: Vec<Object>,
 }
 
@@ -491,7 +490,7 @@ impl Db {
     fn bury(&mut self, v: Value) {
         if let Value::Obj(o) = v {
             if o.len() > LAZYFREE_MIN {
-                self.graveyard.push(*o);
+                self.graveyard.push(o);
             }
         }
     }
@@ -804,7 +803,7 @@ impl Db {
 
     /// Store a new aggregate under a probed key that does not exist.
     pub fn insert_obj(&mut self, p: Probe, key: &[u8], obj: Object) -> Probe {
-        self.store(p, key, Value::Obj(Box::new(obj)), false)
+        self.store(p, key, Value::Obj(obj), false)
     }
 
     /// Run `f` on a probed aggregate, then account its new size and delete
