@@ -61,9 +61,12 @@ mod snapshot;
 /// Aggregates with more elements than this are freed incrementally.
 pub const LAZYFREE_MIN: usize = 1024;
 
-/// Estimated per-key overhead in bytes (node, map slot, TTL slot), for the
-/// `used_memory` estimate.
-pub const ENTRY_OVERHEAD: u64 = 112;
+/// Estimated per-key overhead in bytes, for the `used_memory` estimate:
+/// the 72-byte node, its map bucket (9 bytes at about 57% load) and its
+/// access clock (4); a TTL slot adds 16 (not counted). Measured: 300k keys
+/// of small sets take 139 bytes of RSS each, this plus the key and the
+/// 40-byte intset gives 140.
+pub const ENTRY_OVERHEAD: u64 = 92;
 const NONE: u32 = u32::MAX;
 const NO_EXPIRE: i64 = -1;
 /// Keys up to this many bytes are stored inside the node.
@@ -398,8 +401,9 @@ impl Db {
     }
 
     /// Node index of `key` (hash already computed). Inline: every lookup
-    /// runs it.
-    #[inline]
+    /// runs it (a plain `#[inline]` stopped being taken once the map keyed
+    /// on 32 bits: 18 instructions more per GET/SET under callgrind).
+    #[inline(always)]
     fn find_hashed(&self, h: u64, key: &[u8]) -> Option<usize> {
         let mut i = *self.map.get(&map_key(h))?;
         loop {
