@@ -4,17 +4,27 @@
 //! usual "set of ids") cost 2–8 bytes per member. Membership is a binary
 //! search; SMEMBERS order is ascending, as Redis's.
 
+/// Each width's members in an exact-size boxed slice (16 bytes and a tag:
+/// the set fits in the keyspace node's value slot, see [`crate::object`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IntSet {
-    I16(Vec<i16>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
+    I16(Box<[i16]>),
+    I32(Box<[i32]>),
+    I64(Box<[i64]>),
 }
 
 impl Default for IntSet {
     fn default() -> Self {
-        IntSet::I16(Vec::new())
+        IntSet::I16(Box::default())
     }
+}
+
+/// Change a boxed slice as a `Vec`, then box it back at its exact size.
+fn edit<T, R>(b: &mut Box<[T]>, f: impl FnOnce(&mut Vec<T>) -> R) -> R {
+    let mut v = std::mem::take(b).into_vec();
+    let r = f(&mut v);
+    *b = v.into_boxed_slice();
+    r
 }
 
 impl IntSet {
@@ -37,9 +47,9 @@ impl IntSet {
     /// Bytes allocated.
     pub fn capacity_bytes(&self) -> usize {
         match self {
-            IntSet::I16(v) => v.capacity() * 2,
-            IntSet::I32(v) => v.capacity() * 4,
-            IntSet::I64(v) => v.capacity() * 8,
+            IntSet::I16(v) => v.len() * 2,
+            IntSet::I32(v) => v.len() * 4,
+            IntSet::I64(v) => v.len() * 8,
         }
     }
 
@@ -74,13 +84,15 @@ impl IntSet {
     /// Add `x`; false if it was there.
     pub fn insert(&mut self, x: i64) -> bool {
         self.upgrade_for(x);
-        fn ins<T: Ord + Copy>(v: &mut Vec<T>, x: T) -> bool {
+        fn ins<T: Ord + Copy>(v: &mut Box<[T]>, x: T) -> bool {
             match v.binary_search(&x) {
                 Ok(_) => false,
                 Err(p) => {
                     // Exact growth, as Redis's intset reallocs per add.
-                    v.reserve_exact(1);
-                    v.insert(p, x);
+                    edit(v, |v| {
+                        v.reserve_exact(1);
+                        v.insert(p, x);
+                    });
                     true
                 }
             }
@@ -94,10 +106,12 @@ impl IntSet {
 
     /// Remove `x`; false if it was not there.
     pub fn remove(&mut self, x: i64) -> bool {
-        fn rm<T: Ord + Copy>(v: &mut Vec<T>, x: T) -> bool {
+        fn rm<T: Ord + Copy>(v: &mut Box<[T]>, x: T) -> bool {
             match v.binary_search(&x) {
                 Ok(p) => {
-                    v.remove(p);
+                    edit(v, |v| {
+                        v.remove(p);
+                    });
                     true
                 }
                 Err(_) => false,

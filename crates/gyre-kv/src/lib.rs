@@ -91,6 +91,7 @@ pub mod cmd;
 pub mod command_docs;
 pub mod conf;
 pub mod config;
+pub mod counted;
 pub mod db;
 pub mod dict;
 pub mod evict;

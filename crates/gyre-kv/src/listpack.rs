@@ -16,10 +16,12 @@
 //! Offsets handed out are byte offsets of an entry's first byte; any
 //! mutation invalidates offsets after the mutated entry.
 
+/// Stored as [`CountedBytes`] (16 bytes, exact size).
+use crate::counted::CountedBytes;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Listpack {
-    buf: Vec<u8>,
-    len: u32,
+    buf: CountedBytes,
 }
 
 fn header_len(n: usize) -> usize {
@@ -62,23 +64,31 @@ impl Listpack {
         Listpack::default()
     }
 
+    fn data(&self) -> &[u8] {
+        self.buf.data()
+    }
+
+    fn edit<R>(&mut self, extra: usize, f: impl FnOnce(&mut Vec<u8>, &mut u32) -> R) -> R {
+        self.buf.edit(extra, f)
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.len as usize
+        self.buf.count() as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.buf.is_empty()
     }
 
     /// Bytes of entries (the allocation's used part).
     pub fn bytes(&self) -> usize {
-        self.buf.len()
+        self.data().len()
     }
 
     /// Bytes allocated (for `used_memory`).
     pub fn capacity(&self) -> usize {
-        self.buf.capacity()
+        self.buf.allocated()
     }
 
     /// Offset of the first entry (== `end()` when empty).
@@ -88,40 +98,42 @@ impl Listpack {
 
     /// One past the last entry.
     pub fn end(&self) -> usize {
-        self.buf.len()
+        self.data().len()
     }
 
     /// The entry at `off` and the offset of the next one.
     pub fn at(&self, off: usize) -> Option<(&[u8], usize)> {
-        let b = *self.buf.get(off)?;
+        let buf = self.data();
+        let b = *buf.get(off)?;
         let (n, h) = if b < 0x80 {
             (usize::from(b), 1)
         } else if b < 0xc0 {
-            let lo = *self.buf.get(off + 1)?;
+            let lo = *buf.get(off + 1)?;
             ((usize::from(b & 0x3f) << 8) | usize::from(lo), 2)
         } else {
             let mut le = [0u8; 4];
-            le.copy_from_slice(self.buf.get(off + 1..off + 5)?);
+            le.copy_from_slice(buf.get(off + 1..off + 5)?);
             (u32::from_le_bytes(le) as usize, 5)
         };
-        let data = self.buf.get(off + h..off + h + n)?;
+        let data = buf.get(off + h..off + h + n)?;
         Some((data, off + 2 * h + n))
     }
 
     /// Offset of the entry before the one at `off` (`off` may be `end()`).
     pub fn prev(&self, off: usize) -> Option<usize> {
-        if off == 0 || off > self.buf.len() {
+        let buf = self.data();
+        if off == 0 || off > buf.len() {
             return None;
         }
-        let b = self.buf[off - 1];
+        let b = buf[off - 1];
         let (n, h) = if b < 0x80 {
             (usize::from(b), 1)
         } else if b < 0xc0 {
-            let lo = *self.buf.get(off.checked_sub(2)?)?;
+            let lo = *buf.get(off.checked_sub(2)?)?;
             ((usize::from(b & 0x3f) << 8) | usize::from(lo), 2)
         } else {
             let mut le = [0u8; 4];
-            le.copy_from_slice(self.buf.get(off.checked_sub(5)?..off - 1)?);
+            le.copy_from_slice(buf.get(off.checked_sub(5)?..off - 1)?);
             (u32::from_le_bytes(le) as usize, 5)
         };
         off.checked_sub(2 * h + n)
@@ -129,7 +141,7 @@ impl Listpack {
 
     /// Offset of the last entry.
     pub fn last(&self) -> Option<usize> {
-        self.prev(self.buf.len())
+        self.prev(self.end())
     }
 
     /// Entries front to back.
@@ -154,7 +166,7 @@ impl Listpack {
             }
             Some(off)
         } else {
-            let mut off = self.buf.len();
+            let mut off = self.end();
             for _ in i..self.len() {
                 off = self.prev(off)?;
             }
@@ -165,9 +177,10 @@ impl Listpack {
     pub fn push_back(&mut self, v: &[u8]) {
         // Exact growth, as Redis's listpack reallocs per insert: a small
         // aggregate carries no doubling slack.
-        self.buf.reserve_exact(entry_size(v.len()));
-        write_entry(&mut self.buf, v);
-        self.len += 1;
+        self.edit(entry_size(v.len()), |buf, n| {
+            write_entry(buf, v);
+            *n += 1;
+        });
     }
 
     pub fn push_front(&mut self, v: &[u8]) {
@@ -178,20 +191,41 @@ impl Listpack {
     pub fn insert_at(&mut self, off: usize, v: &[u8]) {
         let mut e = Vec::with_capacity(entry_size(v.len()));
         write_entry(&mut e, v);
-        let off = off.min(self.buf.len());
-        self.buf.reserve_exact(e.len());
-        self.buf.splice(off..off, e);
-        self.len += 1;
+        self.edit(e.len(), |buf, n| {
+            let off = off.min(buf.len());
+            buf.splice(off..off, e);
+            *n += 1;
+        });
     }
 
     /// Remove the entry at `off`; returns the offset now holding the next
     /// entry (== `off`).
     pub fn remove_at(&mut self, off: usize) -> usize {
         if let Some((_, next)) = self.at(off) {
-            self.buf.drain(off..next);
-            self.len -= 1;
+            self.edit(0, |buf, n| {
+                buf.drain(off..next);
+                *n -= 1;
+            });
         }
         off
+    }
+
+    /// Remove up to `k` entries from the one at `off`, in one resize.
+    pub fn remove_entries(&mut self, off: usize, k: usize) {
+        let (mut end, mut gone) = (off, 0u32);
+        while (gone as usize) < k {
+            let Some((_, next)) = self.at(end) else {
+                break;
+            };
+            end = next;
+            gone += 1;
+        }
+        if gone > 0 {
+            self.edit(0, |buf, n| {
+                buf.drain(off..end);
+                *n -= gone;
+            });
+        }
     }
 
     /// Replace the entry at `off` with `v`.
@@ -201,12 +235,15 @@ impl Listpack {
         };
         if old.len() == v.len() {
             let h = header_len(v.len());
-            self.buf[off + h..off + h + v.len()].copy_from_slice(v);
+            self.buf.data_mut()[off + h..off + h + v.len()].copy_from_slice(v);
             return;
         }
         let mut e = Vec::with_capacity(entry_size(v.len()));
         write_entry(&mut e, v);
-        self.buf.splice(off..next, e);
+        let extra = e.len().saturating_sub(next - off);
+        self.edit(extra, |buf, _| {
+            buf.splice(off..next, e);
+        });
     }
 
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
@@ -218,15 +255,26 @@ impl Listpack {
     pub fn pop_back(&mut self) -> Option<Vec<u8>> {
         let off = self.last()?;
         let v = self.at(off)?.0.to_vec();
-        self.buf.truncate(off);
-        self.len -= 1;
+        self.edit(0, |buf, n| {
+            buf.truncate(off);
+            *n -= 1;
+        });
         Some(v)
     }
 
-    /// Give back unused capacity once the listpack shrank a lot.
-    pub fn shrink(&mut self) {
-        if self.buf.capacity() > 2 * self.buf.len() + 64 {
-            self.buf.shrink_to_fit();
+    /// Remove every entry from the one at `off` on.
+    pub fn truncate_at(&mut self, off: usize) {
+        let mut gone = 0;
+        let mut o = off;
+        while let Some((_, next)) = self.at(o) {
+            gone += 1;
+            o = next;
+        }
+        if gone > 0 {
+            self.edit(0, |buf, n| {
+                buf.truncate(off);
+                *n -= gone;
+            });
         }
     }
 }

@@ -4,7 +4,10 @@
 //!
 //! Strings are not here: they stay inline in the keyspace node
 //! ([`crate::db`]) so GET/SET never allocate or chase a pointer. Every
-//! other type is one `Box<Object>` in the node (the node stays 80 bytes).
+//! other type is an `Object` of 24 bytes held in the node's value slot
+//! (the node stays 80 bytes): a small hash, set or sorted set is the
+//! node plus one exact-size allocation, no box between them (Redis: a
+//! dict entry, an robj and the listpack).
 //! Each type's module owns its storage and encodings:
 //!
 //! * [`crate::t_hash::HashObj`] — listpack or hashtable;
@@ -103,15 +106,15 @@ impl Object {
         }
     }
 
-    /// Estimated heap bytes (INFO used_memory).
+    /// Estimated heap bytes (INFO used_memory); the object itself sits in
+    /// the keyspace node, counted with it.
     pub fn mem(&self) -> u64 {
-        (std::mem::size_of::<Object>()
-            + match self {
-                Object::Hash(h) => h.mem(),
-                Object::List(l) => l.mem(),
-                Object::Set(s) => s.mem(),
-                Object::Zset(z) => z.mem(),
-            }) as u64
+        (match self {
+            Object::Hash(h) => h.mem(),
+            Object::List(l) => l.mem(),
+            Object::Set(s) => s.mem(),
+            Object::Zset(z) => z.mem(),
+        }) as u64
     }
 }
 
@@ -203,16 +206,17 @@ pub const MAX_RANDOM_REPLY: u64 = 1 << 24;
 mod tests {
     use super::*;
 
-    /// The box every aggregate key holds stays small: the hashtable forms
-    /// are boxed behind it, the small forms are one Vec each.
+    /// An aggregate lives in the keyspace node's 32-byte value slot, with
+    /// no box of its own: every type's small form (a list's: one node) is a
+    /// 16-byte handle to one exact-size allocation, and the enums pack
+    /// their tags into each other's spare values.
     #[test]
-    fn object_is_small() {
-        assert!(
-            std::mem::size_of::<Object>() <= 56,
-            "{}",
-            std::mem::size_of::<Object>()
-        );
-        assert_eq!(std::mem::size_of::<HashObj>(), 32);
-        assert_eq!(std::mem::size_of::<SetObj>(), 32);
+    fn object_fits_the_node_value_slot() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<HashObj>(), 16);
+        assert_eq!(size_of::<ZSet>(), 16);
+        assert_eq!(size_of::<ListObj>(), 16);
+        assert_eq!(size_of::<SetObj>(), 24);
+        assert_eq!(size_of::<Object>(), 24);
     }
 }

@@ -12,8 +12,30 @@ use std::collections::VecDeque;
 
 use crate::listpack::{entry_size, Listpack};
 
+/// A list of one node is that listpack alone (16 bytes: it lives in the
+/// keyspace node's value slot with no box, see [`crate::object`]); a
+/// second node moves them into a boxed deque, and the deque goes back to a
+/// lone listpack when one node is left.
 #[derive(Clone, Debug, Default)]
 pub struct Quicklist {
+    repr: Repr,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    /// Zero or one node (empty: no node).
+    One(Listpack),
+    Many(Box<Many>),
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::One(Listpack::new())
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Many {
     nodes: VecDeque<Listpack>,
     len: usize,
     /// Sum of the nodes' allocations (kept in step so `mem` is O(1)).
@@ -60,59 +82,126 @@ impl Quicklist {
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        match &self.repr {
+            Repr::One(lp) => lp.len(),
+            Repr::Many(m) => m.len,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     pub fn mem(&self) -> usize {
-        self.cap_bytes + self.nodes.capacity() * std::mem::size_of::<Listpack>()
+        match &self.repr {
+            Repr::One(lp) => lp.capacity(),
+            Repr::Many(m) => {
+                std::mem::size_of::<Many>()
+                    + m.cap_bytes
+                    + m.nodes.capacity() * std::mem::size_of::<Listpack>()
+            }
+        }
+    }
+
+    /// Number of nodes.
+    fn nodes_len(&self) -> usize {
+        match &self.repr {
+            Repr::One(lp) => usize::from(!lp.is_empty()),
+            Repr::Many(m) => m.nodes.len(),
+        }
+    }
+
+    /// Node `i`.
+    fn node(&self, i: usize) -> Option<&Listpack> {
+        match &self.repr {
+            Repr::One(lp) => (i == 0 && !lp.is_empty()).then_some(lp),
+            Repr::Many(m) => m.nodes.get(i),
+        }
+    }
+
+    /// A deque left with one node goes back to the lone listpack.
+    fn demote(&mut self) {
+        if let Repr::Many(m) = &mut self.repr {
+            if m.nodes.len() <= 1 {
+                let lp = m.nodes.pop_front().unwrap_or_default();
+                self.repr = Repr::One(lp);
+            }
+        }
     }
 
     /// Run `f` on node `i`, keeping `len` and `cap_bytes` in step; drops
     /// the node if `f` emptied it.
     fn with_node<R>(&mut self, i: usize, f: impl FnOnce(&mut Listpack) -> R) -> R {
-        let n = &mut self.nodes[i];
+        let m = match &mut self.repr {
+            Repr::One(lp) => return f(lp),
+            Repr::Many(m) => m,
+        };
+        let n = &mut m.nodes[i];
         let (cap, cnt) = (n.capacity(), n.len());
         let r = f(n);
-        self.cap_bytes = self.cap_bytes - cap + n.capacity();
-        self.len = self.len - cnt + n.len();
+        m.cap_bytes = m.cap_bytes - cap + n.capacity();
+        m.len = m.len - cnt + n.len();
         if n.is_empty() {
-            self.cap_bytes -= n.capacity();
-            self.nodes.remove(i);
+            m.cap_bytes -= n.capacity();
+            m.nodes.remove(i);
+            self.demote();
         }
         r
     }
 
-    fn new_node(&mut self, at: usize, lp: Listpack) {
-        self.cap_bytes += lp.capacity();
-        self.len += lp.len();
-        // A small list's node deque grows one slot at a time: most lists
-        // are one node, and VecDeque's first growth is 4 slots (128 bytes).
-        if self.nodes.len() < 4 {
-            self.nodes.reserve_exact(1);
+    /// Remove node `i` whole.
+    fn remove_node(&mut self, i: usize) {
+        match &mut self.repr {
+            Repr::One(lp) => *lp = Listpack::new(),
+            Repr::Many(m) => {
+                if let Some(n) = m.nodes.remove(i) {
+                    m.len -= n.len();
+                    m.cap_bytes -= n.capacity();
+                }
+                self.demote();
+            }
         }
-        self.nodes.insert(at, lp);
+    }
+
+    fn new_node(&mut self, at: usize, lp: Listpack) {
+        if let Repr::One(cur) = &mut self.repr {
+            if cur.is_empty() {
+                *cur = lp;
+                return;
+            }
+            let cur = std::mem::take(cur);
+            let mut m = Box::new(Many {
+                len: cur.len(),
+                cap_bytes: cur.capacity(),
+                nodes: VecDeque::with_capacity(2),
+            });
+            m.nodes.push_back(cur);
+            self.repr = Repr::Many(m);
+        }
+        if let Repr::Many(m) = &mut self.repr {
+            m.cap_bytes += lp.capacity();
+            m.len += lp.len();
+            m.nodes.insert(at.min(m.nodes.len()), lp);
+        }
     }
 
     pub fn push_back(&mut self, v: &[u8], fill: Fill) {
-        match self.nodes.back() {
+        let last = self.nodes_len().checked_sub(1);
+        match last.and_then(|i| self.node(i)) {
             Some(n) if fill.room(n, v.len()) => {
-                let i = self.nodes.len() - 1;
+                let i = self.nodes_len() - 1;
                 self.with_node(i, |n| n.push_back(v));
             }
             _ => {
                 let mut lp = Listpack::new();
                 lp.push_back(v);
-                self.new_node(self.nodes.len(), lp);
+                self.new_node(self.nodes_len(), lp);
             }
         }
     }
 
     pub fn push_front(&mut self, v: &[u8], fill: Fill) {
-        match self.nodes.front() {
+        match self.node(0) {
             Some(n) if fill.room(n, v.len()) => self.with_node(0, |n| n.push_front(v)),
             _ => {
                 let mut lp = Listpack::new();
@@ -123,25 +212,27 @@ impl Quicklist {
     }
 
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
-        if self.nodes.is_empty() {
+        if self.nodes_len() == 0 {
             return None;
         }
         self.with_node(0, |n| n.pop_front())
     }
 
     pub fn pop_back(&mut self) -> Option<Vec<u8>> {
-        let i = self.nodes.len().checked_sub(1)?;
+        let i = self.nodes_len().checked_sub(1)?;
         self.with_node(i, |n| n.pop_back())
     }
 
     /// Position of element `i` (0-based from the head).
     pub fn locate(&self, i: usize) -> Option<Pos> {
-        if i >= self.len {
+        let len = self.len();
+        if i >= len {
             return None;
         }
-        if i < self.len / 2 {
+        let nodes = (0..self.nodes_len()).filter_map(|ni| Some((ni, self.node(ni)?)));
+        if i < len / 2 {
             let mut left = i;
-            for (ni, n) in self.nodes.iter().enumerate() {
+            for (ni, n) in nodes {
                 if left < n.len() {
                     return Some(Pos {
                         node: ni,
@@ -151,8 +242,8 @@ impl Quicklist {
                 left -= n.len();
             }
         } else {
-            let mut from_end = self.len - i; // >= 1
-            for (ni, n) in self.nodes.iter().enumerate().rev() {
+            let mut from_end = len - i; // >= 1
+            for (ni, n) in nodes.rev() {
                 if from_end <= n.len() {
                     return Some(Pos {
                         node: ni,
@@ -166,12 +257,12 @@ impl Quicklist {
     }
 
     pub fn at(&self, p: Pos) -> Option<&[u8]> {
-        self.nodes.get(p.node)?.at(p.off).map(|(v, _)| v)
+        self.node(p.node)?.at(p.off).map(|(v, _)| v)
     }
 
     /// The position after `p`.
     pub fn next(&self, p: Pos) -> Option<Pos> {
-        let n = self.nodes.get(p.node)?;
+        let n = self.node(p.node)?;
         let (_, next) = n.at(p.off)?;
         if next < n.end() {
             return Some(Pos {
@@ -179,7 +270,7 @@ impl Quicklist {
                 off: next,
             });
         }
-        self.nodes.get(p.node + 1).map(|_| Pos {
+        self.node(p.node + 1).map(|_| Pos {
             node: p.node + 1,
             off: 0,
         })
@@ -187,24 +278,24 @@ impl Quicklist {
 
     /// The position before `p`.
     pub fn prev(&self, p: Pos) -> Option<Pos> {
-        let n = self.nodes.get(p.node)?;
+        let n = self.node(p.node)?;
         if let Some(off) = n.prev(p.off) {
             return Some(Pos { node: p.node, off });
         }
         let ni = p.node.checked_sub(1)?;
-        let off = self.nodes[ni].last()?;
+        let off = self.node(ni)?.last()?;
         Some(Pos { node: ni, off })
     }
 
     pub fn head(&self) -> Option<Pos> {
-        self.nodes.front().map(|_| Pos { node: 0, off: 0 })
+        self.node(0).map(|_| Pos { node: 0, off: 0 })
     }
 
     pub fn tail(&self) -> Option<Pos> {
-        let ni = self.nodes.len().checked_sub(1)?;
+        let ni = self.nodes_len().checked_sub(1)?;
         Some(Pos {
             node: ni,
-            off: self.nodes[ni].last()?,
+            off: self.node(ni)?.last()?,
         })
     }
 
@@ -218,7 +309,7 @@ impl Quicklist {
     }
 
     pub fn iter(&self) -> Range<'_> {
-        self.range(0, self.len)
+        self.range(0, self.len())
     }
 
     /// Replace the element at `p`.
@@ -229,7 +320,9 @@ impl Quicklist {
     /// Insert `v` before (`after` false) or after the element at `p`.
     pub fn insert(&mut self, p: Pos, after: bool, v: &[u8], fill: Fill) {
         let at = if after {
-            self.nodes[p.node].at(p.off).map_or(p.off, |(_, next)| next)
+            self.node(p.node)
+                .and_then(|n| n.at(p.off))
+                .map_or(p.off, |(_, next)| next)
         } else {
             p.off
         };
@@ -239,7 +332,9 @@ impl Quicklist {
 
     /// Split node `i` in two halves when it grew past the fill limit.
     fn split_if_over(&mut self, i: usize, fill: Fill) {
-        let n = &self.nodes[i];
+        let Some(n) = self.node(i) else {
+            return;
+        };
         let over = match fill {
             Fill::Count(c) => n.len() > c,
             Fill::Bytes(b) => n.bytes() > b && n.len() > 1,
@@ -253,26 +348,20 @@ impl Quicklist {
             tail.push_back(v);
         }
         let cut = n.offset_of(half).unwrap_or(n.end());
-        self.with_node(i, |n| {
-            while n.end() > cut {
-                n.pop_back();
-            }
-            n.shrink();
-        });
+        self.with_node(i, |n| n.truncate_at(cut));
         self.new_node(i + 1, tail);
     }
 
     /// Remove the element at `p`; returns the position of the element that
     /// followed it, if any.
     pub fn remove(&mut self, p: Pos) -> Option<Pos> {
-        let node_len = self.nodes[p.node].len();
-        let had_next_in_node = self.nodes[p.node]
-            .at(p.off)
-            .is_some_and(|(_, next)| next < self.nodes[p.node].end());
+        let n = self.node(p.node)?;
+        let node_len = n.len();
+        let had_next_in_node = n.at(p.off).is_some_and(|(_, next)| next < n.end());
         self.with_node(p.node, |n| n.remove_at(p.off));
         if node_len == 1 {
             // The node went away: the next element heads the next node.
-            return self.nodes.get(p.node).map(|_| Pos {
+            return self.node(p.node).map(|_| Pos {
                 node: p.node,
                 off: 0,
             });
@@ -280,10 +369,24 @@ impl Quicklist {
         if had_next_in_node {
             return Some(p);
         }
-        self.nodes.get(p.node + 1).map(|_| Pos {
+        self.node(p.node + 1).map(|_| Pos {
             node: p.node + 1,
             off: 0,
         })
+    }
+
+    /// The representation's invariants: a deque holds two or more
+    /// non-empty nodes and its counters match them.
+    pub fn check(&self) -> bool {
+        match &self.repr {
+            Repr::One(_) => true,
+            Repr::Many(m) => {
+                m.nodes.len() >= 2
+                    && m.nodes.iter().all(|n| !n.is_empty())
+                    && m.len == m.nodes.iter().map(Listpack::len).sum::<usize>()
+                    && m.cap_bytes == m.nodes.iter().map(Listpack::capacity).sum::<usize>()
+            }
+        }
     }
 
     /// Free up to about `budget` elements, whole nodes from the tail (a
@@ -291,28 +394,24 @@ impl Quicklist {
     pub fn free_some(&mut self, budget: usize) -> usize {
         let mut freed = 0;
         while freed < budget {
-            let Some(n) = self.nodes.pop_back() else {
+            let Some(last) = self.nodes_len().checked_sub(1) else {
                 break;
             };
-            freed += n.len();
-            self.len -= n.len();
-            self.cap_bytes -= n.capacity();
-        }
-        if self.nodes.is_empty() {
-            self.nodes = VecDeque::new();
+            freed += self.node(last).map_or(0, Listpack::len);
+            self.remove_node(last);
         }
         freed
     }
 
     /// Drop `n` elements from the head (whole nodes at once when possible).
     pub fn drop_front(&mut self, mut n: usize) {
-        while n > 0 && !self.nodes.is_empty() {
-            let l = self.nodes[0].len();
+        while n > 0 {
+            let Some(l) = self.node(0).map(Listpack::len) else {
+                break;
+            };
             if l <= n {
                 n -= l;
-                self.len -= l;
-                self.cap_bytes -= self.nodes[0].capacity();
-                self.nodes.pop_front();
+                self.remove_node(0);
             } else {
                 self.with_node(0, |lp| {
                     for _ in 0..n {
@@ -326,14 +425,14 @@ impl Quicklist {
 
     /// Drop `n` elements from the tail.
     pub fn drop_back(&mut self, mut n: usize) {
-        while n > 0 && !self.nodes.is_empty() {
-            let last = self.nodes.len() - 1;
-            let l = self.nodes[last].len();
+        while n > 0 {
+            let Some(last) = self.nodes_len().checked_sub(1) else {
+                break;
+            };
+            let l = self.node(last).map_or(0, Listpack::len);
             if l <= n {
                 n -= l;
-                self.len -= l;
-                self.cap_bytes -= self.nodes[last].capacity();
-                self.nodes.pop_back();
+                self.remove_node(last);
             } else {
                 self.with_node(last, |lp| {
                     for _ in 0..n {
@@ -418,10 +517,9 @@ mod tests {
                     }
                 }
                 assert_eq!(q.len(), m.len(), "step {step}");
+                assert!(q.check(), "step {step}");
             }
-            let cap: usize = q.nodes.iter().map(|n| n.capacity()).sum();
-            assert_eq!(cap, q.cap_bytes);
-            assert!(q.nodes.iter().all(|n| !n.is_empty()));
+            assert!(q.check());
             let mut back = Vec::new();
             let mut p = q.tail();
             while let Some(x) = p {

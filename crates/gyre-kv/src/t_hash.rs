@@ -136,9 +136,8 @@ impl HashObj {
         match self {
             HashObj::Listpack(lp) => match lp_find(lp, field) {
                 Some((off, _)) => {
-                    lp.remove_at(off);
-                    lp.remove_at(off);
-                    lp.shrink();
+                    // Field and value in one resize.
+                    lp.remove_entries(off, 2);
                     true
                 }
                 None => false,

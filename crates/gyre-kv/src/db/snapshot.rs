@@ -5,18 +5,19 @@
 //! each node into `out` (RDB key/value records). Writes keep the snapshot
 //! point-in-time with copy-before-write on *keys*, not pages: before a node
 //! changes, is removed, or a key with the same hash is inserted, the old
-//! value is serialized first (if the sweep has not passed it) and its hash
-//! goes into `done`. The invariant:
+//! value is serialized first (if the sweep has not passed it) and its
+//! map key (32 bits of its hash, shared by its collision chain, see
+//! [`super::map_key`]) goes into `done`. The invariant:
 //!
 //! * an old key at index `< cursor` has been saved;
-//! * a key at index `>= cursor` has been saved iff its hash is in `done`
-//!   (keys created during the sweep always have their hash in `done`, so
-//!   the sweep skips them).
+//! * a key at index `>= cursor` has been saved iff its map key is in
+//!   `done` (keys created during the sweep always have theirs in `done`,
+//!   so the sweep skips them).
 //!
 //! Removal moves the last node into the hole ([`Db::remove_at`]): if that
 //! carries an unsaved node below the cursor, it is saved first.
 //!
-//! Extra memory is therefore the `done` set (one `u64` per key written
+//! Extra memory is therefore the `done` set (one `u32` per key written
 //! during the sweep) plus `out` until the writer takes it, instead of one
 //! copied 4 KiB page per page touched as with `fork()`; the cost is one
 //! `Option` test per write while no sweep runs.
@@ -29,7 +30,8 @@ use crate::rdb::save::put_kv;
 #[derive(Debug, Default)]
 pub(crate) struct Sweep {
     cursor: usize,
-    done: HashSet<u64, BuildHasherDefault<IdHasher>>,
+    /// Map keys ([`super::map_key`]) of the chains saved.
+    done: HashSet<u32, BuildHasherDefault<IdHasher>>,
     out: Vec<u8>,
     compress: bool,
     /// Records as AOF commands instead of RDB key/value pairs.
@@ -61,11 +63,10 @@ impl Db {
     /// Every stored key: bytes, value, expire (ms).
     pub fn entries(&self) -> impl Iterator<Item = (&[u8], Ref<'_>, Option<i64>)> {
         self.nodes.iter().map(|n| {
-            (
-                n.key.as_slice(),
-                n.value.as_ref(),
-                (n.expire >= 0).then_some(n.expire),
-            )
+            (n.key.as_slice(), n.value.as_ref(), {
+                let e = expire_of(&self.ttl, n);
+                (e >= 0).then_some(e)
+            })
         })
     }
 
@@ -107,12 +108,15 @@ impl Db {
         let start = s.cursor.min(self.nodes.len());
         let end = (start + n).min(self.nodes.len());
         for node in &self.nodes[start..end] {
-            if s.done.is_empty() || !s.done.contains(&node.hash) {
+            if s.done.is_empty() || !s.done.contains(&super::map_key(node.hash)) {
                 put_record(
                     &mut s.out,
                     node.key.as_slice(),
                     node.value.as_ref(),
-                    (node.expire >= 0).then_some(node.expire),
+                    {
+                        let e = expire_of(&self.ttl, node);
+                        (e >= 0).then_some(e)
+                    },
                     s.compress,
                     s.aof,
                 );
@@ -161,10 +165,11 @@ impl Db {
         let Some(s) = self.snap.as_mut() else {
             return;
         };
-        if !s.done.insert(h) {
+        let mk = super::map_key(h);
+        if !s.done.insert(mk) {
             return;
         }
-        let Some(&head) = self.map.get(&h) else {
+        let Some(&head) = self.map.get(&mk) else {
             return;
         };
         let mut j = head;
@@ -174,7 +179,10 @@ impl Db {
                     &mut s.out,
                     n.key.as_slice(),
                     n.value.as_ref(),
-                    (n.expire >= 0).then_some(n.expire),
+                    {
+                        let e = expire_of(&self.ttl, n);
+                        (e >= 0).then_some(e)
+                    },
                     s.compress,
                     s.aof,
                 );

@@ -23,11 +23,13 @@ const TAG_SMALL: u8 = 16;
 const SMALL_MIN: i64 = -100;
 const INT_LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53
 
+use crate::counted::CountedBytes;
+
 /// See the module comment.
+/// Stored as [`CountedBytes`] (16 bytes, exact size).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Listpack {
-    buf: Vec<u8>,
-    len: u32,
+    buf: CountedBytes,
 }
 
 /// One decoded entry and where it sits in the buffer.
@@ -45,22 +47,22 @@ impl Listpack {
     }
 
     pub fn len(&self) -> usize {
-        self.len as usize
+        self.buf.count() as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.buf.is_empty()
     }
 
     /// Bytes allocated (the `used_memory` estimate).
     pub fn allocated(&self) -> usize {
-        self.buf.capacity()
+        self.buf.allocated()
     }
 
     /// Entries in order.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
-            buf: &self.buf,
+            buf: self.buf.data(),
             pos: 0,
         }
     }
@@ -88,19 +90,21 @@ impl Listpack {
         let pos = self
             .iter()
             .find(|a| super::order(a.score, a.member, score, member).is_gt())
-            .map_or(self.buf.len(), |a| a.offset);
+            .map_or(self.buf.data().len(), |a| a.offset);
         let mut enc = Vec::with_capacity(member.len() + 14);
         encode(&mut enc, member, score);
-        self.buf.reserve_exact(enc.len());
-        self.buf.splice(pos..pos, enc);
-        self.len += 1;
+        self.buf.edit(enc.len(), |buf, n| {
+            buf.splice(pos..pos, enc);
+            *n += 1;
+        });
     }
 
     /// Remove the entry found at `at`.
     pub fn remove_at(&mut self, offset: usize, size: usize) {
-        self.buf.drain(offset..offset + size);
-        self.len -= 1;
-        self.shrink();
+        self.buf.edit(0, |buf, n| {
+            buf.drain(offset..offset + size);
+            *n -= 1;
+        });
     }
 
     /// Remove the entries with ranks `start..end`.
@@ -109,22 +113,19 @@ impl Listpack {
             return;
         }
         let mut it = self.iter();
-        let from = it.nth(start).map_or(self.buf.len(), |a| a.offset);
-        let to = self.iter().nth(end).map_or(self.buf.len(), |a| a.offset);
-        self.buf.drain(from..to);
-        self.len -= (end - start) as u32;
-        self.shrink();
+        let all = self.buf.data().len();
+        let from = it.nth(start).map_or(all, |a| a.offset);
+        let to = self.iter().nth(end).map_or(all, |a| a.offset);
+        let k = (end.min(self.len()) - start.min(self.len())) as u32;
+        self.buf.edit(0, |buf, n| {
+            buf.drain(from..to);
+            *n -= k;
+        });
     }
 
     /// Offsets of all entries, for walking backwards.
     pub fn entries(&self) -> Vec<At<'_>> {
         self.iter().collect()
-    }
-
-    fn shrink(&mut self) {
-        if self.buf.capacity() > self.buf.len() + self.buf.len() / 4 + 32 {
-            self.buf.shrink_to_fit();
-        }
     }
 }
 
@@ -257,11 +258,11 @@ mod tests {
         // Small integers are their tag byte; larger ones take payload.
         let mut one = Listpack::new();
         one.insert(b"a", 3.0);
-        assert_eq!(one.buf.len(), 1 + 1 + 1);
+        assert_eq!(one.buf.data().len(), 1 + 1 + 1);
         one.insert(b"b", 140.0);
         one.insert(b"c", -101.0);
         // 140 as zigzag takes 2 payload bytes, -101 one.
-        assert_eq!(one.buf.len(), 3 + 5 + 4);
+        assert_eq!(one.buf.data().len(), 3 + 5 + 4);
         let got: Vec<f64> = one.iter().map(|a| a.score).collect();
         assert_eq!(got, [-101.0, 3.0, 140.0]);
     }
@@ -289,7 +290,7 @@ mod tests {
         let names: Vec<_> = lp.iter().map(|a| a.member.to_vec()).collect();
         assert_eq!(names, [&b"z"[..], b"b", b"c"].map(|s| s.to_vec()));
         lp.remove_ranks(0, 3);
-        assert!(lp.is_empty() && lp.buf.is_empty());
+        assert!(lp.is_empty() && lp.buf.allocated() == 0);
     }
 
     #[test]
