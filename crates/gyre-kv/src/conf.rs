@@ -40,6 +40,7 @@
 //!     user alice on >secret ~cache:* +@read;      # redis.conf's ACL user lines
 //!     aclfile users.acl;                          # or an ACL file (not both)
 //!     acllog-max-len 128;
+//!     rename-command CONFIG "";                   # or a new name
 //! ```
 
 use crate::object::Limits;
@@ -90,6 +91,8 @@ pub struct KvConf {
     pub acllog_max_len: u64,
     /// `user NAME RULES...` lines.
     pub users: Vec<Vec<Vec<u8>>>,
+    /// `rename-command OLD NEW` lines.
+    pub rename_command: Vec<(String, String)>,
 }
 
 impl Default for KvConf {
@@ -121,6 +124,7 @@ impl Default for KvConf {
             aclfile: None,
             acllog_max_len: crate::acl_log::DEFAULT_MAX_LEN,
             users: Vec::new(),
+            rename_command: Vec::new(),
         }
     }
 }
@@ -278,6 +282,16 @@ fn set_user(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     Ok(())
 }
 
+/// `rename-command OLD NEW` (`""`: the command is removed), checked
+/// with the lines before it as Redis checks them.
+fn set_rename_command(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.rename_command
+        .push((d.arg(0).to_string(), d.arg(1).to_string()));
+    crate::cmd::CommandTable::with_renames(crate::cmd::all(), &c.rename_command)
+        .map(|_| ())
+        .map_err(str::to_string)
+}
+
 /// The context inside `kv {}`.
 pub const KV: Context = Context::KV;
 
@@ -432,6 +446,8 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::new("acllog-max-len", KV, Args::TAKE1, set_acllog_max_len),
     DirectiveSpec::new("acllog_max_len", KV, Args::TAKE1, set_acllog_max_len),
     DirectiveSpec::multi("user", KV, Args::ONE_MORE, set_user),
+    DirectiveSpec::multi("rename-command", KV, Args::TAKE2, set_rename_command),
+    DirectiveSpec::multi("rename_command", KV, Args::TAKE2, set_rename_command),
     DirectiveSpec::new("maxmemory", KV, Args::TAKE1, set_maxmemory),
     DirectiveSpec::new("maxmemory-policy", KV, Args::TAKE1, set_policy),
     DirectiveSpec::new("maxmemory_policy", KV, Args::TAKE1, set_policy),

@@ -105,6 +105,7 @@ pub fn config(conf: &KvConf) -> Config {
         aclfile: conf.aclfile.clone(),
         acllog_max_len: conf.acllog_max_len,
         users: conf.users.clone(),
+        rename_command: conf.rename_command.clone(),
         ..Config::default()
     }
 }

@@ -36,7 +36,7 @@
 //!   protected mode, ACL users and permissions; [`acl_log`] — ACL LOG;
 //!   [`acl_file`] — `aclfile`, ACL LOAD / SAVE and `user` lines.
 //! * [`reply_mode`], [`pause`] — CLIENT REPLY, CLIENT PAUSE.
-//! * [`info`] — INFO text.
+//! * [`info`] — INFO text; [`cmdstats`] — INFO commandstats / errorstats.
 //! * [`rdb`] — the RDB v10 format (Redis 7.0's encodings, LZF, CRC64,
 //!   crash-safe dump files); [`persist`] — SAVE, the forkless BGSAVE, save
 //!   rules, loading at start, INFO persistence; [`rdb_cmds`] — SAVE BGSAVE
@@ -83,6 +83,7 @@ pub mod bitops;
 pub mod blocked;
 pub mod client;
 pub mod cmd;
+pub mod cmdstats;
 pub mod command_docs;
 pub mod conf;
 pub mod config;

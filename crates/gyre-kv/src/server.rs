@@ -109,6 +109,8 @@ pub struct Config {
     pub aclfile: Option<std::path::PathBuf>,
     /// `user` lines: the name, then its rules.
     pub users: Vec<Vec<Vec<u8>>>,
+    /// `rename-command OLD NEW` lines (NEW empty: the command is gone).
+    pub rename_command: Vec<(String, String)>,
 }
 
 impl Default for Config {
@@ -141,6 +143,7 @@ impl Default for Config {
             acllog_max_len: crate::acl_log::DEFAULT_MAX_LEN,
             aclfile: None,
             users: Vec::new(),
+            rename_command: Vec::new(),
         }
     }
 }
@@ -250,6 +253,10 @@ pub struct Client {
     pub(crate) reply_mode: crate::reply_mode::ReplyMode,
     /// The ACL user the client is authenticated as.
     pub(crate) user: String,
+    /// CLIENT NO-EVICT ON.
+    pub(crate) no_evict: bool,
+    /// Running EXEC: the transaction's length and bytes (CLIENT LIST).
+    pub(crate) exec_view: Option<(i64, u64)>,
     /// The parser holds a command CLIENT PAUSE postponed.
     pub(crate) postponed_in_parser: bool,
     /// Replies produced while the client was blocked (served, timed out,
@@ -425,6 +432,8 @@ pub struct Server {
     pub(crate) acl_restricted: bool,
     /// ACL LOG ([`crate::acl_log`]).
     pub(crate) acl_log: crate::acl_log::AclLog,
+    /// INFO commandstats / errorstats ([`crate::cmdstats`]).
+    pub(crate) cmdstats: crate::cmdstats::CommandStats,
     /// The eviction pool and the state of a time-limited run.
     pub(crate) evict_state: crate::evict::EvictState,
     /// The clients' share of memory as of the last cron (eviction reads
@@ -449,7 +458,9 @@ impl Server {
         let run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[rng.below(16)]))
             .collect();
-        let table = CommandTable::new(cmd::all());
+        // The configuration checked the renames (`conf.rs`).
+        let table = CommandTable::with_renames(cmd::all(), &config.rename_command)
+            .unwrap_or_else(|_| CommandTable::new(cmd::all()));
         let hz = config.hz;
         let mut server = Server {
             config,
@@ -479,7 +490,9 @@ impl Server {
             users: Default::default(),
             acl_restricted: false,
             acl_log: Default::default(),
+            cmdstats: crate::cmdstats::CommandStats::new(0),
         };
+        server.cmdstats = crate::cmdstats::CommandStats::new(server.table.ids().len());
         let pass = server.config.requirepass.clone();
         server.users.set_default_password(pass.as_deref());
         crate::acl_file::load_at_startup(&mut server);
@@ -536,6 +549,8 @@ impl Server {
                 authenticated,
                 reply_mode: Default::default(),
                 user: "default".to_string(),
+                no_evict: false,
+                exec_view: None,
                 postponed_in_parser: false,
                 pending: Vec::new(),
             },
@@ -647,6 +662,7 @@ impl Server {
         };
         let mut spans = std::mem::take(&mut self.spans);
         self.stats.total_reads_processed += 1;
+        self.cmdstats.start();
         let mut pos = 0;
         let mut close = false;
         let mut blocked = None;
@@ -675,6 +691,7 @@ impl Server {
                     let reply = e.reply_bytes();
                     if !reply.is_empty() {
                         self.stats.total_error_replies += 1;
+                        self.cmdstats.errors_in(&reply);
                     }
                     out.extend_from_slice(&reply);
                     close = true;
@@ -762,6 +779,7 @@ impl Server {
                 gate: c.gate(),
             },
         );
+        self.cmdstats.start();
         let flow = self.run(id, Argv::new(&buf, &spans), now_ms, out, &mut st);
         // A blocking command leaves the client blocked (see `feed`); the
         // caller learns it from `is_blocked`.
@@ -819,7 +837,8 @@ impl Server {
             Ok(cmd) => cmd,
             Err(msg) => {
                 let exec = argv.get(0).is_some_and(|n| n.eq_ignore_ascii_case(b"exec"));
-                self.reject(id, st, exec, out, &msg);
+                let stat = self.rejected_id(argv);
+                self.reject(id, stat, st, exec, out, &msg);
                 return Flow::Continue;
             }
         };
@@ -837,6 +856,7 @@ impl Server {
                 return flow;
             }
         }
+        let mark = out.len();
         let mut ctx = Ctx {
             argv,
             now: now_ms,
@@ -857,6 +877,12 @@ impl Server {
         }
         self.stats.total_commands_processed += 1;
         self.stats.total_error_replies += ctx.errors;
+        // EXEC's queued commands counted their own errors.
+        let own_errors = ctx.errors > std::mem::take(&mut self.cmdstats.nested_errors);
+        self.cmdstats.ran(cmd.id, own_errors);
+        if own_errors {
+            self.cmdstats.errors_in(&ctx.out[mark..]);
+        }
         st.db = ctx.db;
         st.proto = ctx.proto;
         st.last_cmd = Some(cmd);
@@ -924,7 +950,14 @@ impl Server {
         // queueing; a refusal inside MULTI flags the transaction
         // (EXECABORT at EXEC).
         if st.gate & GATE_NOAUTH != 0 && !crate::auth::runs_without_auth(name) {
-            self.reject(id, st, is_exec(), out, crate::auth::ERR_NOAUTH.as_bytes());
+            self.reject(
+                id,
+                Some(cmd.id),
+                st,
+                is_exec(),
+                out,
+                crate::auth::ERR_NOAUTH.as_bytes(),
+            );
             return Some(Flow::Continue);
         }
         if self.acl_restricted {
@@ -942,18 +975,33 @@ impl Server {
                     now: now_ms,
                 };
                 crate::acl_log::log_denial(self, at, &cmd, argv, d);
-                self.reject(id, st, is_exec(), out, d.message(&cmd).as_bytes());
+                self.reject(
+                    id,
+                    Some(cmd.id),
+                    st,
+                    is_exec(),
+                    out,
+                    d.message(&cmd).as_bytes(),
+                );
                 return Some(Flow::Continue);
             }
         }
         if self.config.maxmemory > 0 && self.oom_refuses(id, cmd, st.gate & GATE_MULTI != 0, now_ms)
         {
-            self.reject(id, st, is_exec(), out, crate::evict::ERR_OOM.as_bytes());
+            self.reject(
+                id,
+                Some(cmd.id),
+                st,
+                is_exec(),
+                out,
+                crate::evict::ERR_OOM.as_bytes(),
+            );
             return Some(Flow::Continue);
         }
         if self.writes_denied() && (cmd.spec.flags.contains(&"write") || cmd.spec.name == "ping") {
             self.reject(
                 id,
+                Some(cmd.id),
                 st,
                 is_exec(),
                 out,
@@ -966,12 +1014,13 @@ impl Server {
                     "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                     cmd.full_name()
                 );
-            self.reject(id, st, is_exec(), out, m.as_bytes());
+            self.reject(id, Some(cmd.id), st, is_exec(), out, m.as_bytes());
             return Some(Flow::Continue);
         }
         if self.persist.loading.is_some() && !cmd.spec.flags.contains(&"loading") {
             self.reject(
                 id,
+                Some(cmd.id),
                 st,
                 is_exec(),
                 out,
@@ -995,9 +1044,13 @@ impl Server {
     /// compare; the rest is [`Server::lookup_command_slow`].
     #[inline(always)]
     pub(crate) fn lookup_command(&self, argv: Argv<'_>) -> Result<Resolved, Vec<u8>> {
-        if let Some(spec) = self.table.get(argv.get(0).unwrap_or_default()) {
+        if let Some((spec, id)) = self.table.get_id(argv.get(0).unwrap_or_default()) {
             if spec.subcommands.is_empty() && cmd::arity_ok(spec.arity, argv.len()) {
-                return Ok(Resolved { parent: None, spec });
+                return Ok(Resolved {
+                    parent: None,
+                    spec,
+                    id,
+                });
             }
         }
         self.lookup_command_slow(argv)
@@ -1008,16 +1061,17 @@ impl Server {
     #[inline(never)]
     fn lookup_command_slow(&self, argv: Argv<'_>) -> Result<Resolved, Vec<u8>> {
         let name = argv.get(0).unwrap_or_default();
-        let Some(spec) = self.table.get(name) else {
+        let Some((spec, id)) = self.table.get_id(name) else {
             return Err(cmd::unknown_command_error(argv));
         };
         if let (false, Some(sub)) = (spec.subcommands.is_empty(), argv.get(1)) {
-            let Some(subspec) = spec
+            let Some((pos, subspec)) = spec
                 .subcommands
                 .iter()
-                .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
+                .enumerate()
+                .find(|(_, s)| s.name.as_bytes().eq_ignore_ascii_case(sub))
             else {
-                return Err(cmd::unknown_subcommand_error(spec, sub));
+                return Err(cmd::unknown_subcommand_error(name, sub));
             };
             if !cmd::arity_ok(subspec.arity, argv.len()) {
                 return Err(format!(
@@ -1029,6 +1083,7 @@ impl Server {
             return Ok(Resolved {
                 parent: Some(spec),
                 spec: subspec,
+                id: self.table.sub_id(id, pos),
             });
         }
         if !cmd::arity_ok(spec.arity, argv.len()) {
@@ -1036,7 +1091,26 @@ impl Server {
                 format!("ERR wrong number of arguments for '{}' command", spec.name).into_bytes(),
             );
         }
-        Ok(Resolved { parent: None, spec })
+        Ok(Resolved {
+            parent: None,
+            spec,
+            id,
+        })
+    }
+
+    /// The command a lookup error is about, when Redis counts it as
+    /// rejected (a known command or subcommand with the wrong arity).
+    #[cold]
+    fn rejected_id(&self, argv: Argv<'_>) -> Option<u32> {
+        let (spec, id) = self.table.get_id(argv.get(0).unwrap_or_default())?;
+        match (spec.subcommands.is_empty(), argv.get(1)) {
+            (false, Some(sub)) => spec
+                .subcommands
+                .iter()
+                .position(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
+                .map(|pos| self.table.sub_id(id, pos)),
+            _ => Some(id),
+        }
     }
 
     // ---------------------------------------------------------------- keyspace
@@ -1359,5 +1433,6 @@ impl Server {
         for db in &mut self.dbs {
             db.stats = Default::default();
         }
+        self.cmdstats.reset();
     }
 }

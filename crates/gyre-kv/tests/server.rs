@@ -55,6 +55,9 @@ fn info_format_and_exporter_fields() {
             "Stats",
             "Replication",
             "CPU",
+            "Modules",
+            "Errorstats",
+            "Cluster",
             "Keyspace"
         ]
     );

@@ -255,3 +255,135 @@ fn bad_acl_configuration_is_refused() {
         assert!(err.contains(want), "{kv}: {err}");
     }
 }
+
+#[test]
+fn commandstats_and_errorstats_match_redis() {
+    differential(
+        "kvdiff-cmdstats",
+        &[],
+        "",
+        "
+        0> CONFIG RESETSTAT
+        0> SET a 1
+        0> GET a
+        0> GET
+        0> INCR a x
+        0> LPUSH a x
+        0> NOSUCH
+        0> CLIENT NOSUCH
+        0> CLIENT
+        0> CLIENT INFO x
+        0> CONFIG GET maxmemory
+        1> AUTH x y
+        0> MULTI
+        0> SET b 1
+        0> INCR a
+        0> LPUSH a x
+        0> EXEC
+        0> MULTI
+        0> GET
+        0> EXEC
+        0> ACL SETUSER u on nopass ~k* +get +info
+        2> AUTH u x
+        2> GET a
+        2> SET k v
+        2> GET k
+        0>i INFO commandstats
+        0>i INFO errorstats
+        0> CONFIG RESETSTAT
+        0>i INFO commandstats
+        0>i INFO errorstats
+        ",
+    );
+}
+
+#[test]
+fn rename_command_matches_redis() {
+    differential(
+        "kvdiff-rename",
+        &[
+            "--rename-command",
+            "config",
+            "cfg",
+            "--rename-command",
+            "FLUSHALL",
+            "",
+            "--rename-command",
+            "get",
+            "fetch_value_of_key",
+        ],
+        "    rename-command config cfg;\n    rename-command FLUSHALL \"\";\n    rename-command get fetch_value_of_key;",
+        "
+        0> SET a 1
+        0> GET a
+        0> fetch_value_of_key a
+        0> FETCH_VALUE_OF_KEY a
+        0> fetch_value_of_key
+        0> FLUSHALL
+        0> CONFIG GET maxmemory
+        0> cfg GET maxmemory
+        0> CFG nosuch
+        0> cfg
+        0> MULTI
+        0> fetch_value_of_key a
+        0> GET a
+        0> EXEC
+        0>l CLIENT INFO
+        0> ACL SETUSER u on nopass ~* +get
+        1> AUTH u x
+        1> fetch_value_of_key a
+        1> cfg GET x
+        0>i INFO commandstats
+        ",
+    );
+}
+
+#[test]
+fn client_no_evict_matches_redis() {
+    differential(
+        "kvdiff-noevict",
+        &[],
+        "",
+        "
+        0> CLIENT NO-EVICT on
+        0>l ACL LOG
+        0> CLIENT NO-EVICT maybe
+        0> CLIENT NO-EVICT
+        0> CLIENT NO-EVICT a b
+        0> MULTI
+        0> CLIENT NO-EVICT OFF
+        0> EXEC
+        0> CLIENT NO-EVICT ON
+        0> RESET
+        0>l CLIENT INFO
+        ",
+    );
+}
+
+/// `gyre -t` refuses bad `rename-command` lines with Redis's words.
+#[test]
+fn bad_rename_command_is_refused() {
+    for (kv, want) in [
+        (
+            "rename-command nosuch x;",
+            "No such command in rename-command",
+        ),
+        (
+            "rename-command get set;",
+            "Target command name already exists",
+        ),
+        (
+            "rename-command get \"\";\n    rename-command get x;",
+            "No such command in rename-command",
+        ),
+    ] {
+        let p = Prefix::new("kv-rename");
+        p.conf(&format!(
+            "daemon off;\nerror_log logs/error.log notice;\nevents {{}}\nkv {{\n    listen 127.0.0.1:1;\n    {kv}\n}}\n"
+        ));
+        let out = p.run(&["-t"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{kv}: accepted");
+        assert!(err.contains(want), "{kv}: {err}");
+    }
+}
