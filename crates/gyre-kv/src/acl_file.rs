@@ -101,7 +101,7 @@ pub fn load_file(path: &Path) -> Result<BTreeMap<String, User>, String> {
 }
 
 /// `strerror(errno)` of an I/O error (Rust appends " (os error N)").
-fn os_error(e: &std::io::Error) -> String {
+pub(crate) fn os_error(e: &std::io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),

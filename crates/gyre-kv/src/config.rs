@@ -356,7 +356,11 @@ const PARAMS: &[Param] = &[
 ];
 
 fn param_value(server: &Server, name: &str) -> String {
-    let c = &server.config;
+    param_value_of(&server.config, name)
+}
+
+/// A parameter's CONFIG GET value in configuration `c`.
+pub(crate) fn param_value_of(c: &crate::server::Config, name: &str) -> String {
     let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
     match name {
         "hz" => c.hz.to_string(),
@@ -491,8 +495,9 @@ fn special_set(server: &mut Server, name: &str, val: &[u8]) {
 }
 
 fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
+    // An odd count past the arity check: Redis 7.0.15 says syntax error.
     if ctx.argc() % 2 != 0 {
-        return ctx.err("ERR wrong number of arguments for 'config|set' command");
+        return ctx.syntax();
     }
     let mut updates: Vec<(&'static str, NewValue)> = Vec::new();
     let mut j = 2;
@@ -657,8 +662,22 @@ fn config_resetstat(server: &mut Server, ctx: &mut Ctx<'_>) {
     ctx.ok();
 }
 
-fn config_rewrite(_: &mut Server, ctx: &mut Ctx<'_>) {
-    ctx.err("ERR The server is running without a config file");
+/// CONFIG REWRITE: into the `redis_conf` file ([`crate::config_rewrite`]).
+fn config_rewrite(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let Some(path) = server.config.redis_conf.clone() else {
+        return ctx.err("ERR The server is running without a config file");
+    };
+    match crate::config_rewrite::rewrite(server, &path) {
+        Ok(()) => {
+            log::info!("CONFIG REWRITE executed with success.");
+            ctx.ok()
+        }
+        Err(e) => {
+            let why = crate::acl_file::os_error(&e);
+            log::warn!("CONFIG REWRITE failed: {why}");
+            ctx.err(&format!("ERR Rewriting config file: {why}"))
+        }
+    }
 }
 
 fn config_help(_: &mut Server, ctx: &mut Ctx<'_>) {

@@ -106,6 +106,7 @@ pub fn config(conf: &KvConf) -> Config {
         acllog_max_len: conf.acllog_max_len,
         users: conf.users.clone(),
         rename_command: conf.rename_command.clone(),
+        redis_conf: conf.redis_conf.clone(),
         ..Config::default()
     }
 }

@@ -41,7 +41,9 @@
 //!   crash-safe dump files); [`persist`] — SAVE, the forkless BGSAVE, save
 //!   rules, loading at start, INFO persistence; [`rdb_cmds`] — SAVE BGSAVE
 //!   LASTSAVE SHUTDOWN DUMP RESTORE.
-//! * [`conf`] — the `kv {}` configuration block.
+//! * [`conf`] — the `kv {}` configuration block; [`redis_conf`] — its
+//!   `redis_conf FILE;` (a redis.conf in Redis's syntax), written back by
+//!   CONFIG REWRITE ([`config_rewrite`]).
 //!
 //! # Driving it (the socket glue on gyre-core)
 //!
@@ -87,6 +89,7 @@ pub mod cmdstats;
 pub mod command_docs;
 pub mod conf;
 pub mod config;
+pub mod config_rewrite;
 pub mod db;
 pub mod dict;
 pub mod evict;
@@ -110,6 +113,7 @@ pub mod pubsub;
 pub mod quicklist;
 pub mod rdb;
 pub mod rdb_cmds;
+pub mod redis_conf;
 pub mod reply_mode;
 pub mod resp;
 pub mod server;

@@ -111,6 +111,8 @@ pub struct Config {
     pub users: Vec<Vec<Vec<u8>>>,
     /// `rename-command OLD NEW` lines (NEW empty: the command is gone).
     pub rename_command: Vec<(String, String)>,
+    /// The redis.conf read by `redis_conf` (CONFIG REWRITE's file).
+    pub redis_conf: Option<std::path::PathBuf>,
 }
 
 impl Default for Config {
@@ -144,6 +146,7 @@ impl Default for Config {
             aclfile: None,
             users: Vec::new(),
             rename_command: Vec::new(),
+            redis_conf: None,
         }
     }
 }

@@ -11,7 +11,7 @@
 //! `cmdstat_` times masked), `sync N M ...`
 //! (each listed client PINGs and everything it received before the PONG
 //! is compared: messages others' commands sent it), `sleep MS`; `''` is
-//! an empty argument.
+//! an empty argument, `\s` a space inside one.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::io::{Read, Write};
@@ -40,13 +40,22 @@ impl Drop for Redis {
 }
 
 pub fn start_redis(extra: &[&str]) -> Option<Redis> {
+    start_redis_conf(None, extra)
+}
+
+/// [`start_redis`] reading a configuration file first.
+pub fn start_redis_conf(conf: Option<&Path>, extra: &[&str]) -> Option<Redis> {
     if !Path::new(REDIS).exists() {
         eprintln!("skipping: {REDIS} not installed (apt-get install redis-server)");
         return None;
     }
     let dir = Prefix::new("redis-peer");
     let port = free_port();
-    let child = Command::new(REDIS)
+    let mut cmd = Command::new(REDIS);
+    if let Some(c) = conf {
+        cmd.arg(c);
+    }
+    let child = cmd
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
         .arg("--dir")
@@ -299,10 +308,17 @@ pub fn run_script(port: u16, script: &str) -> Vec<String> {
             conns.push(Conn::open(port));
         }
         let c = &mut conns[i];
-        let args: Vec<&str> = words[1..]
+        let args: Vec<String> = words[1..]
             .iter()
-            .map(|w| if *w == "''" { "" } else { w })
+            .map(|w| {
+                if *w == "''" {
+                    String::new()
+                } else {
+                    w.replace("\\s", " ")
+                }
+            })
             .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         c.send(&args);
         let (n, compare, sort) = match mode {
             "" | "l" | "i" => (1, true, false),
