@@ -334,6 +334,7 @@ fn rename_command_matches_redis() {
         1> fetch_value_of_key a
         1> cfg GET x
         0>i INFO commandstats
+        0> COMMAND INFO config flushall nosuch
         ",
     );
 }
@@ -386,4 +387,37 @@ fn bad_rename_command_is_refused() {
         assert!(!out.status.success(), "{kv}: accepted");
         assert!(err.contains(want), "{kv}: {err}");
     }
+}
+
+/// COMMAND after `rename-command`: a removed command is not counted or
+/// listed, a renamed one is found by its new name and shown by its own
+/// (Redis's `fullname`). Not differential: this server's command table
+/// is not Redis's whole one.
+#[test]
+fn command_reflects_rename_command() {
+    let count = |kv: &str| {
+        let g = start_gyre("kv-rename-count", kv);
+        let mut c = kv_script::Conn::open(g.port);
+        c.send(&["COMMAND", "COUNT"]);
+        let n: i64 = String::from_utf8_lossy(&c.frame())
+            .trim()
+            .trim_start_matches(':')
+            .parse()
+            .unwrap();
+        c.send(&["COMMAND", "INFO", "cfg", "config"]);
+        let info = String::from_utf8_lossy(&c.frame()).into_owned();
+        c.send(&["COMMAND", "LIST"]);
+        let list = String::from_utf8_lossy(&c.frame()).into_owned();
+        (n, info, list)
+    };
+    let (base, _, _) = count("");
+    let (n, info, list) =
+        count("    rename-command flushall \"\";\n    rename-command config cfg;");
+    assert_eq!(n, base - 1);
+    assert!(info.starts_with("*2\r\n*10\r\n$6\r\nconfig\r\n"), "{info}");
+    assert!(info.ends_with("$-1\r\n"), "{info}");
+    assert!(
+        list.contains("\r\nconfig\r\n") && !list.contains("flushall"),
+        "{list}"
+    );
 }
