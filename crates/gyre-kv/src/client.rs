@@ -520,7 +520,8 @@ fn client_help(_: &mut Server, ctx: &mut Ctx<'_>) {
 }
 
 /// CLIENT NO-EVICT ON|OFF: the client is left alone by client eviction
-/// (`maxmemory-clients`); shown as flag `e`. RESET keeps it, as in Redis.
+/// (`maxmemory-clients`, [`crate::client_evict`]); shown as flag `e`.
+/// RESET keeps it, as in Redis.
 fn client_no_evict(server: &mut Server, ctx: &mut Ctx<'_>) {
     let on = match ctx.arg(2) {
         a if eq(a, "on") => true,

@@ -104,6 +104,8 @@ pub struct KvConf {
     pub bind: Vec<String>,
     /// `redis_conf FILE` (CONFIG REWRITE writes it back).
     pub redis_conf: Option<std::path::PathBuf>,
+    /// `maxmemory-clients`.
+    pub maxmemory_clients: crate::client_evict::Limit,
 }
 
 impl Default for KvConf {
@@ -138,6 +140,7 @@ impl Default for KvConf {
             rename_command: Vec::new(),
             bind: Vec::new(),
             redis_conf: None,
+            maxmemory_clients: crate::client_evict::Limit::Bytes(0),
         }
     }
 }
@@ -145,6 +148,12 @@ impl Default for KvConf {
 fn set_maxmemory(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     c.maxmemory = crate::util::memtoull(d.arg(0).as_bytes())
         .ok_or_else(|| format!("invalid value \"{}\" in \"{}\"", d.arg(0), d.name))?;
+    Ok(())
+}
+
+fn set_maxmemory_clients(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.maxmemory_clients =
+        crate::client_evict::parse(d.arg(0).as_bytes()).map_err(str::to_string)?;
     Ok(())
 }
 
@@ -523,6 +532,8 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::multi("rename-command", KV, Args::TAKE2, set_rename_command),
     DirectiveSpec::multi("rename_command", KV, Args::TAKE2, set_rename_command),
     DirectiveSpec::new("maxmemory", KV, Args::TAKE1, set_maxmemory),
+    DirectiveSpec::new("maxmemory-clients", KV, Args::TAKE1, set_maxmemory_clients),
+    DirectiveSpec::new("maxmemory_clients", KV, Args::TAKE1, set_maxmemory_clients),
     DirectiveSpec::new("maxmemory-policy", KV, Args::TAKE1, set_policy),
     DirectiveSpec::new("maxmemory_policy", KV, Args::TAKE1, set_policy),
     DirectiveSpec::new("maxmemory-samples", KV, Args::TAKE1, set_samples),

@@ -141,6 +141,10 @@ const PARAMS: &[Param] = &[
         kind: Kind::Immutable,
     },
     Param {
+        name: "maxmemory-clients",
+        kind: Kind::Special,
+    },
+    Param {
         name: "acllog-max-len",
         kind: Kind::Int {
             min: 0,
@@ -369,6 +373,7 @@ pub(crate) fn param_value_of(c: &crate::server::Config, name: &str) -> String {
         "maxclients" => c.maxclients.to_string(),
         "databases" => c.databases.to_string(),
         "acllog-max-len" => c.acllog_max_len.to_string(),
+        "maxmemory-clients" => crate::client_evict::format(c.maxmemory_clients),
         "aclfile" => c
             .aclfile
             .as_ref()
@@ -458,6 +463,7 @@ fn special_check(server: &Server, name: &str, val: &[u8]) -> Result<(), &'static
         "maxmemory-policy" => crate::evict::Policy::parse(val)
             .map(|_| ())
             .ok_or("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"),
+        "maxmemory-clients" => crate::client_evict::parse(val).map(|_| ()),
         "notify-keyspace-events" => crate::notify::string_to_flags(val)
             .map(|_| ())
             .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
@@ -484,6 +490,13 @@ fn special_set(server: &mut Server, name: &str, val: &[u8]) {
             let text = String::from_utf8_lossy(val);
             let args: Vec<&[u8]> = text.split_ascii_whitespace().map(str::as_bytes).collect();
             let _ = crate::output::parse_limits(&args, &mut c.client_output_buffer_limit);
+        }
+        "maxmemory-clients" => {
+            if let Ok(l) = crate::client_evict::parse(val) {
+                c.maxmemory_clients = l;
+            }
+            // Count everyone now: the total is only kept while a limit is.
+            crate::client_evict::recount(server);
         }
         "notify-keyspace-events" => {
             c.notify_keyspace_events = crate::notify::string_to_flags(val).unwrap_or(0);

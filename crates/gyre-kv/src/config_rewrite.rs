@@ -52,6 +52,7 @@ const OPTIONS: &[(&str, Form)] = &[
     ("proto-max-bulk-len", Form::Mem),
     ("client-query-buffer-limit", Form::Mem),
     ("maxmemory", Form::Mem),
+    ("maxmemory-clients", Form::Plain),
     ("tls-cert-file", Form::Quoted),
     ("tls-key-file", Form::Quoted),
     ("tls-ca-cert-file", Form::Quoted),

@@ -107,6 +107,7 @@ pub fn config(conf: &KvConf) -> Config {
         users: conf.users.clone(),
         rename_command: conf.rename_command.clone(),
         redis_conf: conf.redis_conf.clone(),
+        maxmemory_clients: conf.maxmemory_clients,
         ..Config::default()
     }
 }

@@ -198,7 +198,7 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
                 st.expire_cycle_time_used_us / 1000,
             );
             line(out, "evicted_keys", st.evicted_keys);
-            line(out, "evicted_clients", 0);
+            line(out, "evicted_clients", st.evicted_clients);
             let (total, current) = server.evict_state.exceeded_ms(now);
             line(out, "total_eviction_exceeded_time", total);
             line(out, "current_eviction_exceeded_time", current);

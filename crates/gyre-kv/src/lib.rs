@@ -31,7 +31,8 @@
 //!   other clients' output buffers; [`output`] — those buffers and
 //!   `client-output-buffer-limit`.
 //! * [`notify`] — keyspace events (`notify-keyspace-events`).
-//! * [`evict`] — `maxmemory` and the eviction policies.
+//! * [`evict`] — `maxmemory` and the eviction policies; [`client_evict`] —
+//!   `maxmemory-clients`.
 //! * [`auth`], [`acl`] (with [`acl_cats`], [`sha256`]) — AUTH, RESET,
 //!   protected mode, ACL users and permissions; [`acl_log`] — ACL LOG;
 //!   [`acl_file`] — `aclfile`, ACL LOAD / SAVE and `user` lines.
@@ -84,6 +85,7 @@ pub mod auth;
 pub mod bitops;
 pub mod blocked;
 pub mod client;
+pub mod client_evict;
 pub mod cmd;
 pub mod cmdstats;
 pub mod command_docs;

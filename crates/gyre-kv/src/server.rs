@@ -113,6 +113,8 @@ pub struct Config {
     pub rename_command: Vec<(String, String)>,
     /// The redis.conf read by `redis_conf` (CONFIG REWRITE's file).
     pub redis_conf: Option<std::path::PathBuf>,
+    /// `maxmemory-clients` ([`crate::client_evict`]).
+    pub maxmemory_clients: crate::client_evict::Limit,
 }
 
 impl Default for Config {
@@ -147,6 +149,7 @@ impl Default for Config {
             users: Vec::new(),
             rename_command: Vec::new(),
             redis_conf: None,
+            maxmemory_clients: crate::client_evict::Limit::Bytes(0),
         }
     }
 }
@@ -206,6 +209,8 @@ pub struct Stats {
     pub expired_time_cap_reached_count: u64,
     /// Keys removed by maxmemory eviction.
     pub evicted_keys: u64,
+    /// Clients disconnected by `maxmemory-clients`.
+    pub evicted_clients: u64,
     /// Microseconds spent in active expire cycles (wall clock).
     pub expire_cycle_time_used_us: u64,
     /// Running estimate of the share of expired keys among sampled ones.
@@ -260,6 +265,8 @@ pub struct Client {
     pub(crate) no_evict: bool,
     /// Running EXEC: the transaction's length and bytes (CLIENT LIST).
     pub(crate) exec_view: Option<(i64, u64)>,
+    /// Its memory as last counted in `Server::clients_mem_total`.
+    pub(crate) mem_counted: u64,
     /// The parser holds a command CLIENT PAUSE postponed.
     pub(crate) postponed_in_parser: bool,
     /// Replies produced while the client was blocked (served, timed out,
@@ -437,6 +444,8 @@ pub struct Server {
     pub(crate) acl_log: crate::acl_log::AclLog,
     /// INFO commandstats / errorstats ([`crate::cmdstats`]).
     pub(crate) cmdstats: crate::cmdstats::CommandStats,
+    /// The clients' memory for `maxmemory-clients` ([`crate::client_evict`]).
+    pub(crate) clients_mem_total: u64,
     /// The eviction pool and the state of a time-limited run.
     pub(crate) evict_state: crate::evict::EvictState,
     /// The clients' share of memory as of the last cron (eviction reads
@@ -494,6 +503,7 @@ impl Server {
             acl_restricted: false,
             acl_log: Default::default(),
             cmdstats: crate::cmdstats::CommandStats::new(0),
+            clients_mem_total: 0,
         };
         server.cmdstats = crate::cmdstats::CommandStats::new(server.table.ids().len());
         let pass = server.config.requirepass.clone();
@@ -554,6 +564,7 @@ impl Server {
                 user: "default".to_string(),
                 no_evict: false,
                 exec_view: None,
+                mem_counted: 0,
                 postponed_in_parser: false,
                 pending: Vec::new(),
             },
@@ -568,7 +579,9 @@ impl Server {
         }
         crate::multi::discard_transaction(self, id);
         crate::pubsub::unsubscribe_all(self, id, None);
-        self.clients.remove(&id);
+        if let Some(c) = self.clients.remove(&id) {
+            crate::client_evict::forget(self, c.mem_counted);
+        }
         self.forget_blocked(id);
         self.forget_postponed(id);
     }
@@ -744,6 +757,11 @@ impl Server {
         }
         self.stats.total_net_input_bytes += pos as u64;
         self.stats.total_net_output_bytes += (out.len() - out_start) as u64;
+        if crate::client_evict::limit_bytes(self) > 0
+            && crate::client_evict::after_feed(self, id, now_ms)
+        {
+            close = true;
+        }
         FeedOutcome {
             consumed: if close { input.len() } else { pos },
             close,
@@ -1208,6 +1226,9 @@ impl Server {
         }
 
         self.output_limits_cron(now_ms);
+        if crate::client_evict::limit_bytes(self) > 0 {
+            crate::client_evict::cron(self, now_ms);
+        }
         self.sync_dirty_cas();
         let mut close = self.clients_cron(now_ms);
         close.append(&mut self.to_close);

@@ -421,3 +421,80 @@ fn command_reflects_rename_command() {
         "{list}"
     );
 }
+
+/// `maxmemory-clients` on both servers: a no-evict client over the limit
+/// on its own stays; the other clients are disconnected (Redis may drop
+/// their last reply, gyre sends it: only the closing is compared), and
+/// INFO counts them alike.
+#[test]
+fn client_eviction_matches_redis() {
+    use kv_script::Conn;
+    let Some(redis) = kv_script::start_redis(&[]) else {
+        return;
+    };
+    let gyre = start_gyre("kv-client-evict", "");
+    let run = |port: u16| -> (String, String, String, String) {
+        let mut admin = Conn::open(port);
+        let r = |c: &mut Conn, args: &[&str]| {
+            c.send(args);
+            String::from_utf8_lossy(&c.frame()).into_owned()
+        };
+        let mut out = r(&mut admin, &["CLIENT", "NO-EVICT", "on"]);
+        out += &r(&mut admin, &["CONFIG", "SET", "maxmemory-clients", "1mb"]);
+        out += &r(&mut admin, &["CONFIG", "GET", "maxmemory-clients"]);
+        let mut big = Conn::open(port);
+        out += &r(&mut big, &["CLIENT", "NO-EVICT", "on"]);
+        out += &r(&mut big, &["MULTI"]);
+        let v = "x".repeat(100 * 1024);
+        for i in 0..15 {
+            out += &r(&mut big, &["SET", &format!("k{i}"), &v]);
+        }
+        // A new client over the total: evicted (its reply may or may not
+        // arrive first).
+        let mut victim = Conn::open(port);
+        let mut closed = String::from("open");
+        for _ in 0..3 {
+            victim.send(&["PING"]);
+            if victim.frame() == b"<closed>" {
+                closed = "closed".into();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(150));
+        }
+        let exec = r(&mut big, &["EXEC"]);
+        admin.send(&["INFO", "stats"]);
+        let info = String::from_utf8_lossy(&admin.frame()).into_owned();
+        let evicted = info
+            .lines()
+            .find(|l| l.starts_with("evicted_clients:"))
+            .unwrap_or_default()
+            .to_string();
+        (out, closed, exec, evicted)
+    };
+    let want = run(redis.port);
+    let got = run(gyre.port);
+    assert_eq!(want, got, "gyre log:\n{}", gyre.s.log());
+    assert_eq!(got.1, "closed");
+    assert_eq!(got.3, "evicted_clients:1");
+}
+
+#[test]
+fn maxmemory_clients_config_matches_redis() {
+    differential(
+        "kvdiff-maxmemclients",
+        &[],
+        "",
+        "
+        0> CONFIG GET maxmemory-clients
+        0> CONFIG SET maxmemory-clients 10%
+        0> CONFIG GET maxmemory-clients
+        0> CONFIG SET maxmemory-clients 1mb
+        0> CONFIG GET maxmemory-clients
+        0> CONFIG SET maxmemory-clients 101%
+        0> CONFIG SET maxmemory-clients -5
+        0> CONFIG SET maxmemory-clients abc
+        0> CONFIG SET maxmemory-clients 0%
+        0> CONFIG GET maxmemory-clients
+        ",
+    );
+}
