@@ -423,6 +423,8 @@ fn config_set_get_resetstat() {
         arr(vec![
             bulk("maxclients"),
             bulk("10000"),
+            bulk("maxmemory-clients"),
+            bulk("0"),
             bulk("maxmemory"),
             bulk("0"),
             bulk("maxmemory-policy"),
