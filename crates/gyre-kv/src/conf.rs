@@ -106,6 +106,8 @@ pub struct KvConf {
     pub redis_conf: Option<std::path::PathBuf>,
     /// `maxmemory-clients`.
     pub maxmemory_clients: crate::client_evict::Limit,
+    /// `acl-pubsub-default allchannels`.
+    pub acl_pubsub_default_all: bool,
 }
 
 impl Default for KvConf {
@@ -141,6 +143,7 @@ impl Default for KvConf {
             bind: Vec::new(),
             redis_conf: None,
             maxmemory_clients: crate::client_evict::Limit::Bytes(0),
+            acl_pubsub_default_all: false,
         }
     }
 }
@@ -154,6 +157,13 @@ fn set_maxmemory(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), Strin
 fn set_maxmemory_clients(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     c.maxmemory_clients =
         crate::client_evict::parse(d.arg(0).as_bytes()).map_err(str::to_string)?;
+    Ok(())
+}
+
+/// `acl-pubsub-default allchannels|resetchannels`.
+fn set_acl_pubsub_default(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.acl_pubsub_default_all = crate::acl::parse_pubsub_default(d.arg(0).as_bytes())
+        .ok_or_else(|| crate::acl::ERR_PUBSUB_DEFAULT.to_string())?;
     Ok(())
 }
 
@@ -525,6 +535,18 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::new("requirepass", KV, Args::TAKE1, set_requirepass),
     DirectiveSpec::new("aclfile", KV, Args::TAKE1, set_aclfile),
     DirectiveSpec::new("acllog-max-len", KV, Args::TAKE1, set_acllog_max_len),
+    DirectiveSpec::new(
+        "acl-pubsub-default",
+        KV,
+        Args::TAKE1,
+        set_acl_pubsub_default,
+    ),
+    DirectiveSpec::new(
+        "acl_pubsub_default",
+        KV,
+        Args::TAKE1,
+        set_acl_pubsub_default,
+    ),
     DirectiveSpec::new("acllog_max_len", KV, Args::TAKE1, set_acllog_max_len),
     DirectiveSpec::multi("user", KV, Args::ONE_MORE, set_user),
     DirectiveSpec::new("bind", KV, Args::ONE_MORE, set_bind),
@@ -712,7 +734,7 @@ fn kv_init(c: &mut KvConf, cx: &ConfCtx) -> Result<(), ConfError> {
         if !c.users.is_empty() {
             return Err(ConfError::new("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both."));
         }
-        crate::acl_file::load_file(path).map_err(|e| {
+        crate::acl_file::load_file(path, c.acl_pubsub_default_all).map_err(|e| {
             ConfError::new(format!("Aborting Redis startup because of ACL errors: {e}"))
         })?;
     }

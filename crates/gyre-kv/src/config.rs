@@ -145,6 +145,10 @@ const PARAMS: &[Param] = &[
         kind: Kind::Special,
     },
     Param {
+        name: "acl-pubsub-default",
+        kind: Kind::Special,
+    },
+    Param {
         name: "acllog-max-len",
         kind: Kind::Int {
             min: 0,
@@ -373,6 +377,12 @@ pub(crate) fn param_value_of(c: &crate::server::Config, name: &str) -> String {
         "maxclients" => c.maxclients.to_string(),
         "databases" => c.databases.to_string(),
         "acllog-max-len" => c.acllog_max_len.to_string(),
+        "acl-pubsub-default" => if c.acl_pubsub_default_all {
+            "allchannels"
+        } else {
+            "resetchannels"
+        }
+        .to_string(),
         "maxmemory-clients" => crate::client_evict::format(c.maxmemory_clients),
         "aclfile" => c
             .aclfile
@@ -464,6 +474,9 @@ fn special_check(server: &Server, name: &str, val: &[u8]) -> Result<(), &'static
             .map(|_| ())
             .ok_or("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"),
         "maxmemory-clients" => crate::client_evict::parse(val).map(|_| ()),
+        "acl-pubsub-default" => crate::acl::parse_pubsub_default(val)
+            .map(|_| ())
+            .ok_or(crate::acl::ERR_PUBSUB_DEFAULT),
         "notify-keyspace-events" => crate::notify::string_to_flags(val)
             .map(|_| ())
             .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
@@ -490,6 +503,11 @@ fn special_set(server: &mut Server, name: &str, val: &[u8]) {
             let text = String::from_utf8_lossy(val);
             let args: Vec<&[u8]> = text.split_ascii_whitespace().map(str::as_bytes).collect();
             let _ = crate::output::parse_limits(&args, &mut c.client_output_buffer_limit);
+        }
+        "acl-pubsub-default" => {
+            let all = crate::acl::parse_pubsub_default(val).unwrap_or(false);
+            c.acl_pubsub_default_all = all;
+            server.users.set_pubsub_default(all);
         }
         "maxmemory-clients" => {
             if let Ok(l) = crate::client_evict::parse(val) {

@@ -48,6 +48,7 @@ const OPTIONS: &[(&str, Form)] = &[
     ("maxclients", Form::Int),
     ("databases", Form::Int),
     ("acllog-max-len", Form::Int),
+    ("acl-pubsub-default", Form::Plain),
     ("aclfile", Form::Quoted),
     ("proto-max-bulk-len", Form::Mem),
     ("client-query-buffer-limit", Form::Mem),

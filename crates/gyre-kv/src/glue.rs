@@ -108,6 +108,7 @@ pub fn config(conf: &KvConf) -> Config {
         rename_command: conf.rename_command.clone(),
         redis_conf: conf.redis_conf.clone(),
         maxmemory_clients: conf.maxmemory_clients,
+        acl_pubsub_default_all: conf.acl_pubsub_default_all,
         ..Config::default()
     }
 }

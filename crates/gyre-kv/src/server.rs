@@ -115,6 +115,8 @@ pub struct Config {
     pub redis_conf: Option<std::path::PathBuf>,
     /// `maxmemory-clients` ([`crate::client_evict`]).
     pub maxmemory_clients: crate::client_evict::Limit,
+    /// `acl-pubsub-default allchannels` (new users get `&*`).
+    pub acl_pubsub_default_all: bool,
 }
 
 impl Default for Config {
@@ -150,6 +152,7 @@ impl Default for Config {
             rename_command: Vec::new(),
             redis_conf: None,
             maxmemory_clients: crate::client_evict::Limit::Bytes(0),
+            acl_pubsub_default_all: false,
         }
     }
 }
@@ -508,6 +511,8 @@ impl Server {
         server.cmdstats = crate::cmdstats::CommandStats::new(server.table.ids().len());
         let pass = server.config.requirepass.clone();
         server.users.set_default_password(pass.as_deref());
+        let all = server.config.acl_pubsub_default_all;
+        server.users.set_pubsub_default(all);
         crate::acl_file::load_at_startup(&mut server);
         crate::evict::sync_policy(&mut server);
         crate::notify::sync_expired_log(&mut server);

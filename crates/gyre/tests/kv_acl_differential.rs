@@ -498,3 +498,29 @@ fn maxmemory_clients_config_matches_redis() {
         ",
     );
 }
+
+#[test]
+fn acl_pubsub_default_matches_redis() {
+    differential(
+        "kvdiff-pubsubdefault",
+        &[],
+        "",
+        "
+        0> CONFIG GET acl-pubsub-default
+        0> CONFIG SET acl-pubsub-default bad
+        0> ACL SETUSER n0 on
+        0> CONFIG SET acl-pubsub-default allchannels
+        0> CONFIG GET acl-pubsub-default
+        0> ACL SETUSER n1 on
+        0> ACL GETUSER n1
+        0> ACL SETUSER n0 reset
+        0> ACL LIST
+        0> CONFIG SET acl-pubsub-default resetchannels
+        0> ACL SETUSER n1 reset
+        0> ACL SETUSER n2 on nopass +publish
+        0> ACL LIST
+        1> AUTH n2 x
+        1> PUBLISH c m
+        ",
+    );
+}
