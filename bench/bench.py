@@ -1552,6 +1552,35 @@ connection, during the save and before it under the same load.
     save("kv_persist", md, {"machine": m, "lines": lines, "stderr": out.stderr[-2000:]})
 
 
+def sec_kv_cache():
+    """The kv process as a cache, side by side (bench/kv_cache.py does the work)."""
+    m = machine()
+    scale = os.environ.get("BENCH_KV_CACHE_SCALE", "1.0")
+    log(f"== kv-cache: pub/sub fan-out, MULTI/EXEC, eviction (scale {scale})")
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "kv_cache.py"), GYRE, scale],
+                         capture_output=True, text=True, timeout=3600)
+    lines = [l for l in out.stdout.splitlines() if l.strip()]
+    for l in lines:
+        log("  " + l)
+    smoke = ("" if float(scale) >= 1 else
+             f" **A smoke run** (counts x{scale}, maxmemory {max(1, int(50 * float(scale)))} MiB instead of 50,"
+             " on a shared machine): the figures say the paths work and give an order of magnitude,"
+             " not a verdict on the goals.")
+    md = f"""## KV as a cache (`bench/run.sh kv-cache`)
+
+{mline(m)}. gyre's kv process and redis-server {redis_version()} in turn, one run
+(`bench/kv_cache.py`, scale {scale}): pub/sub fan-out (1 publisher; 1 channel with
+many subscribers, and 100 channels x 10 subscribers), MULTI / SET x10 / EXEC pipelined
+on 4 connections, and maxmemory eviction (allkeys-lru, allkeys-lfu) with Zipf GETs and
+a SET on every miss over about twice maxmemory of data. The clients are one Python
+process: the rates are theirs as much as the servers'; the CPU figures are the
+server's own (utime + stime from /proc per delivered message, transaction or
+operation) and are the comparable ones.{smoke}
+
+""" + "\n".join(f"- {l}" for l in lines) + "\n"
+    save("kv_cache", md, {"machine": m, "lines": lines, "stderr": out.stderr[-2000:]})
+
+
 def sec_kv_fair():
     m = machine()
     log(f"== kv-fair: GET latency while another client pipelines 3 × {FAIR_KEYS:,} SETs")
@@ -2068,7 +2097,7 @@ take `fuzz/dict/kv.dict`). Replay a crash: `cargo +nightly fuzz run TARGET ARTIF
 # --------------------------------------------------------------------- report
 
 ORDER = ["http", "ceiling", "memory", "balance", "tls", "proxy", "faults", "fuzz", "kv", "kv_fair",
-         "kv_types", "kv_persist", "core"]
+         "kv_types", "kv_persist", "kv_cache", "core"]
 
 
 
@@ -2186,6 +2215,7 @@ SECTIONS = {"http": sec_http, "core": sec_core, "memory": sec_memory, "balance":
             "kv-fair": sec_kv_fair, "tls": sec_tls, "proxy": sec_proxy,
             "kv-types": lambda: kv_types.sec_kv_types(sys.modules[__name__]),
             "kv-persist": sec_kv_persist,
+            "kv-cache": sec_kv_cache,
             "fuzz": sec_fuzz, "report": report}
 
 

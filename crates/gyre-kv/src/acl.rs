@@ -3,8 +3,8 @@
 //! command permissions (`+cmd` `-cmd` `+cmd|sub` `+@category`
 //! `-@category` `allcommands` `nocommands`), key patterns (`~pat`
 //! `%R~pat` `%W~pat` `allkeys` `resetkeys`), channel patterns (`&pat`
-//! `allchannels` `resetchannels`), `reset`; and the permission check every
-//! command passes (NOPERM errors). The ACL command is [`crate::acl_cmds`].
+//! `allchannels` `resetchannels`), `reset`, `acl-pubsub-default`; and the
+//! permission check every command passes (NOPERM errors). The ACL command is [`crate::acl_cmds`].
 //!
 //! Not here: selectors `(...)`, first-argument rules (`+select|0`);
 //! ACL LOG is [`crate::acl_log`], `aclfile` and `user` lines
@@ -167,9 +167,20 @@ pub struct User {
     keys: Vec<KeyPattern>,
     allchannels: bool,
     channels: Vec<Vec<u8>>,
+    /// `acl-pubsub-default allchannels` (the server keeps every user's
+    /// copy current): `reset` ends with `allchannels`, as in Redis.
+    pub(crate) pubsub_default_all: bool,
 }
 
 impl User {
+    /// A new user as `acl-pubsub-default` makes it (`all`: allchannels).
+    pub(crate) fn with_default(name: &str, all: bool) -> User {
+        let mut u = User::new(name);
+        u.pubsub_default_all = all;
+        u.allchannels = all;
+        u
+    }
+
     pub(crate) fn new(name: &str) -> User {
         User {
             name: name.to_string(),
@@ -183,6 +194,7 @@ impl User {
             keys: Vec::new(),
             allchannels: false,
             channels: Vec::new(),
+            pubsub_default_all: false,
         }
     }
 
@@ -283,6 +295,9 @@ impl User {
             "reset" => {
                 for o in ["resetpass", "resetkeys", "resetchannels", "off", "-@all"] {
                     self.apply(o.as_bytes())?;
+                }
+                if self.pubsub_default_all {
+                    self.apply(b"allchannels")?;
                 }
                 self.sanitize_payload = true;
             }
@@ -552,21 +567,51 @@ fn parse_hash(h: &[u8]) -> Option<[u8; 32]> {
     Some(out)
 }
 
+pub(crate) const ERR_PUBSUB_DEFAULT: &str =
+    "argument(s) must be one of the following: allchannels, resetchannels";
+
+/// `acl-pubsub-default`'s value: `Some(true)` for allchannels.
+pub(crate) fn parse_pubsub_default(v: &[u8]) -> Option<bool> {
+    match v.to_ascii_lowercase().as_slice() {
+        b"allchannels" => Some(true),
+        b"resetchannels" => Some(false),
+        _ => None,
+    }
+}
+
 /// The users, by name (ordered, as Redis's rax).
 #[derive(Debug)]
 pub struct Users {
     pub(crate) users: BTreeMap<String, User>,
+    /// `acl-pubsub-default allchannels`.
+    pub(crate) pubsub_default_all: bool,
 }
 
 impl Default for Users {
     fn default() -> Users {
         let mut users = BTreeMap::new();
         users.insert("default".to_string(), User::default_user());
-        Users { users }
+        Users {
+            users,
+            pubsub_default_all: false,
+        }
     }
 }
 
 impl Users {
+    /// A new user under the current `acl-pubsub-default`.
+    pub(crate) fn new_user(&self, name: &str) -> User {
+        User::with_default(name, self.pubsub_default_all)
+    }
+
+    /// CONFIG SET acl-pubsub-default: new users and later `reset`s follow.
+    pub(crate) fn set_pubsub_default(&mut self, all: bool) {
+        self.pubsub_default_all = all;
+        for u in self.users.values_mut() {
+            u.pubsub_default_all = all;
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<&User> {
         self.users.get(name)
     }

@@ -196,7 +196,7 @@ fn acl_setuser(server: &mut Server, ctx: &mut Ctx<'_>) {
         .users
         .get(&name)
         .cloned()
-        .unwrap_or_else(|| User::new(&name));
+        .unwrap_or_else(|| server.users.new_user(&name));
     for i in 3..ctx.argc() {
         let op = ctx.arg(i);
         if let Err(why) = u.apply(op) {

@@ -28,7 +28,8 @@ fn has_spaces(s: &[u8]) -> bool {
 
 /// Redis's `ACLLoadFromFile`: the users of `path`, or the error line
 /// ACL LOAD answers and the start-up log prints.
-pub fn load_file(path: &Path) -> Result<BTreeMap<String, User>, String> {
+/// `all`: `acl-pubsub-default allchannels` (users start with `&*`).
+pub fn load_file(path: &Path, all: bool) -> Result<BTreeMap<String, User>, String> {
     let shown = path.display();
     let text = std::fs::read(path).map_err(|e| {
         format!(
@@ -64,7 +65,7 @@ pub fn load_file(path: &Path) -> Result<BTreeMap<String, User>, String> {
             ));
             continue;
         }
-        let mut u = User::new(&name);
+        let mut u = User::with_default(&name, all);
         // Unknown commands are all reported (they say nothing secret);
         // of the other errors only the first, without the rule (it may
         // be a password).
@@ -97,11 +98,14 @@ pub fn load_file(path: &Path) -> Result<BTreeMap<String, User>, String> {
     users
         .entry("default".to_string())
         .or_insert_with(User::default_user);
+    for u in users.values_mut() {
+        u.pubsub_default_all = all;
+    }
     Ok(users)
 }
 
 /// `strerror(errno)` of an I/O error (Rust appends " (os error N)").
-fn os_error(e: &std::io::Error) -> String {
+pub(crate) fn os_error(e: &std::io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),
@@ -207,13 +211,13 @@ pub fn check_user_line(args: &[Vec<u8>], seen: &[Vec<u8>]) -> Result<(), String>
 /// Apply the configuration's `user` lines (Redis's
 /// `ACLLoadConfiguredUsers`; `user default` starts from `reset`).
 pub fn apply_user_lines(users: &mut Users, lines: &[Vec<Vec<u8>>]) -> Result<(), String> {
+    let all = users.pubsub_default_all;
     for args in lines {
         let name = String::from_utf8_lossy(&args[0]).into_owned();
-        let u = users.users.entry(name.clone()).or_insert_with(|| {
-            let mut u = User::new(&name);
-            u.enabled = false;
-            u
-        });
+        let u = users
+            .users
+            .entry(name.clone())
+            .or_insert_with(|| User::with_default(&name, all));
         if name == "default" {
             let _ = u.apply(b"reset");
         }
@@ -244,7 +248,7 @@ pub(crate) fn load_at_startup(server: &mut Server) {
     }
     server.config.users = lines;
     if let Some(path) = server.config.aclfile.clone() {
-        match load_file(&path) {
+        match load_file(&path, server.users.pubsub_default_all) {
             Ok(users) => server.users.users = users,
             Err(e) => log::warn!("Aborting Redis startup because of ACL errors: {e}"),
         }
@@ -259,7 +263,7 @@ pub(crate) fn acl_load(server: &mut Server, ctx: &mut Ctx<'_>) {
     let Some(path) = server.config.aclfile.clone() else {
         return no_file(ctx);
     };
-    let users = match load_file(&path) {
+    let users = match load_file(&path, server.users.pubsub_default_all) {
         Ok(u) => u,
         Err(e) => return ctx.err(&format!("ERR {e}")),
     };
@@ -311,7 +315,7 @@ mod tests {
     #[test]
     fn a_file_loads_and_gets_a_default_user() {
         let p = tmp("ok", "user bob on >p ~* +@all\n\n  \r\n");
-        let users = load_file(&p).unwrap_or_default();
+        let users = load_file(&p, false).unwrap_or_default();
         assert!(users.contains_key("bob"));
         assert!(users.contains_key("default"));
         let _ = std::fs::remove_file(p);
@@ -323,7 +327,7 @@ mod tests {
             "bad",
             "user bob on >p ~* +@all\nuser bob off\nfoo bar\nuser carol badrule +nosuch >x badtoo\n",
         );
-        let e = load_file(&p).err().unwrap_or_default();
+        let e = load_file(&p, false).err().unwrap_or_default();
         let f = p.display();
         assert_eq!(
             e,
@@ -338,7 +342,7 @@ mod tests {
     fn a_missing_file_says_why() {
         let p = std::path::Path::new("/nonexistent/gyre.acl");
         assert_eq!(
-            load_file(p).err().unwrap_or_default(),
+            load_file(p, false).err().unwrap_or_default(),
             "Error loading ACLs, opening file '/nonexistent/gyre.acl': No such file or directory"
         );
     }

@@ -1,4 +1,4 @@
-//! CLIENT ID / SETNAME / GETNAME / LIST / INFO / KILL / HELP.
+//! CLIENT ID / SETNAME / GETNAME / LIST / INFO / KILL / NO-EVICT / HELP.
 
 use crate::cmd::{
     c_str, eq, help_lines, no_handler, spec, CommandSpec, Ctx, ADMIN, ERR_NOT_INT, FAST,
@@ -119,6 +119,18 @@ static CLIENT_SUBS: &[CommandSpec] = &[
         "6.2.0",
         "Resume processing of clients that were paused",
         crate::pause::client_unpause
+    ),
+    spec!(
+        "no-evict",
+        3,
+        &["admin", "noscript", "loading", "stale"],
+        0,
+        0,
+        0,
+        "connection",
+        "7.0.0",
+        "Set client eviction mode for the current connection",
+        client_no_evict
     ),
     spec!(
         "reply",
@@ -247,7 +259,7 @@ pub(crate) fn client_line_as(
     if c.subs.count() > 0 {
         flags.push('P');
     }
-    if c.mstate.is_some() {
+    if c.mstate.is_some() || c.exec_view.is_some() {
         flags.push('x');
     }
     if server.is_blocked(id) {
@@ -258,6 +270,9 @@ pub(crate) fn client_line_as(
     }
     if c.closing {
         flags.push('A');
+    }
+    if c.no_evict {
+        flags.push('e');
     }
     if flags.is_empty() {
         flags.push('N');
@@ -270,7 +285,9 @@ pub(crate) fn client_line_as(
     let (multi, multi_mem) = c
         .mstate
         .as_ref()
-        .map_or((-1, 0), |m| (m.len() as i64, m.bytes));
+        .map(|m| (m.len() as i64, m.bytes))
+        .or(c.exec_view)
+        .unwrap_or((-1, 0));
     let omem = c.obuf.capacity();
     format!(
         "id={id} addr={} laddr={} fd={} name={name} age={age} idle={idle} flags={flags} db={db} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem={multi_mem} rbs=0 rbp=0 obl=0 oll=0 omem={omem} tot-mem={} events=r cmd={cmd} user={} redir=-1 resp={resp}",
@@ -455,19 +472,64 @@ fn client_unblock(server: &mut Server, ctx: &mut Ctx<'_>) {
     ctx.int(i64::from(done));
 }
 
+/// CLIENT HELP: Redis 7.0's text for the subcommands this server has
+/// (no CACHING, GETREDIR, TRACKING, TRACKINGINFO).
 fn client_help(_: &mut Server, ctx: &mut Ctx<'_>) {
     help_lines(
         ctx,
         "CLIENT",
         &[
             "GETNAME",
+            "    Return the name of the current connection.",
             "ID",
+            "    Return the ID of the current connection.",
             "INFO",
+            "    Return information about the current client connection.",
             "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
             "KILL <option> <value> [<option> <value> [...]]",
-            "LIST [TYPE <type>] [ID <id> [<id> ...]]",
+            "    Kill connections. Options are:",
+            "    * ADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made from the specified address",
+            "    * LADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made to specified local address",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Kill connections by type.",
+            "    * USER <username>",
+            "      Kill connections authenticated by <username>.",
+            "    * SKIPME (YES|NO)",
+            "      Skip killing current connection (default: yes).",
+            "LIST [options ...]",
+            "    Return information about client connections. Options:",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Return clients of specified type.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
             "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
         ],
     );
+}
+
+/// CLIENT NO-EVICT ON|OFF: the client is left alone by client eviction
+/// (`maxmemory-clients`, [`crate::client_evict`]); shown as flag `e`.
+/// RESET keeps it, as in Redis.
+fn client_no_evict(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let on = match ctx.arg(2) {
+        a if eq(a, "on") => true,
+        a if eq(a, "off") => false,
+        _ => return ctx.syntax(),
+    };
+    if let Some(c) = server.clients.get_mut(&ctx.client_id) {
+        c.no_evict = on;
+    }
+    ctx.ok();
 }

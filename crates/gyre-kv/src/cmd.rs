@@ -134,10 +134,14 @@ pub(crate) fn unknown_command_error(argv: Argv<'_>) -> Vec<u8> {
     m
 }
 
-pub(crate) fn unknown_subcommand_error(spec: &CommandSpec, sub: &[u8]) -> Vec<u8> {
+/// `ERR unknown subcommand 'x'. Try CONFIG HELP.`: the command as the
+/// client named it (a `rename-command` name), upper-cased.
+pub(crate) fn unknown_subcommand_error(name: &[u8], sub: &[u8]) -> Vec<u8> {
     let mut m = b"ERR unknown subcommand '".to_vec();
     m.extend_from_slice(c_str(sub, 128));
-    m.extend_from_slice(format!("'. Try {} HELP.", spec.name.to_ascii_uppercase()).as_bytes());
+    m.extend_from_slice(b"'. Try ");
+    m.extend_from_slice(&name.to_ascii_uppercase());
+    m.extend_from_slice(b" HELP.");
     m
 }
 
@@ -147,6 +151,8 @@ pub(crate) fn unknown_subcommand_error(spec: &CommandSpec, sub: &[u8]) -> Vec<u8
 pub struct Resolved {
     pub parent: Option<&'static CommandSpec>,
     pub spec: &'static CommandSpec,
+    /// Its slot in the command table's statistics ([`CommandTable::ids`]).
+    pub id: u32,
 }
 
 impl Resolved {
@@ -169,9 +175,19 @@ impl Resolved {
 /// compare, not a case-insensitive name compare (with 240 commands, GET
 /// and SET each passed several); a name of at most 8 bytes (most of them)
 /// is then compared as one word (see [`Slot`]).
+///
+/// `rename-command` gives a command another name (or none): the table is
+/// built from the renamed list, so the lookup costs the same.
 #[derive(Debug)]
 pub(crate) struct CommandTable {
     slots: Vec<Option<Slot>>,
+    /// The names, lowercased, by [`Slot::name_ix`] (compared for names
+    /// longer than 8 bytes).
+    names: Vec<Box<[u8]>>,
+    /// Every command and subcommand by id: a command's id is its
+    /// `name_ix`; its subcommands' follow all commands, from `sub_base`.
+    ids: Vec<Resolved>,
+    sub_base: Vec<u32>,
 }
 
 /// A command in the table: its name's hash and length, and for a name of
@@ -185,6 +201,7 @@ struct Slot {
     len: u32,
     word: u64,
     fold: u64,
+    name_ix: u32,
     spec: &'static CommandSpec,
 }
 
@@ -263,11 +280,61 @@ fn mix(h: u64, w: u64) -> u64 {
 
 impl CommandTable {
     pub(crate) fn new(specs: impl Iterator<Item = &'static CommandSpec> + Clone) -> CommandTable {
-        let size = (specs.clone().count() * 4).next_power_of_two();
+        Self::build(specs.map(|s| (s.name.as_bytes().to_vec(), s)).collect())
+    }
+
+    /// The table after redis.conf's `rename-command` lines (`(old, new)`;
+    /// an empty new name removes the command). `Err` is Redis's message.
+    pub(crate) fn with_renames(
+        specs: impl Iterator<Item = &'static CommandSpec>,
+        renames: &[(String, String)],
+    ) -> Result<CommandTable, &'static str> {
+        let mut list: Vec<(Vec<u8>, &'static CommandSpec)> =
+            specs.map(|s| (s.name.as_bytes().to_vec(), s)).collect();
+        for (old, new) in renames {
+            let old = old.as_bytes().to_ascii_lowercase();
+            let i = list
+                .iter()
+                .position(|(n, _)| *n == old)
+                .ok_or("No such command in rename-command")?;
+            let (_, spec) = list.remove(i);
+            if !new.is_empty() {
+                let new = new.as_bytes().to_ascii_lowercase();
+                if list.iter().any(|(n, _)| *n == new) {
+                    return Err("Target command name already exists");
+                }
+                list.push((new, spec));
+            }
+        }
+        Ok(Self::build(list))
+    }
+
+    fn build(list: Vec<(Vec<u8>, &'static CommandSpec)>) -> CommandTable {
+        let size = (list.len() * 4).max(1).next_power_of_two();
         let mut slots = vec![None; size];
-        for spec in specs {
-            let name = spec.name.as_bytes();
-            let h = name_hash(name);
+        let mut names = Vec::with_capacity(list.len());
+        let mut ids: Vec<Resolved> = Vec::new();
+        for (i, (_, spec)) in list.iter().enumerate() {
+            ids.push(Resolved {
+                parent: None,
+                spec,
+                id: i as u32,
+            });
+        }
+        let mut sub_base = Vec::with_capacity(list.len());
+        for (_, spec) in &list {
+            sub_base.push(ids.len() as u32);
+            for sub in spec.subcommands {
+                let id = ids.len() as u32;
+                ids.push(Resolved {
+                    parent: Some(spec),
+                    spec: sub,
+                    id,
+                });
+            }
+        }
+        for (name, spec) in list {
+            let h = name_hash(&name);
             let lower = name.to_ascii_lowercase();
             let letters: Vec<u8> = lower
                 .iter()
@@ -282,14 +349,37 @@ impl CommandTable {
                 len: name.len() as u32,
                 word: name_word(&lower),
                 fold: name_word(&letters),
+                name_ix: names.len() as u32,
                 spec,
             });
+            names.push(lower.into_boxed_slice());
         }
-        CommandTable { slots }
+        CommandTable {
+            slots,
+            names,
+            ids,
+            sub_base,
+        }
+    }
+
+    /// Every command and subcommand in the table, by id.
+    pub(crate) fn ids(&self) -> &[Resolved] {
+        &self.ids
+    }
+
+    /// The id of subcommand `pos` of the command with id `top`.
+    pub(crate) fn sub_id(&self, top: u32, pos: usize) -> u32 {
+        self.sub_base.get(top as usize).copied().unwrap_or(0) + pos as u32
     }
 
     #[inline(always)]
     pub(crate) fn get(&self, name: &[u8]) -> Option<&'static CommandSpec> {
+        self.get_id(name).map(|(s, _)| s)
+    }
+
+    /// [`CommandTable::get`] with the command's id.
+    #[inline(always)]
+    pub(crate) fn get_id(&self, name: &[u8]) -> Option<(&'static CommandSpec, u32)> {
         let mask = self.slots.len() - 1;
         // A short name's word serves both the hash and the compare.
         let n = name.len();
@@ -306,10 +396,12 @@ impl CommandTable {
                 let same = if n <= 8 {
                     w | s.fold == s.word
                 } else {
-                    s.spec.name.as_bytes().eq_ignore_ascii_case(name)
+                    self.names
+                        .get(s.name_ix as usize)
+                        .is_some_and(|x| x.eq_ignore_ascii_case(name))
                 };
                 if same {
-                    return Some(s.spec);
+                    return Some((s.spec, s.name_ix));
                 }
             }
             i = (i + 1) & mask;

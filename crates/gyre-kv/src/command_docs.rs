@@ -1,7 +1,7 @@
 //! COMMAND, COMMAND COUNT / INFO / DOCS / LIST / HELP: the command table
 //! described to clients.
 
-use crate::cmd::{self, help_lines, spec, CommandSpec, Ctx, ADMIN};
+use crate::cmd::{help_lines, spec, CommandSpec, Ctx, ADMIN};
 use crate::server::Server;
 
 pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
@@ -109,39 +109,51 @@ fn command_info_one(ctx: &mut Ctx<'_>, c: &CommandSpec, parent: Option<&str>) {
     }
 }
 
-fn command(_: &mut Server, ctx: &mut Ctx<'_>) {
-    ctx.array(cmd::count());
-    for c in cmd::all() {
+/// The commands as the server knows them: after `rename-command`, a
+/// renamed command is found by its new name but shown by its own (its
+/// `fullname`, as in Redis), a removed one is gone.
+fn commands(server: &Server) -> Vec<&'static CommandSpec> {
+    server
+        .table
+        .ids()
+        .iter()
+        .filter(|r| r.parent.is_none())
+        .map(|r| r.spec)
+        .collect()
+}
+
+fn command(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let all = commands(server);
+    ctx.array(all.len());
+    for c in all {
         command_info_one(ctx, c, None);
     }
 }
 
-fn command_count(_: &mut Server, ctx: &mut Ctx<'_>) {
-    ctx.int(cmd::count() as i64);
+fn command_count(server: &mut Server, ctx: &mut Ctx<'_>) {
+    ctx.int(commands(server).len() as i64);
 }
 
-fn find_spec(name: &[u8]) -> Option<&'static CommandSpec> {
+fn find_spec(server: &Server, name: &[u8]) -> Option<&'static CommandSpec> {
+    let mut parts = name.splitn(2, |&b| b == b'|');
+    let top = parts.next()?;
+    let spec = server.table.get(top)?;
     let lower = name.to_ascii_lowercase();
     let mut parts = lower.splitn(2, |&b| b == b'|');
-    let top = parts.next()?;
-    let spec = cmd::all().find(|c| c.name.as_bytes() == top)?;
+    parts.next();
     match parts.next() {
         None => Some(spec),
         Some(sub) => spec.subcommands.iter().find(|s| s.name.as_bytes() == sub),
     }
 }
 
-fn command_info(_: &mut Server, ctx: &mut Ctx<'_>) {
+fn command_info(server: &mut Server, ctx: &mut Ctx<'_>) {
     if ctx.argc() == 2 {
-        ctx.array(cmd::count());
-        for c in cmd::all() {
-            command_info_one(ctx, c, None);
-        }
-        return;
+        return command(server, ctx);
     }
     ctx.array(ctx.argc() - 2);
     for i in 2..ctx.argc() {
-        match find_spec(ctx.arg(i)) {
+        match find_spec(server, ctx.arg(i)) {
             Some(c) => command_info_one(ctx, c, None),
             // Redis answers an unknown name with a null (`$-1` in RESP2).
             None => ctx.null(),
@@ -160,16 +172,17 @@ fn command_doc_one(ctx: &mut Ctx<'_>, c: &CommandSpec) {
     ctx.bulk(c.group.as_bytes());
 }
 
-fn command_docs(_: &mut Server, ctx: &mut Ctx<'_>) {
+fn command_docs(server: &mut Server, ctx: &mut Ctx<'_>) {
     if ctx.argc() == 2 {
-        ctx.map(cmd::count());
-        for c in cmd::all() {
+        let all = commands(server);
+        ctx.map(all.len());
+        for c in all {
             command_doc_one(ctx, c);
         }
         return;
     }
     let found: Vec<&CommandSpec> = (2..ctx.argc())
-        .filter_map(|i| find_spec(ctx.arg(i)))
+        .filter_map(|i| find_spec(server, ctx.arg(i)))
         .collect();
     ctx.map(found.len());
     for c in found {
@@ -177,13 +190,14 @@ fn command_docs(_: &mut Server, ctx: &mut Ctx<'_>) {
     }
 }
 
-fn command_list(_: &mut Server, ctx: &mut Ctx<'_>) {
+fn command_list(server: &mut Server, ctx: &mut Ctx<'_>) {
     if ctx.argc() != 2 {
         // FILTERBY is not supported: answer like an unknown filter.
         return ctx.syntax();
     }
-    ctx.array(cmd::count());
-    for c in cmd::all() {
+    let all = commands(server);
+    ctx.array(all.len());
+    for c in all {
         ctx.bulk(c.name.as_bytes());
     }
 }

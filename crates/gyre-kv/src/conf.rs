@@ -40,7 +40,15 @@
 //!     user alice on >secret ~cache:* +@read;      # redis.conf's ACL user lines
 //!     aclfile users.acl;                          # or an ACL file (not both)
 //!     acllog-max-len 128;
+//!     rename-command CONFIG "";                   # or a new name
+//!     bind 127.0.0.1 ::1;                         # with port: where to listen
 //! ```
+//!
+//! `redis_conf FILE;` reads an existing redis.conf in Redis's own syntax
+//! ([`crate::redis_conf`]): its settings apply as if written here, at
+//! that point of the block (a later directive wins, as a later line does
+//! in redis.conf), and CONFIG REWRITE writes the running settings back
+//! into it as redis-server does.
 
 use crate::object::Limits;
 use crate::persist::{PersistConfig, DEFAULT_SAVE};
@@ -93,6 +101,16 @@ pub struct KvConf {
     /// `lazyfree-lazy-expire`, `lazyfree-lazy-eviction`.
     pub lazyfree_lazy_expire: bool,
     pub lazyfree_lazy_eviction: bool,
+    /// `rename-command OLD NEW` lines.
+    pub rename_command: Vec<(String, String)>,
+    /// `bind` addresses (with `port`: where to listen).
+    pub bind: Vec<String>,
+    /// `redis_conf FILE` (CONFIG REWRITE writes it back).
+    pub redis_conf: Option<std::path::PathBuf>,
+    /// `maxmemory-clients`.
+    pub maxmemory_clients: crate::client_evict::Limit,
+    /// `acl-pubsub-default allchannels`.
+    pub acl_pubsub_default_all: bool,
 }
 
 impl Default for KvConf {
@@ -126,6 +144,11 @@ impl Default for KvConf {
             users: Vec::new(),
             lazyfree_lazy_expire: false,
             lazyfree_lazy_eviction: false,
+            rename_command: Vec::new(),
+            bind: Vec::new(),
+            redis_conf: None,
+            maxmemory_clients: crate::client_evict::Limit::Bytes(0),
+            acl_pubsub_default_all: false,
         }
     }
 }
@@ -133,6 +156,19 @@ impl Default for KvConf {
 fn set_maxmemory(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     c.maxmemory = crate::util::memtoull(d.arg(0).as_bytes())
         .ok_or_else(|| format!("invalid value \"{}\" in \"{}\"", d.arg(0), d.name))?;
+    Ok(())
+}
+
+fn set_maxmemory_clients(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.maxmemory_clients =
+        crate::client_evict::parse(d.arg(0).as_bytes()).map_err(str::to_string)?;
+    Ok(())
+}
+
+/// `acl-pubsub-default allchannels|resetchannels`.
+fn set_acl_pubsub_default(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.acl_pubsub_default_all = crate::acl::parse_pubsub_default(d.arg(0).as_bytes())
+        .ok_or_else(|| crate::acl::ERR_PUBSUB_DEFAULT.to_string())?;
     Ok(())
 }
 
@@ -327,6 +363,75 @@ fn set_user(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     Ok(())
 }
 
+/// `rename-command OLD NEW` (`""`: the command is removed), checked
+/// with the lines before it as Redis checks them.
+fn set_rename_command(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.rename_command
+        .push((d.arg(0).to_string(), d.arg(1).to_string()));
+    crate::cmd::CommandTable::with_renames(crate::cmd::all(), &c.rename_command)
+        .map(|_| ())
+        .map_err(str::to_string)
+}
+
+/// `bind ADDR...` (redis.conf's): with `port`, listen on each address
+/// (`-` prefix: optional in Redis, taken as given here; `*`: all IPv4,
+/// `::*`: all IPv6).
+fn set_bind(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.bind.clear();
+    for a in &d.args {
+        let a = a.strip_prefix('-').unwrap_or(a);
+        let ip = match a {
+            "*" => "0.0.0.0".to_string(),
+            "::*" => "::".to_string(),
+            other => other.to_string(),
+        };
+        if ip.parse::<std::net::IpAddr>().is_err() {
+            return Err(format!("Invalid bind address '{a}'"));
+        }
+        c.bind.push(ip);
+    }
+    Ok(())
+}
+
+/// `redis_conf FILE;`: read a redis.conf ([`crate::redis_conf`]; a
+/// relative path is against the prefix, as `dir` and `aclfile` are).
+fn set_redis_conf(c: &mut KvConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let path = cx.prefix().join(d.arg(0));
+    c.redis_conf = Some(path.clone());
+    crate::redis_conf::load(&path, cx.prefix(), &mut |l| apply_redis_line(c, l, cx))
+}
+
+/// One redis.conf line, applied as the same directive in `kv {}`.
+fn apply_redis_line(
+    c: &mut KvConf,
+    l: &crate::redis_conf::Line,
+    cx: &ConfCtx,
+) -> crate::redis_conf::Applied {
+    use crate::redis_conf::Applied;
+    if !crate::redis_conf::known_to_redis(&l.name) {
+        return Applied::Refused("Bad directive or wrong number of arguments".into());
+    }
+    let Some(spec) = KV_DIRECTIVES.iter().find(|s| s.name == l.name) else {
+        return Applied::Skipped;
+    };
+    if !spec.args.accepts(l.args.len()) {
+        return Applied::Refused("wrong number of arguments".into());
+    }
+    let d = Directive {
+        name: l.name.clone(),
+        args: l.args.clone(),
+        block: None,
+        location: gyre_core::conf::Location::File {
+            path: l.file.clone().into(),
+            line: l.line,
+        },
+    };
+    match (spec.set)(c, &d, cx) {
+        Ok(()) => Applied::Done,
+        Err(e) => Applied::Refused(e),
+    }
+}
+
 /// The context inside `kv {}`.
 pub const KV: Context = Context::KV;
 
@@ -508,9 +613,27 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::new("requirepass", KV, Args::TAKE1, set_requirepass),
     DirectiveSpec::new("aclfile", KV, Args::TAKE1, set_aclfile),
     DirectiveSpec::new("acllog-max-len", KV, Args::TAKE1, set_acllog_max_len),
+    DirectiveSpec::new(
+        "acl-pubsub-default",
+        KV,
+        Args::TAKE1,
+        set_acl_pubsub_default,
+    ),
+    DirectiveSpec::new(
+        "acl_pubsub_default",
+        KV,
+        Args::TAKE1,
+        set_acl_pubsub_default,
+    ),
     DirectiveSpec::new("acllog_max_len", KV, Args::TAKE1, set_acllog_max_len),
     DirectiveSpec::multi("user", KV, Args::ONE_MORE, set_user),
+    DirectiveSpec::new("bind", KV, Args::ONE_MORE, set_bind),
+    DirectiveSpec::multi("redis_conf", KV, Args::TAKE1, set_redis_conf),
+    DirectiveSpec::multi("rename-command", KV, Args::TAKE2, set_rename_command),
+    DirectiveSpec::multi("rename_command", KV, Args::TAKE2, set_rename_command),
     DirectiveSpec::new("maxmemory", KV, Args::TAKE1, set_maxmemory),
+    DirectiveSpec::new("maxmemory-clients", KV, Args::TAKE1, set_maxmemory_clients),
+    DirectiveSpec::new("maxmemory_clients", KV, Args::TAKE1, set_maxmemory_clients),
     DirectiveSpec::new("maxmemory-policy", KV, Args::TAKE1, set_policy),
     DirectiveSpec::new("maxmemory_policy", KV, Args::TAKE1, set_policy),
     DirectiveSpec::new("maxmemory-samples", KV, Args::TAKE1, set_samples),
@@ -689,7 +812,7 @@ fn kv_init(c: &mut KvConf, cx: &ConfCtx) -> Result<(), ConfError> {
         if !c.users.is_empty() {
             return Err(ConfError::new("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both."));
         }
-        crate::acl_file::load_file(path).map_err(|e| {
+        crate::acl_file::load_file(path, c.acl_pubsub_default_all).map_err(|e| {
             ConfError::new(format!("Aborting Redis startup because of ACL errors: {e}"))
         })?;
     }
@@ -704,10 +827,9 @@ fn kv_init(c: &mut KvConf, cx: &ConfCtx) -> Result<(), ConfError> {
             ))
         }
         Some(0) => {}
-        Some(p) => c.listen.push(
-            gyre_core::conf::parse_listen(&[format!("127.0.0.1:{p}")], 6379)
-                .map_err(ConfError::new)?,
-        ),
+        Some(p) => push_binds(c, p)?,
+        // `bind` without `port`: Redis's default port.
+        None if !c.bind.is_empty() => push_binds(c, 6379)?,
         None => {}
     }
     if c.tls.tls_port.is_some_and(|p| p != 0) {
@@ -719,6 +841,24 @@ fn kv_init(c: &mut KvConf, cx: &ConfCtx) -> Result<(), ConfError> {
             gyre_core::conf::parse_listen(&["127.0.0.1:6379".to_string()], 6379)
                 .map_err(ConfError::new)?,
         );
+    }
+    Ok(())
+}
+
+/// Listen on `port` at each `bind` address (127.0.0.1 without `bind`).
+fn push_binds(c: &mut KvConf, port: u16) -> Result<(), ConfError> {
+    let binds = if c.bind.is_empty() {
+        vec!["127.0.0.1".to_string()]
+    } else {
+        c.bind.clone()
+    };
+    for ip in binds {
+        let addr = match ip.parse::<std::net::IpAddr>() {
+            Ok(std::net::IpAddr::V6(v6)) => format!("[{v6}]:{port}"),
+            _ => format!("{ip}:{port}"),
+        };
+        c.listen
+            .push(gyre_core::conf::parse_listen(&[addr], 6379).map_err(ConfError::new)?);
     }
     Ok(())
 }

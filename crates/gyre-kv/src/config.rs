@@ -139,6 +139,14 @@ const PARAMS: &[Param] = &[
         kind: Kind::Immutable,
     },
     Param {
+        name: "maxmemory-clients",
+        kind: Kind::Special,
+    },
+    Param {
+        name: "acl-pubsub-default",
+        kind: Kind::Special,
+    },
+    Param {
         name: "acllog-max-len",
         kind: Kind::Int {
             min: 0,
@@ -428,7 +436,11 @@ const PARAMS: &[Param] = &[
 ];
 
 fn param_value(server: &Server, name: &str) -> String {
-    let c = &server.config;
+    param_value_of(&server.config, name)
+}
+
+/// A parameter's CONFIG GET value in configuration `c`.
+pub(crate) fn param_value_of(c: &crate::server::Config, name: &str) -> String {
     let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
     match name {
         "hz" => c.hz.to_string(),
@@ -437,6 +449,13 @@ fn param_value(server: &Server, name: &str) -> String {
         "maxclients" => c.maxclients.to_string(),
         "databases" => c.databases.to_string(),
         "acllog-max-len" => c.acllog_max_len.to_string(),
+        "acl-pubsub-default" => if c.acl_pubsub_default_all {
+            "allchannels"
+        } else {
+            "resetchannels"
+        }
+        .to_string(),
+        "maxmemory-clients" => crate::client_evict::format(c.maxmemory_clients),
         "aclfile" => c
             .aclfile
             .as_ref()
@@ -537,6 +556,10 @@ fn special_check(server: &Server, name: &str, val: &[u8]) -> Result<(), &'static
         "maxmemory-policy" => crate::evict::Policy::parse(val)
             .map(|_| ())
             .ok_or("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"),
+        "maxmemory-clients" => crate::client_evict::parse(val).map(|_| ()),
+        "acl-pubsub-default" => crate::acl::parse_pubsub_default(val)
+            .map(|_| ())
+            .ok_or(crate::acl::ERR_PUBSUB_DEFAULT),
         "notify-keyspace-events" => crate::notify::string_to_flags(val)
             .map(|_| ())
             .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
@@ -567,6 +590,18 @@ fn special_set(server: &mut Server, name: &str, val: &[u8]) {
             let args: Vec<&[u8]> = text.split_ascii_whitespace().map(str::as_bytes).collect();
             let _ = crate::output::parse_limits(&args, &mut c.client_output_buffer_limit);
         }
+        "acl-pubsub-default" => {
+            let all = crate::acl::parse_pubsub_default(val).unwrap_or(false);
+            c.acl_pubsub_default_all = all;
+            server.users.set_pubsub_default(all);
+        }
+        "maxmemory-clients" => {
+            if let Ok(l) = crate::client_evict::parse(val) {
+                c.maxmemory_clients = l;
+            }
+            // Count everyone now: the total is only kept while a limit is.
+            crate::client_evict::recount(server);
+        }
         "notify-keyspace-events" => {
             c.notify_keyspace_events = crate::notify::string_to_flags(val).unwrap_or(0);
             crate::notify::sync_expired_log(server);
@@ -582,8 +617,9 @@ fn special_set(server: &mut Server, name: &str, val: &[u8]) {
 }
 
 fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
+    // An odd count past the arity check: Redis 7.0.15 says syntax error.
     if ctx.argc() % 2 != 0 {
-        return ctx.err("ERR wrong number of arguments for 'config|set' command");
+        return ctx.syntax();
     }
     let mut updates: Vec<(&'static str, NewValue)> = Vec::new();
     let mut j = 2;
@@ -779,8 +815,22 @@ fn config_resetstat(server: &mut Server, ctx: &mut Ctx<'_>) {
     ctx.ok();
 }
 
-fn config_rewrite(_: &mut Server, ctx: &mut Ctx<'_>) {
-    ctx.err("ERR The server is running without a config file");
+/// CONFIG REWRITE: into the `redis_conf` file ([`crate::config_rewrite`]).
+fn config_rewrite(server: &mut Server, ctx: &mut Ctx<'_>) {
+    let Some(path) = server.config.redis_conf.clone() else {
+        return ctx.err("ERR The server is running without a config file");
+    };
+    match crate::config_rewrite::rewrite(server, &path) {
+        Ok(()) => {
+            log::info!("CONFIG REWRITE executed with success.");
+            ctx.ok()
+        }
+        Err(e) => {
+            let why = crate::acl_file::os_error(&e);
+            log::warn!("CONFIG REWRITE failed: {why}");
+            ctx.err(&format!("ERR Rewriting config file: {why}"))
+        }
+    }
 }
 
 fn config_help(_: &mut Server, ctx: &mut Ctx<'_>) {

@@ -107,6 +107,10 @@ pub fn config(conf: &KvConf) -> Config {
         users: conf.users.clone(),
         lazyfree_lazy_expire: conf.lazyfree_lazy_expire,
         lazyfree_lazy_eviction: conf.lazyfree_lazy_eviction,
+        rename_command: conf.rename_command.clone(),
+        redis_conf: conf.redis_conf.clone(),
+        maxmemory_clients: conf.maxmemory_clients,
+        acl_pubsub_default_all: conf.acl_pubsub_default_all,
         ..Config::default()
     }
 }

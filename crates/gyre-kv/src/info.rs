@@ -14,9 +14,26 @@ const DEFAULT: &[&str] = &[
     "stats",
     "replication",
     "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
     "keyspace",
 ];
-const ALL: &[&str] = DEFAULT;
+/// Redis's order for `all` (its `latencystats` is not kept here).
+const ALL: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "commandstats",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
 
 /// Render the sections asked for (`[]` = default; `all`, `everything`,
 /// `default` understood; unknown names contribute nothing).
@@ -181,7 +198,7 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
                 st.expire_cycle_time_used_us / 1000,
             );
             line(out, "evicted_keys", st.evicted_keys);
-            line(out, "evicted_clients", 0);
+            line(out, "evicted_clients", st.evicted_clients);
             let (total, current) = server.evict_state.exceeded_ms(now);
             line(out, "total_eviction_exceeded_time", total);
             line(out, "current_eviction_exceeded_time", current);
@@ -209,6 +226,26 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             out.push_str("# CPU\r\n");
             line(out, "used_cpu_sys", "0.000000");
             line(out, "used_cpu_user", "0.000000");
+        }
+        "modules" => out.push_str("# Modules\r\n"),
+        "commandstats" => {
+            out.push_str("# Commandstats\r\n");
+            for r in server.table.ids() {
+                let s = server.cmdstats.get(r.id);
+                if s.calls > 0 || s.failed > 0 || s.rejected > 0 {
+                    crate::cmdstats::stat_line(out, &r.full_name(), s);
+                }
+            }
+        }
+        "errorstats" => {
+            out.push_str("# Errorstats\r\n");
+            for (k, n) in server.cmdstats.error_counts() {
+                let _ = write!(out, "errorstat_{k}:count={n}\r\n");
+            }
+        }
+        "cluster" => {
+            out.push_str("# Cluster\r\n");
+            line(out, "cluster_enabled", 0);
         }
         "keyspace" => {
             out.push_str("# Keyspace\r\n");

@@ -32,12 +32,13 @@
 //!   other clients' output buffers; [`output`] — those buffers and
 //!   `client-output-buffer-limit`.
 //! * [`notify`] — keyspace events (`notify-keyspace-events`).
-//! * [`evict`] — `maxmemory` and the eviction policies.
+//! * [`evict`] — `maxmemory` and the eviction policies; [`client_evict`] —
+//!   `maxmemory-clients`.
 //! * [`auth`], [`acl`] (with [`acl_cats`], [`sha256`]) — AUTH, RESET,
 //!   protected mode, ACL users and permissions; [`acl_log`] — ACL LOG;
 //!   [`acl_file`] — `aclfile`, ACL LOAD / SAVE and `user` lines.
 //! * [`reply_mode`], [`pause`] — CLIENT REPLY, CLIENT PAUSE.
-//! * [`info`] — INFO text.
+//! * [`info`] — INFO text; [`cmdstats`] — INFO commandstats / errorstats.
 //! * [`rdb`] — the RDB v10 format (Redis 7.0's encodings, LZF, CRC64,
 //!   crash-safe dump files); [`persist`] — SAVE, the forkless BGSAVE, save
 //!   rules, loading at start, INFO persistence; [`rdb_cmds`] — SAVE BGSAVE
@@ -45,7 +46,9 @@
 //! * [`aof`] — the append-only file: command propagation in effect form
 //!   ([`aof::propagate`]), Redis 7's multi-part files and manifest,
 //!   appendfsync, the forkless rewrite, loading at start.
-//! * [`conf`] — the `kv {}` configuration block.
+//! * [`conf`] — the `kv {}` configuration block; [`redis_conf`] — its
+//!   `redis_conf FILE;` (a redis.conf in Redis's syntax), written back by
+//!   CONFIG REWRITE ([`config_rewrite`]).
 //!
 //! # Driving it (the socket glue on gyre-core)
 //!
@@ -87,11 +90,14 @@ pub mod auth;
 pub mod bitops;
 pub mod blocked;
 pub mod client;
+pub mod client_evict;
 pub mod cmd;
+pub mod cmdstats;
 pub mod command_docs;
 pub mod conf;
 pub mod config;
 pub mod counted;
+pub mod config_rewrite;
 pub mod db;
 pub mod dict;
 pub mod evict;
@@ -115,6 +121,7 @@ pub mod pubsub;
 pub mod quicklist;
 pub mod rdb;
 pub mod rdb_cmds;
+pub mod redis_conf;
 pub mod reply_mode;
 pub mod resp;
 pub mod server;

@@ -401,12 +401,20 @@ fn exec(server: &mut Server, ctx: &mut Ctx<'_>) {
         return;
     }
     ctx.array(mstate.cmds.len());
+    // While it runs the client is still in MULTI for CLIENT LIST (flag
+    // `x`, `multi=N`), as in Redis.
+    if let Some(c) = server.clients.get_mut(&id) {
+        c.exec_view = Some((mstate.len() as i64, mstate.bytes));
+    }
     for q in &mstate.cmds {
         let argv = Argv::new(&q.buf, &q.spans);
         server.call_queued(ctx, argv);
         if ctx.close {
             break;
         }
+    }
+    if let Some(c) = server.clients.get_mut(&id) {
+        c.exec_view = None;
     }
 }
 

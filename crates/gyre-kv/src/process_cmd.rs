@@ -76,12 +76,29 @@ impl Server {
     pub(crate) fn reject(
         &mut self,
         id: ClientId,
+        stat: Option<u32>,
         st: &mut Session,
         is_exec: bool,
         out: &mut Vec<u8>,
         msg: &[u8],
     ) {
         self.stats.total_error_replies += 1;
+        if let Some(s) = stat {
+            self.cmdstats.rejected(s);
+        }
+        let mark = out.len();
+        self.reject_reply(id, st, is_exec, out, msg);
+        self.cmdstats.errors_in(&out[mark..]);
+    }
+
+    fn reject_reply(
+        &mut self,
+        id: ClientId,
+        st: &mut Session,
+        is_exec: bool,
+        out: &mut Vec<u8>,
+        msg: &[u8],
+    ) {
         if is_exec {
             crate::multi::discard_transaction(self, id);
             st.gate = self.clients.get(&id).map_or(0, Client::gate);
@@ -179,8 +196,19 @@ impl Server {
             deny_blocking: true,
         };
         let dirty_before = self.dirty;
+        let mark = sub.out.len();
+        let started = crate::cmdstats::clock_ns();
         (cmd.spec.handler)(self, &mut sub);
         self.settle_dbs(ctx.db, sub.db, self.dirty != dirty_before);
+        // Timed on its own (EXEC's time includes it too, as in Redis).
+        let clock = self.cmdstats.clock;
+        self.cmdstats.clock = started;
+        self.cmdstats.ran(cmd.id, sub.errors > 0);
+        self.cmdstats.clock = clock;
+        if sub.errors > 0 {
+            self.cmdstats.errors_in(&sub.out[mark..]);
+            self.cmdstats.nested_errors += sub.errors;
+        }
         if self.prop.on {
             self.propagate_call(&cmd, argv, sub.db, dirty_before);
         }

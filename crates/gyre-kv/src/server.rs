@@ -113,6 +113,14 @@ pub struct Config {
     /// expiry / eviction are propagated as UNLINK instead of DEL.
     pub lazyfree_lazy_expire: bool,
     pub lazyfree_lazy_eviction: bool,
+    /// `rename-command OLD NEW` lines (NEW empty: the command is gone).
+    pub rename_command: Vec<(String, String)>,
+    /// The redis.conf read by `redis_conf` (CONFIG REWRITE's file).
+    pub redis_conf: Option<std::path::PathBuf>,
+    /// `maxmemory-clients` ([`crate::client_evict`]).
+    pub maxmemory_clients: crate::client_evict::Limit,
+    /// `acl-pubsub-default allchannels` (new users get `&*`).
+    pub acl_pubsub_default_all: bool,
 }
 
 impl Default for Config {
@@ -147,6 +155,10 @@ impl Default for Config {
             users: Vec::new(),
             lazyfree_lazy_expire: false,
             lazyfree_lazy_eviction: false,
+            rename_command: Vec::new(),
+            redis_conf: None,
+            maxmemory_clients: crate::client_evict::Limit::Bytes(0),
+            acl_pubsub_default_all: false,
         }
     }
 }
@@ -206,6 +218,8 @@ pub struct Stats {
     pub expired_time_cap_reached_count: u64,
     /// Keys removed by maxmemory eviction.
     pub evicted_keys: u64,
+    /// Clients disconnected by `maxmemory-clients`.
+    pub evicted_clients: u64,
     /// Microseconds spent in active expire cycles (wall clock).
     pub expire_cycle_time_used_us: u64,
     /// Running estimate of the share of expired keys among sampled ones.
@@ -256,6 +270,12 @@ pub struct Client {
     pub(crate) reply_mode: crate::reply_mode::ReplyMode,
     /// The ACL user the client is authenticated as.
     pub(crate) user: String,
+    /// CLIENT NO-EVICT ON.
+    pub(crate) no_evict: bool,
+    /// Running EXEC: the transaction's length and bytes (CLIENT LIST).
+    pub(crate) exec_view: Option<(i64, u64)>,
+    /// Its memory as last counted in `Server::clients_mem_total`.
+    pub(crate) mem_counted: u64,
     /// The parser holds a command CLIENT PAUSE postponed.
     pub(crate) postponed_in_parser: bool,
     /// Replies produced while the client was blocked (served, timed out,
@@ -435,6 +455,10 @@ pub struct Server {
     pub(crate) acl_restricted: bool,
     /// ACL LOG ([`crate::acl_log`]).
     pub(crate) acl_log: crate::acl_log::AclLog,
+    /// INFO commandstats / errorstats ([`crate::cmdstats`]).
+    pub(crate) cmdstats: crate::cmdstats::CommandStats,
+    /// The clients' memory for `maxmemory-clients` ([`crate::client_evict`]).
+    pub(crate) clients_mem_total: u64,
     /// The eviction pool and the state of a time-limited run.
     pub(crate) evict_state: crate::evict::EvictState,
     /// The clients' share of memory as of the last cron (eviction reads
@@ -459,7 +483,9 @@ impl Server {
         let run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[rng.below(16)]))
             .collect();
-        let table = CommandTable::new(cmd::all());
+        // The configuration checked the renames (`conf.rs`).
+        let table = CommandTable::with_renames(cmd::all(), &config.rename_command)
+            .unwrap_or_else(|_| CommandTable::new(cmd::all()));
         let hz = config.hz;
         let mut server = Server {
             config,
@@ -491,9 +517,14 @@ impl Server {
             users: Default::default(),
             acl_restricted: false,
             acl_log: Default::default(),
+            cmdstats: crate::cmdstats::CommandStats::new(0),
+            clients_mem_total: 0,
         };
+        server.cmdstats = crate::cmdstats::CommandStats::new(server.table.ids().len());
         let pass = server.config.requirepass.clone();
         server.users.set_default_password(pass.as_deref());
+        let all = server.config.acl_pubsub_default_all;
+        server.users.set_pubsub_default(all);
         crate::acl_file::load_at_startup(&mut server);
         crate::evict::sync_policy(&mut server);
         crate::notify::sync_expired_log(&mut server);
@@ -548,6 +579,9 @@ impl Server {
                 authenticated,
                 reply_mode: Default::default(),
                 user: "default".to_string(),
+                no_evict: false,
+                exec_view: None,
+                mem_counted: 0,
                 postponed_in_parser: false,
                 pending: Vec::new(),
             },
@@ -562,7 +596,9 @@ impl Server {
         }
         crate::multi::discard_transaction(self, id);
         crate::pubsub::unsubscribe_all(self, id, None);
-        self.clients.remove(&id);
+        if let Some(c) = self.clients.remove(&id) {
+            crate::client_evict::forget(self, c.mem_counted);
+        }
         self.forget_blocked(id);
         self.forget_postponed(id);
     }
@@ -659,6 +695,7 @@ impl Server {
         };
         let mut spans = std::mem::take(&mut self.spans);
         self.stats.total_reads_processed += 1;
+        self.cmdstats.start();
         let mut pos = 0;
         let mut close = false;
         let mut blocked = None;
@@ -687,6 +724,7 @@ impl Server {
                     let reply = e.reply_bytes();
                     if !reply.is_empty() {
                         self.stats.total_error_replies += 1;
+                        self.cmdstats.errors_in(&reply);
                     }
                     out.extend_from_slice(&reply);
                     close = true;
@@ -737,6 +775,11 @@ impl Server {
         }
         self.stats.total_net_input_bytes += pos as u64;
         self.stats.total_net_output_bytes += (out.len() - out_start) as u64;
+        if crate::client_evict::limit_bytes(self) > 0
+            && crate::client_evict::after_feed(self, id, now_ms)
+        {
+            close = true;
+        }
         FeedOutcome {
             consumed: if close { input.len() } else { pos },
             close,
@@ -775,6 +818,7 @@ impl Server {
                 gate: c.gate(),
             },
         );
+        self.cmdstats.start();
         let flow = self.run(id, Argv::new(&buf, &spans), now_ms, out, &mut st);
         self.aof_after_batch(now_ms);
         // A blocking command leaves the client blocked (see `feed`); the
@@ -833,7 +877,8 @@ impl Server {
             Ok(cmd) => cmd,
             Err(msg) => {
                 let exec = argv.get(0).is_some_and(|n| n.eq_ignore_ascii_case(b"exec"));
-                self.reject(id, st, exec, out, &msg);
+                let stat = self.rejected_id(argv);
+                self.reject(id, stat, st, exec, out, &msg);
                 return Flow::Continue;
             }
         };
@@ -851,6 +896,7 @@ impl Server {
                 return flow;
             }
         }
+        let mark = out.len();
         let mut ctx = Ctx {
             argv,
             now: now_ms,
@@ -874,6 +920,12 @@ impl Server {
         }
         self.stats.total_commands_processed += 1;
         self.stats.total_error_replies += ctx.errors;
+        // EXEC's queued commands counted their own errors.
+        let own_errors = ctx.errors > std::mem::take(&mut self.cmdstats.nested_errors);
+        self.cmdstats.ran(cmd.id, own_errors);
+        if own_errors {
+            self.cmdstats.errors_in(&ctx.out[mark..]);
+        }
         st.db = ctx.db;
         st.proto = ctx.proto;
         st.last_cmd = Some(cmd);
@@ -941,7 +993,14 @@ impl Server {
         // queueing; a refusal inside MULTI flags the transaction
         // (EXECABORT at EXEC).
         if st.gate & GATE_NOAUTH != 0 && !crate::auth::runs_without_auth(name) {
-            self.reject(id, st, is_exec(), out, crate::auth::ERR_NOAUTH.as_bytes());
+            self.reject(
+                id,
+                Some(cmd.id),
+                st,
+                is_exec(),
+                out,
+                crate::auth::ERR_NOAUTH.as_bytes(),
+            );
             return Some(Flow::Continue);
         }
         if self.acl_restricted {
@@ -959,7 +1018,14 @@ impl Server {
                     now: now_ms,
                 };
                 crate::acl_log::log_denial(self, at, &cmd, argv, d);
-                self.reject(id, st, is_exec(), out, d.message(&cmd).as_bytes());
+                self.reject(
+                    id,
+                    Some(cmd.id),
+                    st,
+                    is_exec(),
+                    out,
+                    d.message(&cmd).as_bytes(),
+                );
                 return Some(Flow::Continue);
             }
         }
@@ -970,14 +1036,21 @@ impl Server {
             self.propagate_expired_keys();
         }
         if oom {
-            self.reject(id, st, is_exec(), out, crate::evict::ERR_OOM.as_bytes());
+            self.reject(
+                id,
+                Some(cmd.id),
+                st,
+                is_exec(),
+                out,
+                crate::evict::ERR_OOM.as_bytes(),
+            );
             return Some(Flow::Continue);
         }
         if self.writes_denied() && (cmd.spec.flags.contains(&"write") || cmd.spec.name == "ping") {
             let msg = self
                 .aof_write_denied()
                 .unwrap_or_else(|| crate::persist::ERR_MISCONF.to_string());
-            self.reject(id, st, is_exec(), out, msg.as_bytes());
+            self.reject(id, Some(cmd.id), st, is_exec(), out, msg.as_bytes());
             return Some(Flow::Continue);
         }
         if st.gate & GATE_PUBSUB != 0 && st.proto == 2 && !crate::pubsub::allowed_in_context(name) {
@@ -985,12 +1058,13 @@ impl Server {
                     "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                     cmd.full_name()
                 );
-            self.reject(id, st, is_exec(), out, m.as_bytes());
+            self.reject(id, Some(cmd.id), st, is_exec(), out, m.as_bytes());
             return Some(Flow::Continue);
         }
         if self.is_loading() && !cmd.spec.flags.contains(&"loading") {
             self.reject(
                 id,
+                Some(cmd.id),
                 st,
                 is_exec(),
                 out,
@@ -1014,9 +1088,13 @@ impl Server {
     /// compare; the rest is [`Server::lookup_command_slow`].
     #[inline(always)]
     pub(crate) fn lookup_command(&self, argv: Argv<'_>) -> Result<Resolved, Vec<u8>> {
-        if let Some(spec) = self.table.get(argv.get(0).unwrap_or_default()) {
+        if let Some((spec, id)) = self.table.get_id(argv.get(0).unwrap_or_default()) {
             if spec.subcommands.is_empty() && cmd::arity_ok(spec.arity, argv.len()) {
-                return Ok(Resolved { parent: None, spec });
+                return Ok(Resolved {
+                    parent: None,
+                    spec,
+                    id,
+                });
             }
         }
         self.lookup_command_slow(argv)
@@ -1027,16 +1105,17 @@ impl Server {
     #[inline(never)]
     fn lookup_command_slow(&self, argv: Argv<'_>) -> Result<Resolved, Vec<u8>> {
         let name = argv.get(0).unwrap_or_default();
-        let Some(spec) = self.table.get(name) else {
+        let Some((spec, id)) = self.table.get_id(name) else {
             return Err(cmd::unknown_command_error(argv));
         };
         if let (false, Some(sub)) = (spec.subcommands.is_empty(), argv.get(1)) {
-            let Some(subspec) = spec
+            let Some((pos, subspec)) = spec
                 .subcommands
                 .iter()
-                .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
+                .enumerate()
+                .find(|(_, s)| s.name.as_bytes().eq_ignore_ascii_case(sub))
             else {
-                return Err(cmd::unknown_subcommand_error(spec, sub));
+                return Err(cmd::unknown_subcommand_error(name, sub));
             };
             if !cmd::arity_ok(subspec.arity, argv.len()) {
                 return Err(format!(
@@ -1048,6 +1127,7 @@ impl Server {
             return Ok(Resolved {
                 parent: Some(spec),
                 spec: subspec,
+                id: self.table.sub_id(id, pos),
             });
         }
         if !cmd::arity_ok(spec.arity, argv.len()) {
@@ -1055,7 +1135,26 @@ impl Server {
                 format!("ERR wrong number of arguments for '{}' command", spec.name).into_bytes(),
             );
         }
-        Ok(Resolved { parent: None, spec })
+        Ok(Resolved {
+            parent: None,
+            spec,
+            id,
+        })
+    }
+
+    /// The command a lookup error is about, when Redis counts it as
+    /// rejected (a known command or subcommand with the wrong arity).
+    #[cold]
+    fn rejected_id(&self, argv: Argv<'_>) -> Option<u32> {
+        let (spec, id) = self.table.get_id(argv.get(0).unwrap_or_default())?;
+        match (spec.subcommands.is_empty(), argv.get(1)) {
+            (false, Some(sub)) => spec
+                .subcommands
+                .iter()
+                .position(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
+                .map(|pos| self.table.sub_id(id, pos)),
+            _ => Some(id),
+        }
     }
 
     // ---------------------------------------------------------------- keyspace
@@ -1150,6 +1249,9 @@ impl Server {
         }
 
         self.output_limits_cron(now_ms);
+        if crate::client_evict::limit_bytes(self) > 0 {
+            crate::client_evict::cron(self, now_ms);
+        }
         self.sync_dirty_cas();
         let mut close = self.clients_cron(now_ms);
         close.append(&mut self.to_close);
@@ -1393,5 +1495,6 @@ impl Server {
         for db in &mut self.dbs {
             db.stats = Default::default();
         }
+        self.cmdstats.reset();
     }
 }

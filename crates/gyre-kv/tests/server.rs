@@ -55,6 +55,9 @@ fn info_format_and_exporter_fields() {
             "Stats",
             "Replication",
             "CPU",
+            "Modules",
+            "Errorstats",
+            "Cluster",
             "Keyspace"
         ]
     );
@@ -420,6 +423,8 @@ fn config_set_get_resetstat() {
         arr(vec![
             bulk("maxclients"),
             bulk("10000"),
+            bulk("maxmemory-clients"),
+            bulk("0"),
             bulk("maxmemory"),
             bulk("0"),
             bulk("maxmemory-policy"),

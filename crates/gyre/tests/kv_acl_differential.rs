@@ -255,3 +255,272 @@ fn bad_acl_configuration_is_refused() {
         assert!(err.contains(want), "{kv}: {err}");
     }
 }
+
+#[test]
+fn commandstats_and_errorstats_match_redis() {
+    differential(
+        "kvdiff-cmdstats",
+        &[],
+        "",
+        "
+        0> CONFIG RESETSTAT
+        0> SET a 1
+        0> GET a
+        0> GET
+        0> INCR a x
+        0> LPUSH a x
+        0> NOSUCH
+        0> CLIENT NOSUCH
+        0> CLIENT
+        0> CLIENT INFO x
+        0> CONFIG GET maxmemory
+        1> AUTH x y
+        0> MULTI
+        0> SET b 1
+        0> INCR a
+        0> LPUSH a x
+        0> EXEC
+        0> MULTI
+        0> GET
+        0> EXEC
+        0> ACL SETUSER u on nopass ~k* +get +info
+        2> AUTH u x
+        2> GET a
+        2> SET k v
+        2> GET k
+        0>i INFO commandstats
+        0>i INFO errorstats
+        0> CONFIG RESETSTAT
+        0>i INFO commandstats
+        0>i INFO errorstats
+        ",
+    );
+}
+
+#[test]
+fn rename_command_matches_redis() {
+    differential(
+        "kvdiff-rename",
+        &[
+            "--rename-command",
+            "config",
+            "cfg",
+            "--rename-command",
+            "FLUSHALL",
+            "",
+            "--rename-command",
+            "get",
+            "fetch_value_of_key",
+        ],
+        "    rename-command config cfg;\n    rename-command FLUSHALL \"\";\n    rename-command get fetch_value_of_key;",
+        "
+        0> SET a 1
+        0> GET a
+        0> fetch_value_of_key a
+        0> FETCH_VALUE_OF_KEY a
+        0> fetch_value_of_key
+        0> FLUSHALL
+        0> CONFIG GET maxmemory
+        0> cfg GET maxmemory
+        0> CFG nosuch
+        0> cfg
+        0> MULTI
+        0> fetch_value_of_key a
+        0> GET a
+        0> EXEC
+        0>l CLIENT INFO
+        0> ACL SETUSER u on nopass ~* +get
+        1> AUTH u x
+        1> fetch_value_of_key a
+        1> cfg GET x
+        0>i INFO commandstats
+        0> COMMAND INFO config flushall nosuch
+        ",
+    );
+}
+
+#[test]
+fn client_no_evict_matches_redis() {
+    differential(
+        "kvdiff-noevict",
+        &[],
+        "",
+        "
+        0> CLIENT NO-EVICT on
+        0>l ACL LOG
+        0> CLIENT NO-EVICT maybe
+        0> CLIENT NO-EVICT
+        0> CLIENT NO-EVICT a b
+        0> MULTI
+        0> CLIENT NO-EVICT OFF
+        0> EXEC
+        0> CLIENT NO-EVICT ON
+        0> RESET
+        0>l CLIENT INFO
+        ",
+    );
+}
+
+/// `gyre -t` refuses bad `rename-command` lines with Redis's words.
+#[test]
+fn bad_rename_command_is_refused() {
+    for (kv, want) in [
+        (
+            "rename-command nosuch x;",
+            "No such command in rename-command",
+        ),
+        (
+            "rename-command get set;",
+            "Target command name already exists",
+        ),
+        (
+            "rename-command get \"\";\n    rename-command get x;",
+            "No such command in rename-command",
+        ),
+    ] {
+        let p = Prefix::new("kv-rename");
+        p.conf(&format!(
+            "daemon off;\nerror_log logs/error.log notice;\nevents {{}}\nkv {{\n    listen 127.0.0.1:1;\n    {kv}\n}}\n"
+        ));
+        let out = p.run(&["-t"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{kv}: accepted");
+        assert!(err.contains(want), "{kv}: {err}");
+    }
+}
+
+/// COMMAND after `rename-command`: a removed command is not counted or
+/// listed, a renamed one is found by its new name and shown by its own
+/// (Redis's `fullname`). Not differential: this server's command table
+/// is not Redis's whole one.
+#[test]
+fn command_reflects_rename_command() {
+    let count = |kv: &str| {
+        let g = start_gyre("kv-rename-count", kv);
+        let mut c = kv_script::Conn::open(g.port);
+        c.send(&["COMMAND", "COUNT"]);
+        let n: i64 = String::from_utf8_lossy(&c.frame())
+            .trim()
+            .trim_start_matches(':')
+            .parse()
+            .unwrap();
+        c.send(&["COMMAND", "INFO", "cfg", "config"]);
+        let info = String::from_utf8_lossy(&c.frame()).into_owned();
+        c.send(&["COMMAND", "LIST"]);
+        let list = String::from_utf8_lossy(&c.frame()).into_owned();
+        (n, info, list)
+    };
+    let (base, _, _) = count("");
+    let (n, info, list) =
+        count("    rename-command flushall \"\";\n    rename-command config cfg;");
+    assert_eq!(n, base - 1);
+    assert!(info.starts_with("*2\r\n*10\r\n$6\r\nconfig\r\n"), "{info}");
+    assert!(info.ends_with("$-1\r\n"), "{info}");
+    assert!(
+        list.contains("\r\nconfig\r\n") && !list.contains("flushall"),
+        "{list}"
+    );
+}
+
+/// `maxmemory-clients` on both servers: a no-evict client over the limit
+/// on its own stays; the other clients are disconnected (Redis may drop
+/// their last reply, gyre sends it: only the closing is compared), and
+/// INFO counts them alike.
+#[test]
+fn client_eviction_matches_redis() {
+    use kv_script::Conn;
+    let Some(redis) = kv_script::start_redis(&[]) else {
+        return;
+    };
+    let gyre = start_gyre("kv-client-evict", "");
+    let run = |port: u16| -> (String, String, String, String) {
+        let mut admin = Conn::open(port);
+        let r = |c: &mut Conn, args: &[&str]| {
+            c.send(args);
+            String::from_utf8_lossy(&c.frame()).into_owned()
+        };
+        let mut out = r(&mut admin, &["CLIENT", "NO-EVICT", "on"]);
+        out += &r(&mut admin, &["CONFIG", "SET", "maxmemory-clients", "1mb"]);
+        out += &r(&mut admin, &["CONFIG", "GET", "maxmemory-clients"]);
+        let mut big = Conn::open(port);
+        out += &r(&mut big, &["CLIENT", "NO-EVICT", "on"]);
+        out += &r(&mut big, &["MULTI"]);
+        let v = "x".repeat(100 * 1024);
+        for i in 0..15 {
+            out += &r(&mut big, &["SET", &format!("k{i}"), &v]);
+        }
+        // A new client over the total: evicted (its reply may or may not
+        // arrive first).
+        let mut victim = Conn::open(port);
+        let mut closed = String::from("open");
+        for _ in 0..3 {
+            victim.send(&["PING"]);
+            if victim.frame() == b"<closed>" {
+                closed = "closed".into();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(150));
+        }
+        let exec = r(&mut big, &["EXEC"]);
+        admin.send(&["INFO", "stats"]);
+        let info = String::from_utf8_lossy(&admin.frame()).into_owned();
+        let evicted = info
+            .lines()
+            .find(|l| l.starts_with("evicted_clients:"))
+            .unwrap_or_default()
+            .to_string();
+        (out, closed, exec, evicted)
+    };
+    let want = run(redis.port);
+    let got = run(gyre.port);
+    assert_eq!(want, got, "gyre log:\n{}", gyre.s.log());
+    assert_eq!(got.1, "closed");
+    assert_eq!(got.3, "evicted_clients:1");
+}
+
+#[test]
+fn maxmemory_clients_config_matches_redis() {
+    differential(
+        "kvdiff-maxmemclients",
+        &[],
+        "",
+        "
+        0> CONFIG GET maxmemory-clients
+        0> CONFIG SET maxmemory-clients 10%
+        0> CONFIG GET maxmemory-clients
+        0> CONFIG SET maxmemory-clients 1mb
+        0> CONFIG GET maxmemory-clients
+        0> CONFIG SET maxmemory-clients 101%
+        0> CONFIG SET maxmemory-clients -5
+        0> CONFIG SET maxmemory-clients abc
+        0> CONFIG SET maxmemory-clients 0%
+        0> CONFIG GET maxmemory-clients
+        ",
+    );
+}
+
+#[test]
+fn acl_pubsub_default_matches_redis() {
+    differential(
+        "kvdiff-pubsubdefault",
+        &[],
+        "",
+        "
+        0> CONFIG GET acl-pubsub-default
+        0> CONFIG SET acl-pubsub-default bad
+        0> ACL SETUSER n0 on
+        0> CONFIG SET acl-pubsub-default allchannels
+        0> CONFIG GET acl-pubsub-default
+        0> ACL SETUSER n1 on
+        0> ACL GETUSER n1
+        0> ACL SETUSER n0 reset
+        0> ACL LIST
+        0> CONFIG SET acl-pubsub-default resetchannels
+        0> ACL SETUSER n1 reset
+        0> ACL SETUSER n2 on nopass +publish
+        0> ACL LIST
+        1> AUTH n2 x
+        1> PUBLISH c m
+        ",
+    );
+}

@@ -6,11 +6,12 @@
 //! read), `N>K CMD ...` (K frames read; `N>0`: a command with no reply), `N>? CMD ...` (one frame read, not
 //! compared: HELLO's client id), `N>s CMD ...` (array reply compared with
 //! its elements sorted: Redis's dict order is random), `N>l CMD ...` (an
-//! ACL LOG reply: `age-seconds` masked, `client-info` cut to the fields
-//! that do not depend on the connection), `sync N M ...`
+//! ACL LOG or CLIENT INFO reply: `age-seconds` masked, client lines cut to
+//! the fields that do not depend on the connection), `N>i INFO section` (lines sorted,
+//! `cmdstat_` times masked), `sync N M ...`
 //! (each listed client PINGs and everything it received before the PONG
 //! is compared: messages others' commands sent it), `sleep MS`; `''` is
-//! an empty argument.
+//! an empty argument, `\s` a space inside one.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::io::{Read, Write};
@@ -39,13 +40,22 @@ impl Drop for Redis {
 }
 
 pub fn start_redis(extra: &[&str]) -> Option<Redis> {
+    start_redis_conf(None, extra)
+}
+
+/// [`start_redis`] reading a configuration file first.
+pub fn start_redis_conf(conf: Option<&Path>, extra: &[&str]) -> Option<Redis> {
     if !Path::new(REDIS).exists() {
         eprintln!("skipping: {REDIS} not installed (apt-get install redis-server)");
         return None;
     }
     let dir = Prefix::new("redis-peer");
     let port = free_port();
-    let child = Command::new(REDIS)
+    let mut cmd = Command::new(REDIS);
+    if let Some(c) = conf {
+        cmd.arg(c);
+    }
+    let child = cmd
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
         .arg("--dir")
@@ -183,10 +193,36 @@ fn sorted_array(f: &[u8]) -> Vec<u8> {
     out
 }
 
+/// An INFO reply's lines sorted (commandstats are in Redis's dict order)
+/// with the times in `cmdstat_` lines masked; the bulk length dropped.
+fn mask_info(f: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(f);
+    let body = text.split_once("\r\n").map_or("", |(_, b)| b);
+    let mut lines: Vec<String> = body
+        .split("\r\n")
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            if !l.starts_with("cmdstat_") {
+                return l.to_string();
+            }
+            l.split(',')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k.ends_with("usec") || k == "usec_per_call" => format!("{k}=?"),
+                    _ => kv.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    lines.sort();
+    format!("INFO<{}>", lines.join(" ; ")).into_bytes()
+}
+
 /// CLIENT LIST fields that do not depend on the connection, timing or
 /// buffering.
 const STABLE_CLIENT_FIELDS: &[&str] = &[
-    "name", "db", "sub", "psub", "ssub", "oll", "events", "cmd", "user", "redir", "resp",
+    "name", "flags", "db", "sub", "psub", "ssub", "multi", "oll", "events", "cmd", "user", "redir",
+    "resp",
 ];
 
 /// An ACL LOG reply with `age-seconds` masked and `client-info` cut to
@@ -198,21 +234,20 @@ fn mask_acl_log(f: &[u8]) -> Vec<u8> {
     let mut i = 0;
     while i < lines.len() {
         let l = lines[i];
-        out.push(l.to_string());
         i += 1;
-        if l != "age-seconds" && l != "client-info" {
+        let next = lines.get(i).copied().unwrap_or_default();
+        // A bulk header before a masked value goes (its length differs).
+        if l.starts_with('$')
+            && (next.starts_with("id=") || out.last().is_some_and(|p| p == "age-seconds"))
+        {
             continue;
         }
-        // The value: a bulk (header and text) or a RESP3 double.
-        if lines.get(i).is_some_and(|h| h.starts_with('$')) {
-            i += 1;
-        }
-        let v = lines.get(i).copied().unwrap_or_default();
-        i += 1;
-        if l == "age-seconds" {
+        if out.last().is_some_and(|p| p == "age-seconds") {
             out.push("<age>".into());
-        } else {
-            let kept: Vec<String> = v
+            continue;
+        }
+        if l.starts_with("id=") {
+            let kept: Vec<String> = l
                 .split(' ')
                 .map(|kv| match kv.split_once('=') {
                     Some((k, _)) if !STABLE_CLIENT_FIELDS.contains(&k) => format!("{k}=?"),
@@ -220,7 +255,9 @@ fn mask_acl_log(f: &[u8]) -> Vec<u8> {
                 })
                 .collect();
             out.push(kept.join(" "));
+            continue;
         }
+        out.push(l.to_string());
     }
     out.join("\r\n").into_bytes()
 }
@@ -271,13 +308,20 @@ pub fn run_script(port: u16, script: &str) -> Vec<String> {
             conns.push(Conn::open(port));
         }
         let c = &mut conns[i];
-        let args: Vec<&str> = words[1..]
+        let args: Vec<String> = words[1..]
             .iter()
-            .map(|w| if *w == "''" { "" } else { w })
+            .map(|w| {
+                if *w == "''" {
+                    String::new()
+                } else {
+                    w.replace("\\s", " ")
+                }
+            })
             .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         c.send(&args);
         let (n, compare, sort) = match mode {
-            "" | "l" => (1, true, false),
+            "" | "l" | "i" => (1, true, false),
             "?" => (1, false, false),
             "s" => (1, true, true),
             k => (k.parse().unwrap(), true, false),
@@ -289,6 +333,8 @@ pub fn run_script(port: u16, script: &str) -> Vec<String> {
                 sorted_array(&f)
             } else if mode == "l" {
                 mask_acl_log(&f)
+            } else if mode == "i" {
+                mask_info(&f)
             } else {
                 f
             });
