@@ -186,6 +186,10 @@ pub struct Response {
     pub body: Body,
     /// Force `Connection: close` and closing after this response.
     pub close: bool,
+    /// `Server` / `Date` come from `headers` (an upstream's, passed with
+    /// `proxy_pass_header`), not from gyre.
+    pub foreign_server: bool,
+    pub foreign_date: bool,
 }
 
 impl Response {
@@ -200,6 +204,8 @@ impl Response {
             headers: Headers::new(),
             body: Body::Empty,
             close: false,
+            foreign_server: false,
+            foreign_date: false,
         }
     }
 
@@ -230,6 +236,8 @@ impl Response {
         self.headers.clear();
         self.body = Body::Empty;
         self.close = false;
+        self.foreign_server = false;
+        self.foreign_date = false;
     }
 
     /// [`Response::error`] in place.
@@ -433,8 +441,13 @@ pub(crate) fn write_head_te(
     } else {
         out.extend_from_slice(line.as_bytes());
     }
-    out.extend_from_slice(b"\r\nServer: gyre\r\n");
-    push_header(out, b"Date", date.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    if !resp.foreign_server {
+        out.extend_from_slice(b"Server: gyre\r\n");
+    }
+    if !resp.foreign_date {
+        push_header(out, b"Date", date.as_bytes());
+    }
     if let Some(ct) = &resp.content_type {
         push_header(out, b"Content-Type", ct.as_bytes());
     }

@@ -255,6 +255,12 @@ pub(super) fn copy_headers(conf: &ProxyConf, head: &mut ResponseHead, resp: &mut
         if conf.hide.iter().any(|x| x.eq_ignore_ascii_case(n)) {
             continue;
         }
+        if n.eq_ignore_ascii_case("server") {
+            // Passed (proxy_pass_header Server): nginx then sends no own.
+            resp.foreign_server = true;
+        } else if n.eq_ignore_ascii_case("date") {
+            resp.foreign_date = true;
+        }
         if n.eq_ignore_ascii_case("content-type") {
             resp.content_type = Some(h.value.into());
         } else if n.eq_ignore_ascii_case("last-modified") {
