@@ -190,6 +190,9 @@ pub struct Response {
     /// `proxy_pass_header`), not from gyre.
     pub foreign_server: bool,
     pub foreign_date: bool,
+    /// The status line's text after the code, as an upstream sent it
+    /// (nginx passes a proxied response's status line as it came).
+    pub reason: Option<Text>,
 }
 
 impl Response {
@@ -206,6 +209,7 @@ impl Response {
             close: false,
             foreign_server: false,
             foreign_date: false,
+            reason: None,
         }
     }
 
@@ -238,6 +242,7 @@ impl Response {
         self.close = false;
         self.foreign_server = false;
         self.foreign_date = false;
+        self.reason = None;
     }
 
     /// [`Response::error`] in place.
@@ -435,7 +440,13 @@ pub(crate) fn write_head_te(
     out.reserve(192);
     out.extend_from_slice(b"HTTP/1.1 ");
     let line = status_line(resp.status);
-    if line.is_empty() {
+    if let Some(reason) = &resp.reason {
+        push_decimal(out, u64::from(resp.status));
+        if !reason.is_empty() {
+            out.push(b' ');
+            out.extend_from_slice(reason.as_bytes());
+        }
+    } else if line.is_empty() {
         push_decimal(out, u64::from(wire_status(resp.status)));
         out.push(b' ');
     } else {

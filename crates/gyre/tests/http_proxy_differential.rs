@@ -83,7 +83,7 @@ fn start_nginx(bin: &PathBuf, http: &dyn Fn(u16) -> String) -> Option<Nginx> {
 
 /// What is compared of a response.
 fn view(r: &Resp) -> String {
-    let mut s = format!("{}\n", r.status);
+    let mut s = format!("{}\n", r.head.lines().next().unwrap_or(""));
     // nginx's own error pages differ by the signature ("nginx"/"gyre").
     let own_page = r.status >= 500;
     for h in [
@@ -146,6 +146,12 @@ fn gyre_proxies_like_nginx() {
                 body.len()
             )
             .into_bytes()
+        } else if path.contains("reason") {
+            b"HTTP/1.1 299 Custom Words\r\nContent-Length: 2\r\n\r\nok".to_vec()
+        } else if path.contains("fine") {
+            b"HTTP/1.1 200 Fine\r\nContent-Length: 2\r\n\r\nok".to_vec()
+        } else if path.contains("bare") {
+            b"HTTP/1.1 404\r\nContent-Length: 2\r\n\r\nno".to_vec()
         } else if path.contains("accelnamed") {
             b"HTTP/1.1 200 OK\r\nX-Accel-Redirect: @acc\r\nContent-Length: 5\r\n\r\nnope!".to_vec()
         } else if path.contains("accel") {
@@ -206,6 +212,9 @@ fn gyre_proxies_like_nginx() {
         "GET /hide/h HTTP/1.1\r\nHost: front\r\nConnection: keep-alive\r\nKeep-Alive: 300\r\nTE: trailers\r\nUpgrade: x\r\n\r\n",
         "GET /nohdr/n HTTP/1.1\r\nHost: front\r\nX-A: 1\r\n\r\n",
         "GET /pass/p HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /reason HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /fine HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /bare HTTP/1.1\r\nHost: front\r\n\r\n",
         "POST /nobody/n HTTP/1.1\r\nHost: front\r\nContent-Length: 3\r\n\r\nabc",
         "GET /chunked HTTP/1.1\r\nHost: front\r\n\r\n",
         "GET /chunked HTTP/1.0\r\n\r\n",

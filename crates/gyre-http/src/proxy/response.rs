@@ -176,6 +176,8 @@ pub(super) fn got_head(
     // The worker's response, reused (its header list keeps its capacity).
     let resp = &mut *env.resp;
     resp.reset(status);
+    // nginx sends a proxied response's status line as the upstream did.
+    resp.reason = Some(std::mem::take(&mut head.reason).into());
     copy_headers(&conf, &mut head, resp);
     let client_framing = match framing {
         Framing::None => match head.content_length {
