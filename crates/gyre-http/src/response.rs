@@ -190,6 +190,13 @@ pub struct Response {
     /// `Content-Length`; the body goes chunked to HTTP/1.1 clients and
     /// ends with the connection for HTTP/1.0 ones (nginx's chunked filter).
     pub chunked: bool,
+    /// `Server` / `Date` come from `headers` (an upstream's, passed with
+    /// `proxy_pass_header`), not from gyre.
+    pub foreign_server: bool,
+    pub foreign_date: bool,
+    /// The status line's text after the code, as an upstream sent it
+    /// (nginx passes a proxied response's status line as it came).
+    pub reason: Option<Text>,
 }
 
 impl Response {
@@ -205,6 +212,9 @@ impl Response {
             body: Body::Empty,
             close: false,
             chunked: false,
+            foreign_server: false,
+            foreign_date: false,
+            reason: None,
         }
     }
 
@@ -236,6 +246,9 @@ impl Response {
         self.body = Body::Empty;
         self.close = false;
         self.chunked = false;
+        self.foreign_server = false;
+        self.foreign_date = false;
+        self.reason = None;
     }
 
     /// [`Response::error`] in place.
@@ -459,20 +472,30 @@ pub(crate) fn write_head(
     out.reserve(192);
     out.extend_from_slice(b"HTTP/1.1 ");
     let line = status_line(resp.status);
-    if line.is_empty() {
+    if let Some(reason) = &resp.reason {
+        push_decimal(out, u64::from(resp.status));
+        if !reason.is_empty() {
+            out.push(b' ');
+            out.extend_from_slice(reason.as_bytes());
+        }
+    } else if line.is_empty() {
         push_decimal(out, u64::from(wire_status(resp.status)));
         out.push(b' ');
     } else {
         out.extend_from_slice(line.as_bytes());
     }
     // `server_tokens`: the version too, or the name alone (one copy of a
-    // constant either way).
-    out.extend_from_slice(if tokens {
+    // constant either way); none of gyre's when an upstream's is passed.
+    out.extend_from_slice(if resp.foreign_server {
+        b"\r\n"
+    } else if tokens {
         SERVER_LINE_VERSIONED.as_bytes()
     } else {
         b"\r\nServer: gyre\r\n"
     });
-    push_header(out, b"Date", date.as_bytes());
+    if !resp.foreign_date {
+        push_header(out, b"Date", date.as_bytes());
+    }
     if let Some(ct) = &resp.content_type {
         push_header(out, b"Content-Type", ct.as_bytes());
     }

@@ -83,7 +83,7 @@ fn start_nginx(bin: &PathBuf, http: &dyn Fn(u16) -> String) -> Option<Nginx> {
 
 /// What is compared of a response.
 fn view(r: &Resp) -> String {
-    let mut s = format!("{}\n", r.status);
+    let mut s = format!("{}\n", r.head.lines().next().unwrap_or(""));
     // nginx's own error pages differ by the signature ("nginx"/"gyre").
     let own_page = r.status >= 500;
     for h in [
@@ -102,6 +102,20 @@ fn view(r: &Resp) -> String {
             s.push_str(&format!("{h}: {v}\n"));
         }
     }
+    // The upstream's own Server and Date (proxy_pass_header), once each.
+    for (k, v) in &r.headers {
+        if (k.eq_ignore_ascii_case("server") && v == "backend")
+            || (k.eq_ignore_ascii_case("date") && v == "x")
+        {
+            s.push_str(&format!("{k}: {v}\n"));
+        }
+    }
+    let servers = r
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("server"))
+        .count();
+    s.push_str(&format!("servers: {servers}\n"));
     if r.status != 502 && r.status != 504 {
         s.push_str(&String::from_utf8_lossy(&r.body));
     }
@@ -132,6 +146,12 @@ fn gyre_proxies_like_nginx() {
                 body.len()
             )
             .into_bytes()
+        } else if path.contains("reason") {
+            b"HTTP/1.1 299 Custom Words\r\nContent-Length: 2\r\n\r\nok".to_vec()
+        } else if path.contains("fine") {
+            b"HTTP/1.1 200 Fine\r\nContent-Length: 2\r\n\r\nok".to_vec()
+        } else if path.contains("bare") {
+            b"HTTP/1.1 404\r\nContent-Length: 2\r\n\r\nno".to_vec()
         } else if path.contains("accelnamed") {
             b"HTTP/1.1 200 OK\r\nX-Accel-Redirect: @acc\r\nContent-Length: 5\r\n\r\nnope!".to_vec()
         } else if path.contains("accel") {
@@ -162,6 +182,7 @@ fn gyre_proxies_like_nginx() {
                 location ~ ^/re/ {{ proxy_pass http://127.0.0.1:{bp}; }}
                 location /h11/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_http_version 1.1; }}
                 location /hide/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_hide_header X-Up; }}
+                location /pass/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_pass_header Server; proxy_pass_header Date; }}
                 location /nohdr/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_pass_request_headers off; }}
                 location /nobody/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_pass_request_body off;
                     proxy_set_header Content-Length \"\"; }}
@@ -190,6 +211,10 @@ fn gyre_proxies_like_nginx() {
         "POST /h11/c HTTP/1.1\r\nHost: front\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
         "GET /hide/h HTTP/1.1\r\nHost: front\r\nConnection: keep-alive\r\nKeep-Alive: 300\r\nTE: trailers\r\nUpgrade: x\r\n\r\n",
         "GET /nohdr/n HTTP/1.1\r\nHost: front\r\nX-A: 1\r\n\r\n",
+        "GET /pass/p HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /reason HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /fine HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /bare HTTP/1.1\r\nHost: front\r\n\r\n",
         "POST /nobody/n HTTP/1.1\r\nHost: front\r\nContent-Length: 3\r\n\r\nabc",
         "GET /chunked HTTP/1.1\r\nHost: front\r\n\r\n",
         "GET /chunked HTTP/1.0\r\n\r\n",

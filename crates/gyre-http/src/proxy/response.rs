@@ -176,6 +176,8 @@ pub(super) fn got_head(
     // The worker's response, reused (its header list keeps its capacity).
     let resp = &mut *env.resp;
     resp.reset(status);
+    // nginx sends a proxied response's status line as the upstream did.
+    resp.reason = Some(std::mem::take(&mut head.reason).into());
     copy_headers(&conf, &mut head, resp);
     let client_framing = match framing {
         Framing::None => match head.content_length {
@@ -254,6 +256,12 @@ pub(super) fn copy_headers(conf: &ProxyConf, head: &mut ResponseHead, resp: &mut
         let n = h.name.as_str();
         if conf.hide.iter().any(|x| x.eq_ignore_ascii_case(n)) {
             continue;
+        }
+        if n.eq_ignore_ascii_case("server") {
+            // Passed (proxy_pass_header Server): nginx then sends no own.
+            resp.foreign_server = true;
+        } else if n.eq_ignore_ascii_case("date") {
+            resp.foreign_date = true;
         }
         if n.eq_ignore_ascii_case("content-type") {
             resp.content_type = Some(h.value.into());
