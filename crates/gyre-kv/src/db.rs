@@ -12,17 +12,17 @@
 //! every allocator call per key shows directly in how fast the active
 //! expire cycle empties a keyspace. So a key lives in **one** place:
 //!
-//! * `nodes: Vec<Node>` — every key, dense. A node holds the key's hash,
-//!   its TTL, its slot in `ttl`, and the key and value bytes, both inline
-//!   when short (keys up to 22 bytes, values up to 30): a typical key costs
-//!   no allocation at all. The dense vector is also what RANDOMKEY samples
+//! * `nodes: Vec<Node>` — every key, dense (72 bytes each). A node holds
+//!   the key's hash, its slot in `ttl` (where its TTL is), and the key and
+//!   value bytes, both inline when short (keys up to 22 bytes, values up
+//!   to 30; an aggregate's 24-byte object in the value's place): a typical
+//!   key costs no allocation at all. The dense vector is also what RANDOMKEY samples
 //!   in O(1) and what SCAN walks from the top down.
-//! * `map: HashMap<u64, u32>` — the key's 64-bit hash (keyed SipHash-1-2,
-//!   random per database, so no one can aim collisions: see
-//!   [`crate::hash`]) to its node index (keyed on 32 bits of it, see
-//!   [`map_key`]).
+//! * `map: HashMap<u32, u32>` — 32 bits of the key's 64-bit hash (keyed
+//!   SipHash-1-2, random per database, so no one can aim collisions: see
+//!   [`crate::hash`]; the bits are [`map_key`]'s) to its node index.
 //!   The map never touches key bytes: removal and fix-ups go by the stored
-//!   hash. Full-hash collisions chain through `Node::next` (and are
+//!   hash. Keys whose map keys collide chain through `Node::next` (and are
 //!   resolved by comparing key bytes).
 //! * `ttl: Vec<TtlRef>` — keys with a TTL as `(expire, node index)`. The
 //!   active expire cycle samples random slots here in O(1) whatever the

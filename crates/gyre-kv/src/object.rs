@@ -5,7 +5,7 @@
 //! Strings are not here: they stay inline in the keyspace node
 //! ([`crate::db`]) so GET/SET never allocate or chase a pointer. Every
 //! other type is an `Object` of 24 bytes held in the node's value slot
-//! (the node stays 80 bytes): a small hash, set or sorted set is the
+//! (the node is 72 bytes): a small hash, set or sorted set is the
 //! node plus one exact-size allocation, no box between them (Redis: a
 //! dict entry, an robj and the listpack).
 //! Each type's module owns its storage and encodings:
