@@ -352,3 +352,66 @@ impl Drop for Tmpfs {
         let _ = Command::new("umount").arg("-l").arg(&self.0).status();
     }
 }
+
+// ---- AOF files and commands (kv_aof, kv_aof_differential)
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// The commands of a RESP command file, `#` annotations skipped.
+pub fn parse_commands(b: &[u8]) -> Vec<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let line = |pos: usize| -> (Vec<u8>, usize) {
+        let e = b[pos..].windows(2).position(|w| w == b"\r\n").unwrap();
+        (b[pos..pos + e].to_vec(), pos + e + 2)
+    };
+    while pos < b.len() {
+        let (l, next) = line(pos);
+        pos = next;
+        if l.first() == Some(&b'#') {
+            continue;
+        }
+        assert_eq!(l[0], b'*', "not a command at {pos}");
+        let n: usize = std::str::from_utf8(&l[1..]).unwrap().parse().unwrap();
+        let mut argv = Vec::new();
+        for _ in 0..n {
+            let (l, next) = line(pos);
+            let len: usize = std::str::from_utf8(&l[1..]).unwrap().parse().unwrap();
+            argv.push(b[next..next + len].to_vec());
+            pos = next + len + 2;
+        }
+        out.push(argv);
+    }
+    out
+}
+
+/// The incremental files of an AOF directory, in manifest order.
+pub fn incr_commands(dir: &Path) -> Vec<Vec<Vec<u8>>> {
+    let m = std::fs::read_to_string(dir.join("appendonly.aof.manifest")).unwrap();
+    let mut out = Vec::new();
+    for l in m.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.get(5) == Some(&"i") {
+            out.extend(parse_commands(&std::fs::read(dir.join(w[1])).unwrap()));
+        }
+    }
+    out
+}
+
+pub fn q(c: &mut redis::Connection, args: &[&[u8]]) -> redis::Value {
+    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c).unwrap_or(redis::Value::Nil)
+}
+
+pub fn run(c: &mut redis::Connection, line: &str) -> redis::Value {
+    let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+    q(c, &args)
+}
