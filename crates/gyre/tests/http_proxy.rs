@@ -51,10 +51,10 @@ fn proxy_pass_sends_nginx_s_request_and_relays_the_response() {
     assert_eq!(r.status, 200, "{}", r.head);
     assert_eq!(r.text(), "/a/../b//c?x=1");
     assert_eq!(r.header("x-up"), Some("1"));
-    assert_eq!(
-        r.header("server"),
-        Some("gyre"),
-        "the upstream's Server is hidden"
+    assert!(
+        r.header("server").is_some_and(|s| s.starts_with("gyre")),
+        "the upstream's Server is hidden: {:?}",
+        r.header("server")
     );
     let got = b.got.lock().unwrap().last().cloned().unwrap();
     assert_eq!(got.line, "GET /a/../b//c?x=1 HTTP/1.0");
@@ -130,7 +130,8 @@ fn request_bodies_go_with_a_length_and_chunked_responses_are_rechunked() {
     c.send(b"GET /x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
     let r = c.response(false);
     assert_eq!(r.header("transfer-encoding"), Some("chunked"));
-    assert_eq!(dechunk(&r.text()), "until close");
+    // (the test client decodes chunked bodies)
+    assert_eq!(r.text(), "until close");
     // An HTTP/1.0 client gets the close-delimited body as it is.
     let r = get(g.port, "GET /chunked HTTP/1.0\r\n\r\n");
     assert_eq!(r.text(), "hello world");
