@@ -4,9 +4,12 @@
 //! server: …, request: "…", host: "…"` (see [`LogContext`] and [`log_ctx!`],
 //! nginx's `log->handler`).
 //!
-//! nginx has eight levels and `log` five; they map as [`ERROR`] (error, crit,
-//! alert, emerg), [`WARN`], [`NOTICE`], [`INFO`] and [`DEBUG`], so a module
-//! logs each message at nginx's level for it and `error_log FILE info` shows
+//! nginx has eight levels and `log` five; they map as [`ERROR`], [`WARN`],
+//! [`NOTICE`], [`INFO`] and [`DEBUG`], and the three above error (crit,
+//! alert, emerg) are `log`'s error level with a target naming them
+//! ([`CRIT`], [`ALERT`], [`EMERG`]: `log::error!(target: errlog::ALERT, …)`),
+//! so a module logs each message at nginx's level for it, the line shows
+//! nginx's name, and `error_log FILE info` or `error_log FILE alert` shows
 //! what nginx's would.
 //!
 //! It writes to stderr until a file is opened (nginx does the same before its
@@ -18,6 +21,7 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
@@ -129,9 +133,20 @@ impl Log for ErrorLog {
         let mut line = String::with_capacity(128);
         timestamp(&mut line);
         use std::fmt::Write as _;
-        let name = match (r.level(), r.target()) {
-            (Level::Error, CRIT) => CRIT,
-            (l, _) => level_name(l),
+        let above = if r.level() == Level::Error {
+            above_error(r.target())
+        } else {
+            0
+        };
+        // `error_log FILE crit|alert|emerg` keeps only those above it.
+        if above < ERROR_FLOOR.load(Ordering::Relaxed) {
+            return;
+        }
+        let name = match above {
+            1 => CRIT,
+            2 => ALERT,
+            3 => EMERG,
+            _ => level_name(r.level()),
         };
         // nginx built with threads (Debian's) writes `PID#TID`; the line's
         // length limit counts them.
@@ -172,6 +187,26 @@ fn cap(line: &mut String) {
 /// failure of the server's own, such as an unexpected errno from open()):
 /// `log_ctx!(crit, &cx, "…")`.
 pub const CRIT: &str = "crit";
+/// nginx's `[alert]` (a process that died on a signal, a failed system
+/// call the server cannot do without).
+pub const ALERT: &str = "alert";
+/// nginx's `[emerg]`.
+pub const EMERG: &str = "emerg";
+
+/// How far above error an error record's target puts it: 0 error, 1 crit,
+/// 2 alert, 3 emerg.
+fn above_error(target: &str) -> u8 {
+    match target {
+        CRIT => 1,
+        ALERT => 2,
+        EMERG => 3,
+        _ => 0,
+    }
+}
+
+/// The least [`above_error`] an error record needs to be written (the
+/// `error_log` level when it is crit, alert or emerg).
+static ERROR_FLOOR: AtomicU8 = AtomicU8::new(0);
 
 /// What a line about a connection or request adds to its message (nginx's
 /// `log->handler`, e.g. `ngx_http_log_error`): the connection number
@@ -209,6 +244,14 @@ impl<C: LogContext + ?Sized> fmt::Display for WithContext<'_, C> {
 /// its context: `log_ctx!(errlog::INFO, &ctx, "client timed out ({e})")`.
 #[macro_export]
 macro_rules! log_ctx {
+    (alert, $ctx:expr, $($arg:tt)+) => {
+        $crate::errlog::__log::log!(
+            target: $crate::errlog::ALERT,
+            $crate::errlog::ERROR,
+            "{}",
+            $crate::errlog::WithContext($ctx, format_args!($($arg)+))
+        )
+    };
     (crit, $ctx:expr, $($arg:tt)+) => {
         $crate::errlog::__log::log!(
             target: $crate::errlog::CRIT,
@@ -235,6 +278,13 @@ pub fn configure(logs: &[crate::conf::ErrorLog]) -> std::io::Result<()> {
     let Some(first) = logs.first() else {
         return Ok(());
     };
+    let floor = match first.level {
+        LogLevel::Crit => 1,
+        LogLevel::Alert => 2,
+        LogLevel::Emerg => 3,
+        _ => 0,
+    };
+    ERROR_FLOOR.store(floor, Ordering::Relaxed);
     let level = match first.level {
         LogLevel::Emerg | LogLevel::Alert | LogLevel::Crit | LogLevel::Error => LevelFilter::Error,
         LogLevel::Warn => LevelFilter::Warn,
@@ -331,5 +381,8 @@ mod tests {
         }
         let notice = parse_level("notice").expect("notice");
         assert!(INFO > notice, "info lines are not shown at notice");
+        for (t, n) in [(CRIT, 1), (ALERT, 2), (EMERG, 3), ("gyre_http::x", 0)] {
+            assert_eq!(above_error(t), n);
+        }
     }
 }

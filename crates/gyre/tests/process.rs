@@ -179,7 +179,15 @@ fn a_replacement_worker_serves_within_a_second_of_kill_9() {
         s.workers().iter().any(|x| !w.contains(x)) && get(addr, "/").is_ok_and(|r| r.0 == 200)
     }));
     assert!(t.elapsed() < Duration::from_secs(1));
+    // At nginx's level for it.
+    let line = "[alert] ";
     assert!(s.logged("exited on signal 9", Duration::from_secs(2)));
+    assert!(
+        s.log().lines().any(|l| l.contains(line)
+            && l.contains(&format!("worker process {} exited on signal 9", w[0]))),
+        "{}",
+        s.log()
+    );
 }
 
 #[test]

@@ -377,8 +377,10 @@ impl Master<'_> {
             };
             match status {
                 ExitStatus::Exited(0) => log::info!("{name} {raw} exited with code 0"),
-                ExitStatus::Exited(c) => log::error!("{name} {raw} exited with code {c}"),
+                // nginx: notice for an exit code, alert for a signal.
+                ExitStatus::Exited(c) => log::info!("{name} {raw} exited with code {c}"),
                 ExitStatus::Signaled(s, core) => log::error!(
+                    target: crate::errlog::ALERT,
                     "{name} {raw} exited on signal {s}{}",
                     if core { " (core dumped)" } else { "" }
                 ),
@@ -393,7 +395,7 @@ impl Master<'_> {
                 continue;
             }
             if self.zone.accept_mutex().force_unlock(pid) {
-                log::error!("shared memory zone was locked by {raw}, unlocked");
+                log::error!(target: crate::errlog::ALERT, "shared memory zone was locked by {raw}, unlocked");
             }
             let Some(i) = self.procs.iter().position(|p| p.pid == pid) else {
                 continue;
@@ -413,12 +415,13 @@ impl Master<'_> {
             }
             if status == ExitStatus::Exited(EXIT_FATAL) {
                 log::error!(
+                    target: crate::errlog::ALERT,
                     "{name} {raw} exited with fatal code {EXIT_FATAL} and cannot be respawned"
                 );
                 continue;
             }
             if let Err(e) = self.spawn(p.role) {
-                log::error!("could not respawn {name} ({e})");
+                log::error!(target: crate::errlog::ALERT, "could not respawn {name} ({e})");
             }
         }
     }
@@ -430,6 +433,7 @@ impl Master<'_> {
             }
             if let Err(e) = signal::send(p.pid, sig) {
                 log::error!(
+                    target: crate::errlog::ALERT,
                     "kill({}, {}) failed ({e})",
                     p.pid.as_raw_nonzero(),
                     sig.as_raw()

@@ -79,11 +79,11 @@ pub struct WorkerParams<'a> {
 pub fn run(p: WorkerParams<'_>) -> i32 {
     signal::clear_pending();
     if let Err(e) = signal::set_mask(&SigSet::empty()) {
-        log::error!("sigprocmask() failed ({e})");
+        log::error!(target: crate::errlog::ALERT, "sigprocmask() failed ({e})");
     }
     if let Some(n) = p.conf.core.worker_rlimit_nofile {
         if let Err(e) = sysproc::set_nofile_limit(n, n) {
-            log::error!("setrlimit(RLIMIT_NOFILE, {n}) failed ({e})");
+            log::error!(target: crate::errlog::ALERT, "setrlimit(RLIMIT_NOFILE, {n}) failed ({e})");
         }
     }
     if let Role::Worker(i) = p.role {
@@ -130,7 +130,7 @@ fn set_affinity(conf: &Conf, index: usize) {
         },
     };
     if let Err(e) = sysproc::set_cpu_affinity_mask(&cpus) {
-        log::error!("sched_setaffinity() failed ({e})");
+        log::error!(target: crate::errlog::ALERT, "sched_setaffinity() failed ({e})");
     }
 }
 
