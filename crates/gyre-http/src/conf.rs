@@ -22,7 +22,12 @@ use crate::rewrite::{self, Op};
 use crate::ssl;
 use crate::variables::Variables;
 
+mod connection;
+pub mod hints;
 mod modules;
+
+pub use connection::ConnDirectives;
+pub use hints::HINTS_MODULE;
 
 /// How a `location` matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,8 +47,11 @@ pub enum LocKind {
 /// `try_files FILE ... LAST`.
 #[derive(Debug, Clone)]
 pub struct TryFiles {
-    /// Checked in order (a trailing `/` tests for a directory).
-    pub tries: Vec<ComplexValue>,
+    /// Checked in order, each with whether it tests for a directory: as
+    /// nginx does, a trailing `/` is taken off the parameter when it is
+    /// read, so `$uri/` for `/sub` tests `/sub` and makes `$uri` `/sub`
+    /// (which the static module then redirects to `/sub/`).
+    pub tries: Vec<(ComplexValue, bool)>,
     pub last: TryLast,
 }
 
@@ -100,6 +108,8 @@ pub type AddHeader = (Arc<str>, ComplexValue, bool);
 /// here".
 #[derive(Debug, Clone, Default)]
 pub struct LocSettings {
+    /// `set_real_ip_from`, `real_ip_header`, `real_ip_recursive`.
+    pub realip: crate::realip::RealIpLevel,
     pub root: Option<PathBuf>,
     pub alias: Option<PathBuf>,
     pub index: Option<Vec<String>>,
@@ -174,6 +184,8 @@ pub const DEFAULT_OPEN_FILE_CACHE: OpenFileCache = OpenFileCache {
 /// A location's complete settings after inheritance.
 #[derive(Debug, Clone)]
 pub struct LocConf {
+    /// The realip module's settings (crate::realip), if it is on here.
+    pub realip: Option<Arc<crate::realip::RealIp>>,
     pub root: PathBuf,
     pub alias: Option<PathBuf>,
     pub index: Vec<String>,
@@ -255,6 +267,9 @@ pub struct ServerSettings {
     pub client_header_timeout: Option<u64>,
     pub client_header_buffer_size: Option<usize>,
     pub large_client_header_buffers: Option<(usize, usize)>,
+    /// `lingering_*`, `merge_slashes`, `*_headers` (conf::connection);
+    /// merged with the http level's in `http_init`.
+    pub conn: ConnDirectives,
 }
 
 /// One `server {}`.
@@ -396,6 +411,21 @@ impl HttpConf {
         Ok(ops)
     }
 
+    /// The `if` block being read in a location (for `add_header` in it);
+    /// an `if` at server level takes none, as in nginx.
+    pub(crate) fn location_if(
+        &mut self,
+        cx: &ConfCtx,
+    ) -> Result<&mut Option<Vec<AddHeader>>, String> {
+        let Level::Location(d) = level(cx) else {
+            return Err("not allowed here".into());
+        };
+        match self.location(d)?.script.last_mut() {
+            Some(Op::If { add_header, .. }) => Ok(add_header),
+            _ => Err("no if".into()),
+        }
+    }
+
     /// The location a URI gets on `server`, by exact and prefix matching
     /// only (for records the machine made before routing, which need just
     /// their access log).
@@ -494,6 +524,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         alias_cv: levels.last().and_then(|s| s.alias_cv.clone()),
         children: LocTree::default(),
         access: pick(levels, |s| s.access.clone()),
+        realip: crate::realip::resolve(levels),
         satisfy: pick(levels, |s| s.satisfy).unwrap_or_default(),
         auth_basic: pick(levels, |s| s.auth_basic.clone()),
         auth_basic_user_file: pick(levels, |s| s.auth_basic_user_file.clone()),
@@ -604,6 +635,7 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
             .large_client_header_buffers
             .or(http_srv.large_client_header_buffers)
             .unwrap_or((4, 8192));
+        s.srv.conn = s.srv.conn.merged(&http_srv.conn);
         let srv_set = s.set.clone();
         let mut fallback = resolve(&[&http_set, &srv_set], &default_root, &default_log);
         fallback.log_format = log_format_of(&[&http_set, &srv_set], &c.log_formats)?;
@@ -1014,6 +1046,25 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     DirectiveSpec::multi("allow", HSL, Args::TAKE1, crate::access::set_rule),
     DirectiveSpec::multi("deny", HSL, Args::TAKE1, crate::access::set_rule),
     DirectiveSpec::new("satisfy", HSL, Args::TAKE1, crate::access::set_satisfy),
+    // ngx_http_realip_module (crate::realip).
+    DirectiveSpec::multi(
+        "set_real_ip_from",
+        HSL,
+        Args::TAKE1,
+        crate::realip::set_from,
+    ),
+    DirectiveSpec::new(
+        "real_ip_header",
+        HSL,
+        Args::TAKE1,
+        crate::realip::set_header,
+    ),
+    DirectiveSpec::new(
+        "real_ip_recursive",
+        HSL,
+        Args::FLAG,
+        crate::realip::set_recursive,
+    ),
     DirectiveSpec::new(
         "auth_basic",
         HSL,
@@ -1140,7 +1191,12 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::NOARGS.or(Args::TAKE1),
         set_stub_status,
     ),
-    DirectiveSpec::multi("add_header", HSL, Args::TAKE23, modules::set_add_header),
+    DirectiveSpec::multi(
+        "add_header",
+        HSL.or(IF),
+        Args::TAKE23,
+        modules::set_add_header,
+    ),
     DirectiveSpec::multi("error_page", HSL, Args::TWO_MORE, modules::set_error_page),
     DirectiveSpec::new(
         "access_log",
@@ -1223,6 +1279,38 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         HS,
         Args::TAKE2,
         set_large_client_header_buffers,
+    ),
+    // conf::connection: how connections are read and closed.
+    DirectiveSpec::new(
+        "lingering_close",
+        HS,
+        Args::TAKE1,
+        connection::set_lingering_close,
+    ),
+    DirectiveSpec::new(
+        "lingering_time",
+        HS,
+        Args::TAKE1,
+        connection::set_lingering_time,
+    ),
+    DirectiveSpec::new(
+        "lingering_timeout",
+        HS,
+        Args::TAKE1,
+        connection::set_lingering_timeout,
+    ),
+    DirectiveSpec::new("merge_slashes", HS, Args::FLAG, connection::set_header_flag),
+    DirectiveSpec::new(
+        "underscores_in_headers",
+        HS,
+        Args::FLAG,
+        connection::set_header_flag,
+    ),
+    DirectiveSpec::new(
+        "ignore_invalid_headers",
+        HS,
+        Args::FLAG,
+        connection::set_header_flag,
     ),
     // ngx_http_ssl_module (crate::ssl).
     DirectiveSpec::multi("ssl_certificate", HS, Args::TAKE1, ssl::set_certificate),

@@ -947,6 +947,17 @@ impl Connection {
             // could not (the glue names the request it still holds).
             self.notes.push(request_note(ErrKind::InvalidChunked, None));
         }
+        if resp.status == 444 {
+            // nginx's NGX_HTTP_CLOSE (`return 444`): no response at all,
+            // the connection is closed; the access log says 444, 0 bytes.
+            self.last_sent = (0, 0);
+            cur.log.status = 444;
+            cur.log.body_bytes_sent = 0;
+            cur.log.bytes_sent = 0;
+            cur.log.end = now;
+            self.finish_request(cur, false, now);
+            return Ok(());
+        }
         let keep_alive = cur.keep_alive && !resp.close && !bad_body;
         let (body, all) = self.queue(resp, keep_alive, cur.head, date);
         self.last_sent = (body, all);

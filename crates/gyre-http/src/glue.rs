@@ -267,8 +267,21 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
         core.set_listener_tls(id, tls);
     }
     {
+        // Opened now, while the worker still has the master's user (`user`
+        // gives it up once init is done), as nginx's master opens them; a
+        // file that does not open is tried again at its first record.
         let mut logs = shared.logs.borrow_mut();
-        logs.resize_with(shared.log_paths.len(), || None);
+        *logs = shared
+            .log_paths
+            .iter()
+            .map(|p| match AccessLog::open(p) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    log::error!("open() \"{}\" failed ({e})", p.display());
+                    None
+                }
+            })
+            .collect();
     }
     let s = shared.clone();
     core.create_time_event(1000, move |_, _| {
@@ -295,7 +308,7 @@ struct Port {
 }
 
 fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettings {
-    HttpSettings {
+    let mut st = HttpSettings {
         log_requests,
         client_header_buffer_size: s.client_header_buffer_size,
         large_header_buffers: s.large_client_header_buffers.0,
@@ -307,7 +320,9 @@ fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettin
         keepalive_timeout: loc.keepalive_timeout,
         keepalive_requests: loc.keepalive_requests,
         ..HttpSettings::default()
-    }
+    };
+    s.srv.conn.apply(&mut st);
+    st
 }
 
 impl Protocol for HttpProtocol {
@@ -704,6 +719,7 @@ impl HttpConn {
             .unwrap_or_else(|| HttpConf::server_loc(&ServerConf::default()).clone());
         let conn = ConnInfo {
             peer: core.conn(c).and_then(|x| x.peer),
+            realip_original: None,
             local: Some(self.port.addr),
             number: core.conn(c).map_or(0, |x| x.number),
             requests: self.m.as_ref().map_or(0, |m| m.requests()),

@@ -35,6 +35,8 @@ use crate::static_file::{FileCache, FileInfo};
 /// One handler of the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// The realip module with the server's settings (crate::realip).
+    PostRead,
     /// The server-level rewrite script.
     ServerRewrite,
     /// Location lookup, `internal`, `client_max_body_size`.
@@ -54,6 +56,10 @@ pub enum Phase {
 /// The handler list for a configuration.
 pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
     let mut v = Vec::new();
+    let realip = crate::realip::in_use(conf);
+    if realip {
+        v.push(Phase::PostRead);
+    }
     if conf.servers.iter().any(|s| !s.script.is_empty()) {
         v.push(Phase::ServerRewrite);
     }
@@ -72,9 +78,10 @@ pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
         }
     }
     let fallbacks = || conf.servers.iter().filter_map(|s| s.fallback.as_deref());
-    if fallbacks()
-        .chain(locs().filter_map(|l| l.conf.as_deref()))
-        .any(|l| l.limit_req.is_some() || l.limit_conn.is_some())
+    if realip
+        || fallbacks()
+            .chain(locs().filter_map(|l| l.conf.as_deref()))
+            .any(|l| l.limit_req.is_some() || l.limit_conn.is_some())
     {
         v.push(Phase::PreAccess);
     }
@@ -91,6 +98,13 @@ pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
     }
     v.push(Phase::Content);
     v.into()
+}
+
+/// The pre-access handlers before limit_conn: the realip module with the
+/// location's settings (when post-read changed nothing), then limit_req.
+fn pre_access(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+    crate::realip::handler(r);
+    crate::limit_req::phase(cx, r)
 }
 
 /// Every location of a tree, nested ones included.
@@ -185,7 +199,11 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
             Phase::FindConfig => find_config(cx, r),
             Phase::Rewrite => location_rewrite(cx, r, out),
             Phase::PostRewrite => post_rewrite(cx, r),
-            Phase::PreAccess => match crate::limit_req::phase(cx, r) {
+            Phase::PostRead => {
+                crate::realip::handler(r);
+                Step::Next
+            }
+            Phase::PreAccess => match pre_access(cx, r) {
                 Step::Next => crate::limit_conn::phase(cx, r),
                 other => other,
             },
@@ -406,14 +424,14 @@ fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     let Some(tf) = &loc.try_files else {
         return Step::Next;
     };
-    for t in &tf.tries {
+    for (t, dir) in &tf.tries {
         cx.scratch.clear();
         {
             let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
             t.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
         }
         let name = String::from_utf8_lossy(cx.scratch).into_owned();
-        let dir = name.ends_with('/');
+        let dir = *dir;
         let mut fpath = std::mem::take(cx.fpath);
         crate::static_handler::map_path(r, &name, &mut fpath, cx);
         let opened = cx.files.open(&fpath, cx.now, loc.open_file_cache);

@@ -154,7 +154,10 @@ pub(super) fn set_try_files(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Re
     let (last, tries) = d.args.split_last().ok_or("invalid number of arguments")?;
     let tries = tries
         .iter()
-        .map(|t| ComplexValue::compile(t, &mut c.vars))
+        .map(|t| match t.strip_suffix('/') {
+            Some(name) => ComplexValue::compile(name, &mut c.vars).map(|cv| (cv, true)),
+            None => ComplexValue::compile(t, &mut c.vars).map(|cv| (cv, false)),
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let last = if let Some(code) = last.strip_prefix('=') {
         match code.parse::<u16>() {
@@ -355,6 +358,14 @@ pub(super) fn set_add_header(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> R
         Some(other) => return Err(format!("invalid parameter \"{other}\"")),
     };
     let value = ComplexValue::compile(d.arg(1), &mut c.vars)?;
+    if super::in_if(cx) {
+        let list = c
+            .location_if(cx)
+            .map_err(|_| d.error("is not allowed here"))?;
+        list.get_or_insert_with(Vec::new)
+            .push((d.arg(0).into(), value, always));
+        return Ok(());
+    }
     c.settings(cx)?
         .add_header
         .get_or_insert_with(Vec::new)
