@@ -23,6 +23,7 @@ use crate::ssl;
 use crate::variables::Variables;
 
 mod connection;
+pub mod extra_logs;
 pub mod hints;
 mod modules;
 
@@ -151,6 +152,8 @@ pub struct LocSettings {
     pub log_not_found: Option<bool>,
     pub open_file_cache: Option<Option<OpenFileCache>>,
     pub access_log: Option<Option<PathBuf>>,
+    /// The level's further `access_log`s (conf::extra_logs).
+    pub extra_logs: Vec<extra_logs::ExtraLog>,
     /// `allow`/`deny` of this level (crate::access).
     pub access: Option<Arc<crate::access::Rules>>,
     pub satisfy: Option<crate::access::Satisfy>,
@@ -237,6 +240,8 @@ pub struct LocConf {
     pub log_not_found: bool,
     pub open_file_cache: Option<OpenFileCache>,
     pub access_log: Option<PathBuf>,
+    /// Further `access_log`s of the level the first comes from.
+    pub extra_logs: Arc<[extra_logs::ExtraLogConf]>,
     /// `allow`/`deny`: the innermost level's that has any (crate::access).
     pub access: Option<Arc<crate::access::Rules>>,
     pub satisfy: crate::access::Satisfy,
@@ -496,6 +501,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         log_not_found: pick(levels, |s| s.log_not_found).unwrap_or(true),
         open_file_cache: pick(levels, |s| s.open_file_cache)
             .unwrap_or(Some(DEFAULT_OPEN_FILE_CACHE)),
+        extra_logs: Arc::from([]),
         // nginx's default: `access_log logs/access.log combined`.
         access_log: pick(levels, |s| s.access_log.clone())
             .unwrap_or_else(|| Some(default_log.to_path_buf())),
@@ -572,6 +578,7 @@ fn resolve_location(
     let refs: Vec<&LocSettings> = levels.iter().collect();
     let mut lc = resolve(&refs, defaults.0, defaults.1);
     lc.log_format = log_format_of(&refs, formats)?;
+    lc.extra_logs = extra_logs::resolve(&refs, formats)?;
     lc.name = l.uri.as_str().into();
     lc.kind = l.kind;
     if l.set.proxy.pass.is_some() {
@@ -639,6 +646,7 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
         let srv_set = s.set.clone();
         let mut fallback = resolve(&[&http_set, &srv_set], &default_root, &default_log);
         fallback.log_format = log_format_of(&[&http_set, &srv_set], &c.log_formats)?;
+        fallback.extra_logs = extra_logs::resolve(&[&http_set, &srv_set], &c.log_formats)?;
         s.fallback = Some(Arc::new(fallback));
         s.srv_script = Arc::from(s.script.clone());
         let mut levels = vec![http_set.clone(), srv_set];
@@ -1198,7 +1206,7 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         modules::set_add_header,
     ),
     DirectiveSpec::multi("error_page", HSL, Args::TWO_MORE, modules::set_error_page),
-    DirectiveSpec::new(
+    DirectiveSpec::multi(
         "access_log",
         HSL,
         Args::ONE_MORE,

@@ -196,6 +196,9 @@ pub struct LogRecord {
     /// [`Connection::set_log_sink`] when it routes the request (records
     /// the machine makes on its own, for refused heads, stay 0).
     pub sink: u32,
+    /// `$remote_addr` when the glue replaced the connection's peer for the
+    /// request (the realip module); `None`: the connection's.
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 /// Returned by [`Connection::respond`] when no request awaits a response.
@@ -663,6 +666,14 @@ impl Connection {
         }
     }
 
+    /// Tags the pending request's record with the client address the glue
+    /// took for it (see [`LogRecord::peer`]).
+    pub fn set_log_peer(&mut self, peer: Option<std::net::SocketAddr>) {
+        if let Some(cur) = &mut self.cur {
+            cur.log.peer = peer;
+        }
+    }
+
     /// Switches the current request to collecting its body: following
     /// [`Connection::poll`] calls yield `Body`/`BodyEnd`. Sends
     /// `100 Continue` when the client asked for it. Only meaningful before
@@ -772,6 +783,7 @@ impl Connection {
                     start: self.head_start,
                     end: now,
                     sink: 0,
+                    peer: None,
                 }
             } else {
                 LogRecord::default()
@@ -1094,6 +1106,7 @@ impl Connection {
             start: self.head_start,
             end: now,
             sink: 0,
+            peer: None,
         }
     }
 }

@@ -15,7 +15,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -104,9 +104,14 @@ struct Shared {
 impl Shared {
     /// The sink of a location's records (see [`LogRecord::sink`]).
     fn log_sink(&self, loc: &LocConf) -> u32 {
-        let Some(p) = &loc.access_log else {
-            return 1;
-        };
+        match &loc.access_log {
+            Some(p) => self.path_sink(p),
+            None => 1,
+        }
+    }
+
+    /// The sink writing to `p`.
+    fn path_sink(&self, p: &Path) -> u32 {
         let p = p.as_os_str().as_bytes();
         self.log_paths
             .iter()
@@ -192,7 +197,8 @@ impl Shared {
 fn log_paths(conf: &HttpConf) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for loc in all_loc_confs(conf) {
-        if let Some(p) = &loc.access_log {
+        let extra = loc.extra_logs.iter().map(|e| &e.path);
+        for p in loc.access_log.iter().chain(extra) {
             if !out.contains(p) {
                 out.push(p.clone());
             }
@@ -801,6 +807,13 @@ impl HttpConn {
         let shared = self.shared.clone();
         if shared.any_access_log && (r.st.loc.log_format != 0 || r.st.loc.log_if.is_some()) {
             self.write_custom_log(core, &mut r, None);
+        }
+        if shared.any_access_log && !r.st.loc.extra_logs.is_empty() {
+            let loc = r.st.loc.clone();
+            for e in loc.extra_logs.iter() {
+                let sink = shared.path_sink(&e.path);
+                self.write_log_line(core, &mut r, None, e.format, e.cond.as_ref(), sink);
+            }
         }
         let mut pool = shared.requests.borrow_mut();
         if pool.len() < MACHINE_POOL {

@@ -593,6 +593,11 @@ pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
         (cx.sink)(loc)
     };
     cx.m.set_log_sink(sink);
+    if r.st.conn.realip_original.is_some() {
+        // The combined fast path logs `$remote_addr` as the realip module
+        // set it, not the connection's peer.
+        cx.m.set_log_peer(r.st.conn.peer);
+    }
 }
 
 /// The location's `add_header`s (without `always`, only on nginx's list of
