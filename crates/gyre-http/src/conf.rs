@@ -29,6 +29,7 @@ mod modules;
 
 pub use connection::ConnDirectives;
 pub use hints::HINTS_MODULE;
+pub(crate) use modules::parse_expires;
 
 /// How a `location` matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +123,9 @@ pub struct LocSettings {
     pub limit_rate: Option<u64>,
     pub limit_rate_after: Option<u64>,
     pub expires: Option<Expires>,
+    /// `expires $var`: evaluated per response (with `expires` set to
+    /// `Off` at the same level, so the level is found).
+    pub expires_cv: Option<ComplexValue>,
     pub etag: Option<bool>,
     pub autoindex: Option<bool>,
     pub autoindex_format: Option<crate::autoindex::Format>,
@@ -152,6 +156,7 @@ pub struct LocSettings {
     pub log_not_found: Option<bool>,
     pub open_file_cache: Option<Option<OpenFileCache>>,
     pub access_log: Option<Option<PathBuf>>,
+    pub recursive_error_pages: Option<bool>,
     /// The level's further `access_log`s (conf::extra_logs).
     pub extra_logs: Vec<extra_logs::ExtraLog>,
     /// `allow`/`deny` of this level (crate::access).
@@ -208,6 +213,8 @@ pub struct LocConf {
     pub limit_rate: u64,
     pub limit_rate_after: u64,
     pub expires: Expires,
+    /// `expires` with variables, parsed per response (nginx 1.7.9+).
+    pub expires_cv: Option<ComplexValue>,
     pub etag: bool,
     /// `autoindex on` and its settings.
     pub autoindex: Option<crate::autoindex::Autoindex>,
@@ -240,6 +247,9 @@ pub struct LocConf {
     pub log_not_found: bool,
     pub open_file_cache: Option<OpenFileCache>,
     pub access_log: Option<PathBuf>,
+    /// `recursive_error_pages` (off): an error page's own error may use
+    /// `error_page` again.
+    pub recursive_error_pages: bool,
     /// Further `access_log`s of the level the first comes from.
     pub extra_logs: Arc<[extra_logs::ExtraLogConf]>,
     /// `allow`/`deny`: the innermost level's that has any (crate::access).
@@ -282,6 +292,9 @@ pub struct ServerSettings {
 pub struct ServerConf {
     pub listen: Vec<ListenConf>,
     pub server_names: Vec<String>,
+    /// `server_name ~REGEX` names, in order (checked after the wildcard
+    /// names, caselessly, as nginx does).
+    pub name_regexes: Vec<Arc<Regex>>,
     pub set: LocSettings,
     pub srv: ServerSettings,
     pub locations: Vec<Location>,
@@ -502,6 +515,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         open_file_cache: pick(levels, |s| s.open_file_cache)
             .unwrap_or(Some(DEFAULT_OPEN_FILE_CACHE)),
         extra_logs: Arc::from([]),
+        recursive_error_pages: pick(levels, |s| s.recursive_error_pages).unwrap_or(false),
         // nginx's default: `access_log logs/access.log combined`.
         access_log: pick(levels, |s| s.access_log.clone())
             .unwrap_or_else(|| Some(default_log.to_path_buf())),
@@ -514,6 +528,11 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         limit_rate: pick(levels, |s| s.limit_rate).unwrap_or(0),
         limit_rate_after: pick(levels, |s| s.limit_rate_after).unwrap_or(0),
         expires: pick(levels, |s| s.expires).unwrap_or(Expires::Off),
+        expires_cv: levels
+            .iter()
+            .rev()
+            .find(|s| s.expires.is_some())
+            .and_then(|s| s.expires_cv.clone()),
         etag: pick(levels, |s| s.etag).unwrap_or(true),
         autoindex: pick(levels, |s| s.autoindex).unwrap_or(false).then(|| {
             crate::autoindex::Autoindex {
@@ -696,9 +715,24 @@ fn set_listen(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String
 }
 
 fn set_server_name(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
-    let s = c.servers.last_mut().ok_or("no server")?;
-    s.server_names
-        .extend(d.args.iter().map(|a| a.to_ascii_lowercase()));
+    for a in &d.args {
+        if let Some(pattern) = a.strip_prefix('~') {
+            let id = c.regexes;
+            let re = Regex::compile(pattern, true, id)?;
+            c.regexes += 1;
+            let s = c.servers.last_mut().ok_or("no server")?;
+            s.name_regexes.push(Arc::new(re));
+            // Kept as written too: the first name is `$server_name`, and
+            // a name starting with `~` never equals a host.
+            s.server_names.push(a.clone());
+        } else {
+            c.servers
+                .last_mut()
+                .ok_or("no server")?
+                .server_names
+                .push(a.to_ascii_lowercase());
+        }
+    }
     Ok(())
 }
 
@@ -1206,6 +1240,12 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         modules::set_add_header,
     ),
     DirectiveSpec::multi("error_page", HSL, Args::TWO_MORE, modules::set_error_page),
+    DirectiveSpec::new(
+        "recursive_error_pages",
+        HSL,
+        Args::FLAG,
+        modules::set_recursive_error_pages,
+    ),
     DirectiveSpec::multi(
         "access_log",
         HSL,

@@ -558,7 +558,18 @@ impl HttpConn {
                 }
             }
         }
-        leading.or(trailing).map_or(self.port.default, |(i, _)| i)
+        let regex = || {
+            self.port.servers.iter().copied().find(|&i| {
+                conf.servers
+                    .get(i)
+                    .is_some_and(|s| s.name_regexes.iter().any(|re| re.is_match(host.as_bytes())))
+            })
+        };
+        leading
+            .or(trailing)
+            .map(|(i, _)| i)
+            .or_else(regex)
+            .unwrap_or(self.port.default)
     }
 
     /// Reads what is there, answers every complete request, writes.

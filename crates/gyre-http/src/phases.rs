@@ -493,7 +493,7 @@ fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
 #[inline]
 fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Option<usize> {
     let status = resp.status;
-    if status >= 300 && !r.st.error_page {
+    if status >= 300 && (!r.st.error_page || r.st.loc.recursive_error_pages) {
         let loc = r.st.loc.clone();
         if let Some(ep) = loc.error_page.iter().find(|e| e.codes.contains(&status)) {
             r.st.error_page = true;
@@ -659,9 +659,29 @@ fn charset(r: &HttpRequest, resp: &mut Response) {
 /// `expires`: `Expires` and `Cache-Control` on nginx's success and
 /// redirect codes.
 #[inline]
-fn expires(cx: &Ctx<'_>, r: &HttpRequest, resp: &mut Response) {
+fn expires(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
     use crate::conf::Expires;
-    let e = r.st.loc.expires;
+    let mut e = r.st.loc.expires;
+    if let Some(cv) = r.st.loc.expires_cv.clone() {
+        // `expires $var`: the value as the response stands (a `map` on
+        // `$sent_http_content_type` is the usual source).
+        cx.scratch.clear();
+        let env = r.st.env(cx.conf, Some(resp), cx.now, cx.unix_ms);
+        cv.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
+        let v = String::from_utf8_lossy(cx.scratch).into_owned();
+        let args: Vec<String> = v.split_whitespace().map(str::to_string).collect();
+        e = match crate::conf::parse_expires(&args) {
+            Ok(e) => e,
+            Err(_) => {
+                gyre_core::log_ctx!(
+                    ERROR,
+                    &log_error::req(cx.conf, r),
+                    "invalid value \"{v}\" in \"expires\" directive"
+                );
+                Expires::Off
+            }
+        };
+    }
     if e == Expires::Off
         || !matches!(
             resp.status,

@@ -58,6 +58,9 @@ const REFUSED: &[(&str, &str)] = &[
     ("ssl_trusted_certificate", "no OCSP stapling"),
     ("resolver", "no resolver"),
     ("resolver_timeout", "no resolver"),
+    // The core's limit_except (a method-limited block of access rules):
+    // not yet.
+    ("limit_except", "not yet"),
 ];
 
 /// Variables of the modules in [`REFUSED`] that the corpus uses: nginx
@@ -65,6 +68,9 @@ const REFUSED: &[(&str, &str)] = &[
 const REFUSED_VARIABLES: &[(&str, &str)] = &[
     ("fastcgi_script_name", "no FastCGI module"),
     ("fastcgi_path_info", "no FastCGI module"),
+    // Named captures of a `server_name ~REGEX` as variables: not yet (the
+    // regex names themselves are matched).
+    ("domain", "server_name captures: not yet"),
 ];
 
 /// Refusals that are not nginx's words: gyre has the directive but not
@@ -233,6 +239,26 @@ const CASES: &[Case] = &[
             "GET /health HTTP/1.1\r\nHost: logs.example.com\r\n\r\n",
             "GET / HTTP/1.1\r\nHost: logs.example.com\r\n\r\n",
         ],
+    },
+    Case {
+        name: "common-idioms",
+        site: Some("common-idioms.conf"),
+        main: None,
+        requests: &[
+            "GET /index.html HTTP/1.1\r\nHost: www.example.org\r\n\r\n",
+            "GET /app.js HTTP/1.1\r\nHost: example.org\r\n\r\n",
+            "GET /a.txt HTTP/1.1\r\nHost: example.org\r\n\r\n",
+            "GET /api/x HTTP/1.1\r\nHost: www.example.org\r\n\r\n",
+            "GET /sub/ HTTP/1.1\r\nHost: example.org\r\n\r\n",
+            "GET /nothing HTTP/1.1\r\nHost: example.org\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: other.test\r\n\r\n",
+        ],
+    },
+    Case {
+        name: "www-redirect",
+        site: Some("www-redirect.conf"),
+        main: None,
+        requests: &[],
     },
     Case {
         name: "tuned",
@@ -627,8 +653,10 @@ fn worker_users(d: &Daemon) -> BTreeSet<String> {
                 })
             })
             .collect();
-        // A worker that has not given up root yet is still starting.
-        if !users.iter().any(|u| u.starts_with("0 ")) || Instant::now() > end {
+        // Workers come after the listening socket, and give up root once
+        // started: wait for them.
+        let settled = !users.is_empty() && !users.iter().any(|u| u.starts_with("0 "));
+        if settled || Instant::now() > end {
             return users;
         }
         std::thread::sleep(Duration::from_millis(20));

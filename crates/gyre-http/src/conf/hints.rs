@@ -23,7 +23,16 @@
 //! - `reset_timedout_connection`: nginx closes a timed-out connection with
 //!   RST instead of FIN; the client sees a closed connection in both cases.
 //! - `msie_padding`, `msie_refresh`: padding and refresh pages for Internet
-//!   Explorer user agents, which gyre does not single out.
+//!   Explorer user agents, which gyre does not single out; for the same
+//!   reason `keepalive_disable` is checked and gyre keeps every browser's
+//!   connection alive (nginx's default closes MSIE 6's after POSTs).
+//! - `sendfile_max_chunk`, `read_ahead`: how much one `sendfile` call sends
+//!   and the kernel's read-ahead; the bytes sent are the same.
+//! - `open_log_file_cache`: caches descriptors of log files whose names
+//!   have variables; gyre's access log paths have none and stay open.
+//! - `log_subrequest`: gyre makes no subrequests, so none is logged.
+//! - `disable_symlinks off`, `chunked_transfer_encoding on`: what gyre does
+//!   (the other values are refused: not implemented).
 //!
 //! This is a module of its own (not rows of `HTTP_MODULE`'s table) because
 //! it keeps no configuration: the walker finds a directive in any
@@ -72,6 +81,69 @@ fn directio(_: &mut HintsConf, d: &Directive, _: &ConfCtx) -> Result<(), String>
     d.offset(0).map(drop)
 }
 
+/// `keepalive_disable none|msie6|safari ...`.
+fn keepalive_disable(_: &mut HintsConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    match d
+        .args
+        .iter()
+        .find(|a| !matches!(a.as_str(), "none" | "msie6" | "safari"))
+    {
+        Some(a) => Err(format!("invalid value \"{a}\"")),
+        None => Ok(()),
+    }
+}
+
+/// `open_log_file_cache max=N [inactive=time] [min_uses=N] [valid=time]|off`.
+fn open_log_file_cache(_: &mut HintsConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    if d.args.len() == 1 && d.arg(0) == "off" {
+        return Ok(());
+    }
+    let mut max = false;
+    for a in &d.args {
+        let ok = if let Some(v) = a.strip_prefix("max=") {
+            max = true;
+            gyre_core::conf::parse_number(v).is_some()
+        } else if let Some(v) = a.strip_prefix("min_uses=") {
+            gyre_core::conf::parse_number(v).is_some()
+        } else if let Some(v) = a
+            .strip_prefix("inactive=")
+            .or_else(|| a.strip_prefix("valid="))
+        {
+            gyre_core::conf::parse_time_sec(v).is_some()
+        } else {
+            false
+        };
+        if !ok {
+            return Err(format!("invalid \"open_log_file_cache\" parameter \"{a}\""));
+        }
+    }
+    if !max {
+        return Err("\"open_log_file_cache\" must have \"max\" parameter".into());
+    }
+    Ok(())
+}
+
+/// `disable_symlinks off` (gyre follows symlinks, nginx's default).
+fn disable_symlinks(_: &mut HintsConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    match d.arg(0) {
+        "off" if d.args.len() == 1 => Ok(()),
+        "on" | "if_not_owner" => Err(format!(
+            "\"disable_symlinks {}\" is not supported",
+            d.arg(0)
+        )),
+        a => Err(format!("invalid parameter \"{a}\"")),
+    }
+}
+
+/// `chunked_transfer_encoding on` (gyre chunks where nginx would).
+fn chunked(_: &mut HintsConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    if d.flag()? {
+        Ok(())
+    } else {
+        Err("\"chunked_transfer_encoding off\" is not supported".into())
+    }
+}
+
 /// `output_buffers number size` (nginx's bufs slot).
 fn bufs(_: &mut HintsConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     match (gyre_core::conf::parse_number(d.arg(0)), d.size(1)) {
@@ -100,6 +172,18 @@ static HINTS_DIRECTIVES: &[DirectiveSpec<HintsConf>] = &[
     DirectiveSpec::new("reset_timedout_connection", HSL, Args::FLAG, flag),
     DirectiveSpec::new("msie_padding", HSL, Args::FLAG, flag),
     DirectiveSpec::new("msie_refresh", HSL, Args::FLAG, flag),
+    DirectiveSpec::new("keepalive_disable", HSL, Args::ONE_MORE, keepalive_disable),
+    DirectiveSpec::new("sendfile_max_chunk", HSL, Args::TAKE1, size),
+    DirectiveSpec::new("read_ahead", HSL, Args::TAKE1, size),
+    DirectiveSpec::new("log_subrequest", HSL, Args::FLAG, flag),
+    DirectiveSpec::new(
+        "open_log_file_cache",
+        HSL,
+        Args::TAKE1234,
+        open_log_file_cache,
+    ),
+    DirectiveSpec::new("disable_symlinks", HSL, Args::TAKE12, disable_symlinks),
+    DirectiveSpec::new("chunked_transfer_encoding", HSL, Args::FLAG, chunked),
 ];
 
 /// Register after [`HTTP_MODULE`](super::HTTP_MODULE).
@@ -154,6 +238,11 @@ mod tests {
                 "msie_padding maybe;",
                 "invalid value \"maybe\" in \"msie_padding\" directive, it must be \"on\" or \"off\"",
             ),
+            ("open_log_file_cache inactive=20s;", "\"open_log_file_cache\" must have \"max\" parameter"),
+            ("open_log_file_cache max=x;", "invalid \"open_log_file_cache\" parameter \"max=x\""),
+            ("keepalive_disable none foo;", "invalid value \"foo\""),
+            ("disable_symlinks maybe;", "invalid parameter \"maybe\""),
+            ("sendfile_max_chunk x;", "\"sendfile_max_chunk\" directive invalid value"),
             (
                 "server { server_names_hash_bucket_size 64; }",
                 "\"server_names_hash_bucket_size\" directive is not allowed here",
