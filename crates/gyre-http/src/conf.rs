@@ -717,11 +717,10 @@ fn set_listen(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String
 fn set_server_name(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     for a in &d.args {
         if let Some(pattern) = a.strip_prefix('~') {
-            let id = c.regexes;
-            let re = Regex::compile(pattern, true, id)?;
-            c.regexes += 1;
+            // Named groups become variables, as a location's do.
+            let re = rewrite::compile_regex(pattern, true, &mut c.vars, &mut c.regexes)?;
             let s = c.servers.last_mut().ok_or("no server")?;
-            s.name_regexes.push(Arc::new(re));
+            s.name_regexes.push(re);
             // Kept as written too: the first name is `$server_name`, and
             // a name starting with `~` never equals a host.
             s.server_names.push(a.clone());

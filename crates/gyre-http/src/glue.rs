@@ -264,6 +264,11 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
             Box::new(HttpProtocol {
                 shared: shared.clone(),
                 port: Rc::new(Port {
+                    regex_names: servers.iter().any(|&i| {
+                        conf.servers
+                            .get(i)
+                            .is_some_and(|s| !s.name_regexes.is_empty())
+                    }),
                     servers,
                     default,
                     addr,
@@ -311,6 +316,9 @@ struct Port {
     servers: Vec<usize>,
     default: usize,
     addr: SocketAddr,
+    /// A server here has `server_name ~REGEX` (looked up even when it is
+    /// the only one, for its captures).
+    regex_names: bool,
 }
 
 fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettings {
@@ -517,12 +525,19 @@ impl HttpConn {
     /// nginx's server selection: exact name, then `*.suffix`, then
     /// `prefix.*`, then the default server of the address.
     fn pick_server(&self, host: Option<&str>) -> usize {
+        self.find_server(host).0
+    }
+
+    /// nginx's `ngx_http_find_virtual_server`: the server for a host, and
+    /// whether a `server_name ~REGEX` chose it (its captures are then the
+    /// request's).
+    fn find_server(&self, host: Option<&str>) -> (usize, bool) {
         let conf = &self.shared.conf;
         let Some(host) = host else {
-            return self.port.default;
+            return (self.port.default, false);
         };
-        if self.port.servers.len() <= 1 {
-            return self.port.default;
+        if self.port.servers.len() <= 1 && !self.port.regex_names {
+            return (self.port.default, false);
         }
         let host = host.to_ascii_lowercase();
         let host = host.trim_end_matches('.');
@@ -537,7 +552,7 @@ impl HttpConn {
             };
             for n in &s.server_names {
                 if n == host {
-                    return i;
+                    return (i, false);
                 }
                 let lead = if let Some(suffix) = n.strip_prefix('*') {
                     host.ends_with(suffix).then_some(suffix.len())
@@ -565,11 +580,10 @@ impl HttpConn {
                     .is_some_and(|s| s.name_regexes.iter().any(|re| re.is_match(host.as_bytes())))
             })
         };
-        leading
-            .or(trailing)
-            .map(|(i, _)| i)
-            .or_else(regex)
-            .unwrap_or(self.port.default)
+        match leading.or(trailing) {
+            Some((i, _)) => (i, false),
+            None => regex().map_or((self.port.default, false), |i| (i, true)),
+        }
     }
 
     /// Reads what is there, answers every complete request, writes.
@@ -724,10 +738,10 @@ impl HttpConn {
     /// A (pooled) request object for a parsed head.
     fn new_request(&mut self, core: &Core, c: ConnId, req: Box<Request>) -> Box<HttpRequest> {
         let conf = &self.shared.conf;
-        let server_i = if self.port.servers.len() <= 1 {
-            self.port.default
+        let (server_i, by_regex) = if self.port.servers.len() <= 1 && !self.port.regex_names {
+            (self.port.default, false)
         } else {
-            self.pick_server(req.host())
+            self.find_server(req.host())
         };
         let loc = conf
             .servers
@@ -756,7 +770,33 @@ impl HttpConn {
             None => Box::new(HttpRequest::new(req, server_i, loc, conn, now)),
         };
         r.reset_vars(conf);
+        if by_regex {
+            self.server_captures(&mut r);
+        }
         r
+    }
+
+    /// The captures of the `server_name ~REGEX` that chose the server:
+    /// `$1`... and its named groups, as nginx sets them.
+    fn server_captures(&self, r: &mut HttpRequest) {
+        let conf = &self.shared.conf;
+        let Some(s) = conf.servers.get(r.st.server) else {
+            return;
+        };
+        let Some(host) = r.st.req.host() else {
+            return;
+        };
+        let host = host.to_ascii_lowercase();
+        let host = host.trim_end_matches('.').to_string();
+        let mut matches = self.shared.matches.borrow_mut();
+        for re in &s.name_regexes {
+            if matches.exec(re, host.as_bytes(), &mut r.st.caps) {
+                r.st.cap_src.clear();
+                r.st.cap_src.push_str(&host);
+                crate::rewrite::set_named(re, r);
+                return;
+            }
+        }
     }
 
     /// Runs the phases of `r` (from its current phase, or resumes its

@@ -68,9 +68,6 @@ const REFUSED: &[(&str, &str)] = &[
 const REFUSED_VARIABLES: &[(&str, &str)] = &[
     ("fastcgi_script_name", "no FastCGI module"),
     ("fastcgi_path_info", "no FastCGI module"),
-    // Named captures of a `server_name ~REGEX` as variables: not yet (the
-    // regex names themselves are matched).
-    ("domain", "server_name captures: not yet"),
 ];
 
 /// Refusals that are not nginx's words: gyre has the directive but not
@@ -258,7 +255,10 @@ const CASES: &[Case] = &[
         name: "www-redirect",
         site: Some("www-redirect.conf"),
         main: None,
-        requests: &[],
+        requests: &[
+            "GET /page?x=1 HTTP/1.1\r\nHost: www.Example.net\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: example.net\r\n\r\n",
+        ],
     },
     Case {
         name: "tuned",
