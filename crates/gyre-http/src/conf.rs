@@ -22,7 +22,14 @@ use crate::rewrite::{self, Op};
 use crate::ssl;
 use crate::variables::Variables;
 
+mod connection;
+pub mod extra_logs;
+pub mod hints;
 mod modules;
+
+pub use connection::ConnDirectives;
+pub use hints::HINTS_MODULE;
+pub(crate) use modules::parse_expires;
 
 /// How a `location` matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,8 +49,11 @@ pub enum LocKind {
 /// `try_files FILE ... LAST`.
 #[derive(Debug, Clone)]
 pub struct TryFiles {
-    /// Checked in order (a trailing `/` tests for a directory).
-    pub tries: Vec<ComplexValue>,
+    /// Checked in order, each with whether it tests for a directory: as
+    /// nginx does, a trailing `/` is taken off the parameter when it is
+    /// read, so `$uri/` for `/sub` tests `/sub` and makes `$uri` `/sub`
+    /// (which the static module then redirects to `/sub/`).
+    pub tries: Vec<(ComplexValue, bool)>,
     pub last: TryLast,
 }
 
@@ -100,6 +110,8 @@ pub type AddHeader = (Arc<str>, ComplexValue, bool);
 /// here".
 #[derive(Debug, Clone, Default)]
 pub struct LocSettings {
+    /// `set_real_ip_from`, `real_ip_header`, `real_ip_recursive`.
+    pub realip: crate::realip::RealIpLevel,
     pub root: Option<PathBuf>,
     pub alias: Option<PathBuf>,
     pub index: Option<Vec<String>>,
@@ -111,6 +123,9 @@ pub struct LocSettings {
     pub limit_rate: Option<u64>,
     pub limit_rate_after: Option<u64>,
     pub expires: Option<Expires>,
+    /// `expires $var`: evaluated per response (with `expires` set to
+    /// `Off` at the same level, so the level is found).
+    pub expires_cv: Option<ComplexValue>,
     pub etag: Option<bool>,
     pub autoindex: Option<bool>,
     pub autoindex_format: Option<crate::autoindex::Format>,
@@ -141,6 +156,9 @@ pub struct LocSettings {
     pub log_not_found: Option<bool>,
     pub open_file_cache: Option<Option<OpenFileCache>>,
     pub access_log: Option<Option<PathBuf>>,
+    pub recursive_error_pages: Option<bool>,
+    /// The level's further `access_log`s (conf::extra_logs).
+    pub extra_logs: Vec<extra_logs::ExtraLog>,
     /// `allow`/`deny` of this level (crate::access).
     pub access: Option<Arc<crate::access::Rules>>,
     pub satisfy: Option<crate::access::Satisfy>,
@@ -179,6 +197,8 @@ pub const DEFAULT_OPEN_FILE_CACHE: OpenFileCache = OpenFileCache {
 /// A location's complete settings after inheritance.
 #[derive(Debug, Clone)]
 pub struct LocConf {
+    /// The realip module's settings (crate::realip), if it is on here.
+    pub realip: Option<Arc<crate::realip::RealIp>>,
     pub root: PathBuf,
     pub alias: Option<PathBuf>,
     pub index: Vec<String>,
@@ -198,6 +218,8 @@ pub struct LocConf {
     pub limit_rate: u64,
     pub limit_rate_after: u64,
     pub expires: Expires,
+    /// `expires` with variables, parsed per response (nginx 1.7.9+).
+    pub expires_cv: Option<ComplexValue>,
     pub etag: bool,
     /// `autoindex on` and its settings.
     pub autoindex: Option<crate::autoindex::Autoindex>,
@@ -230,6 +252,11 @@ pub struct LocConf {
     pub log_not_found: bool,
     pub open_file_cache: Option<OpenFileCache>,
     pub access_log: Option<PathBuf>,
+    /// `recursive_error_pages` (off): an error page's own error may use
+    /// `error_page` again.
+    pub recursive_error_pages: bool,
+    /// Further `access_log`s of the level the first comes from.
+    pub extra_logs: Arc<[extra_logs::ExtraLogConf]>,
     /// `allow`/`deny`: the innermost level's that has any (crate::access).
     pub access: Option<Arc<crate::access::Rules>>,
     pub satisfy: crate::access::Satisfy,
@@ -264,8 +291,9 @@ pub struct ServerSettings {
     pub client_header_timeout: Option<u64>,
     pub client_header_buffer_size: Option<usize>,
     pub large_client_header_buffers: Option<(usize, usize)>,
-    pub underscores_in_headers: Option<bool>,
-    pub ignore_invalid_headers: Option<bool>,
+    /// `lingering_*`, `merge_slashes`, `*_headers` (conf::connection);
+    /// merged with the http level's in `http_init`.
+    pub conn: ConnDirectives,
 }
 
 /// One `server {}`.
@@ -273,6 +301,9 @@ pub struct ServerSettings {
 pub struct ServerConf {
     pub listen: Vec<ListenConf>,
     pub server_names: Vec<String>,
+    /// `server_name ~REGEX` names, in order (checked after the wildcard
+    /// names, caselessly, as nginx does).
+    pub name_regexes: Vec<Arc<Regex>>,
     pub set: LocSettings,
     pub srv: ServerSettings,
     pub locations: Vec<Location>,
@@ -289,9 +320,6 @@ pub struct ServerConf {
     pub client_header_timeout: u64,
     pub client_header_buffer_size: usize,
     pub large_client_header_buffers: (usize, usize),
-    /// `underscores_in_headers` (off) and `ignore_invalid_headers` (on).
-    pub underscores_in_headers: bool,
-    pub ignore_invalid_headers: bool,
     /// `ssl_*` (crate::ssl).
     pub ssl: crate::ssl::ServerSsl,
 }
@@ -410,6 +438,21 @@ impl HttpConf {
         Ok(ops)
     }
 
+    /// The `if` block being read in a location (for `add_header` in it);
+    /// an `if` at server level takes none, as in nginx.
+    pub(crate) fn location_if(
+        &mut self,
+        cx: &ConfCtx,
+    ) -> Result<&mut Option<Vec<AddHeader>>, String> {
+        let Level::Location(d) = level(cx) else {
+            return Err("not allowed here".into());
+        };
+        match self.location(d)?.script.last_mut() {
+            Some(Op::If { add_header, .. }) => Ok(add_header),
+            _ => Err("no if".into()),
+        }
+    }
+
     /// The location a URI gets on `server`, by exact and prefix matching
     /// only (for records the machine made before routing, which need just
     /// their access log).
@@ -480,6 +523,8 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         log_not_found: pick(levels, |s| s.log_not_found).unwrap_or(true),
         open_file_cache: pick(levels, |s| s.open_file_cache)
             .unwrap_or(Some(DEFAULT_OPEN_FILE_CACHE)),
+        extra_logs: Arc::from([]),
+        recursive_error_pages: pick(levels, |s| s.recursive_error_pages).unwrap_or(false),
         // nginx's default: `access_log logs/access.log combined`.
         access_log: pick(levels, |s| s.access_log.clone())
             .unwrap_or_else(|| Some(default_log.to_path_buf())),
@@ -492,6 +537,11 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         limit_rate: pick(levels, |s| s.limit_rate).unwrap_or(0),
         limit_rate_after: pick(levels, |s| s.limit_rate_after).unwrap_or(0),
         expires: pick(levels, |s| s.expires).unwrap_or(Expires::Off),
+        expires_cv: levels
+            .iter()
+            .rev()
+            .find(|s| s.expires.is_some())
+            .and_then(|s| s.expires_cv.clone()),
         etag: pick(levels, |s| s.etag).unwrap_or(true),
         autoindex: pick(levels, |s| s.autoindex).unwrap_or(false).then(|| {
             crate::autoindex::Autoindex {
@@ -508,6 +558,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         alias_cv: levels.last().and_then(|s| s.alias_cv.clone()),
         children: LocTree::default(),
         access: pick(levels, |s| s.access.clone()),
+        realip: crate::realip::resolve(levels),
         satisfy: pick(levels, |s| s.satisfy).unwrap_or_default(),
         auth_basic: pick(levels, |s| s.auth_basic.clone()),
         auth_basic_user_file: pick(levels, |s| s.auth_basic_user_file.clone()),
@@ -557,6 +608,7 @@ fn resolve_location(
     let refs: Vec<&LocSettings> = levels.iter().collect();
     let mut lc = resolve(&refs, defaults.0, defaults.1);
     lc.log_format = log_format_of(&refs, formats)?;
+    lc.extra_logs = extra_logs::resolve(&refs, formats)?;
     lc.name = l.uri.as_str().into();
     lc.kind = l.kind;
     if l.set.proxy.pass.is_some() {
@@ -620,19 +672,11 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
             .large_client_header_buffers
             .or(http_srv.large_client_header_buffers)
             .unwrap_or((4, 8192));
-        s.underscores_in_headers = s
-            .srv
-            .underscores_in_headers
-            .or(http_srv.underscores_in_headers)
-            .unwrap_or(false);
-        s.ignore_invalid_headers = s
-            .srv
-            .ignore_invalid_headers
-            .or(http_srv.ignore_invalid_headers)
-            .unwrap_or(true);
+        s.srv.conn = s.srv.conn.merged(&http_srv.conn);
         let srv_set = s.set.clone();
         let mut fallback = resolve(&[&http_set, &srv_set], &default_root, &default_log);
         fallback.log_format = log_format_of(&[&http_set, &srv_set], &c.log_formats)?;
+        fallback.extra_logs = extra_logs::resolve(&[&http_set, &srv_set], &c.log_formats)?;
         s.fallback = Some(Arc::new(fallback));
         s.srv_script = Arc::from(s.script.clone());
         let mut levels = vec![http_set.clone(), srv_set];
@@ -682,9 +726,23 @@ fn set_listen(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String
 }
 
 fn set_server_name(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
-    let s = c.servers.last_mut().ok_or("no server")?;
-    s.server_names
-        .extend(d.args.iter().map(|a| a.to_ascii_lowercase()));
+    for a in &d.args {
+        if let Some(pattern) = a.strip_prefix('~') {
+            // Named groups become variables, as a location's do.
+            let re = rewrite::compile_regex(pattern, true, &mut c.vars, &mut c.regexes)?;
+            let s = c.servers.last_mut().ok_or("no server")?;
+            s.name_regexes.push(re);
+            // Kept as written too: the first name is `$server_name`, and
+            // a name starting with `~` never equals a host.
+            s.server_names.push(a.clone());
+        } else {
+            c.servers
+                .last_mut()
+                .ok_or("no server")?
+                .server_names
+                .push(a.to_ascii_lowercase());
+        }
+    }
     Ok(())
 }
 
@@ -828,16 +886,6 @@ fn set_large_client_header_buffers(
         return Err("invalid value".into());
     }
     c.server_settings(cx)?.large_client_header_buffers = Some((n, size));
-    Ok(())
-}
-
-fn set_underscores_in_headers(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    c.server_settings(cx)?.underscores_in_headers = Some(d.flag()?);
-    Ok(())
-}
-
-fn set_ignore_invalid_headers(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    c.server_settings(cx)?.ignore_invalid_headers = Some(d.flag()?);
     Ok(())
 }
 
@@ -1060,6 +1108,25 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     DirectiveSpec::multi("allow", HSL, Args::TAKE1, crate::access::set_rule),
     DirectiveSpec::multi("deny", HSL, Args::TAKE1, crate::access::set_rule),
     DirectiveSpec::new("satisfy", HSL, Args::TAKE1, crate::access::set_satisfy),
+    // ngx_http_realip_module (crate::realip).
+    DirectiveSpec::multi(
+        "set_real_ip_from",
+        HSL,
+        Args::TAKE1,
+        crate::realip::set_from,
+    ),
+    DirectiveSpec::new(
+        "real_ip_header",
+        HSL,
+        Args::TAKE1,
+        crate::realip::set_header,
+    ),
+    DirectiveSpec::new(
+        "real_ip_recursive",
+        HSL,
+        Args::FLAG,
+        crate::realip::set_recursive,
+    ),
     DirectiveSpec::new(
         "auth_basic",
         HSL,
@@ -1186,9 +1253,20 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::NOARGS.or(Args::TAKE1),
         set_stub_status,
     ),
-    DirectiveSpec::multi("add_header", HSL, Args::TAKE23, modules::set_add_header),
+    DirectiveSpec::multi(
+        "add_header",
+        HSL.or(IF),
+        Args::TAKE23,
+        modules::set_add_header,
+    ),
     DirectiveSpec::multi("error_page", HSL, Args::TWO_MORE, modules::set_error_page),
     DirectiveSpec::new(
+        "recursive_error_pages",
+        HSL,
+        Args::FLAG,
+        modules::set_recursive_error_pages,
+    ),
+    DirectiveSpec::multi(
         "access_log",
         HSL,
         Args::ONE_MORE,
@@ -1271,17 +1349,37 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::TAKE2,
         set_large_client_header_buffers,
     ),
+    // conf::connection: how connections are read and closed.
+    DirectiveSpec::new(
+        "lingering_close",
+        HS,
+        Args::TAKE1,
+        connection::set_lingering_close,
+    ),
+    DirectiveSpec::new(
+        "lingering_time",
+        HS,
+        Args::TAKE1,
+        connection::set_lingering_time,
+    ),
+    DirectiveSpec::new(
+        "lingering_timeout",
+        HS,
+        Args::TAKE1,
+        connection::set_lingering_timeout,
+    ),
+    DirectiveSpec::new("merge_slashes", HS, Args::FLAG, connection::set_header_flag),
     DirectiveSpec::new(
         "underscores_in_headers",
         HS,
         Args::FLAG,
-        set_underscores_in_headers,
+        connection::set_header_flag,
     ),
     DirectiveSpec::new(
         "ignore_invalid_headers",
         HS,
         Args::FLAG,
-        set_ignore_invalid_headers,
+        connection::set_header_flag,
     ),
     // ngx_http_gzip_filter_module, ngx_http_gzip_static_module (crate::gzip).
     DirectiveSpec::new("gzip", HSL.or(IF), Args::FLAG, crate::gzip::set_flag),

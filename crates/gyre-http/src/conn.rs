@@ -198,6 +198,9 @@ pub struct LogRecord {
     /// [`Connection::set_log_sink`] when it routes the request (records
     /// the machine makes on its own, for refused heads, stay 0).
     pub sink: u32,
+    /// `$remote_addr` when the glue replaced the connection's peer for the
+    /// request (the realip module); `None`: the connection's.
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 /// Returned by [`Connection::respond`] when no request awaits a response.
@@ -698,6 +701,14 @@ impl Connection {
         }
     }
 
+    /// Tags the pending request's record with the client address the glue
+    /// took for it (see [`LogRecord::peer`]).
+    pub fn set_log_peer(&mut self, peer: Option<std::net::SocketAddr>) {
+        if let Some(cur) = &mut self.cur {
+            cur.log.peer = peer;
+        }
+    }
+
     /// Switches the current request to collecting its body: following
     /// [`Connection::poll`] calls yield `Body`/`BodyEnd`. Sends
     /// `100 Continue` when the client asked for it. Only meaningful before
@@ -814,6 +825,7 @@ impl Connection {
                     start: self.head_start,
                     end: now,
                     sink: 0,
+                    peer: None,
                 }
             } else {
                 LogRecord::default()
@@ -1003,6 +1015,17 @@ impl Connection {
             // nginx discards the body before answering and says why it
             // could not (the glue names the request it still holds).
             self.notes.push(request_note(ErrKind::InvalidChunked, None));
+        }
+        if resp.status == 444 {
+            // nginx's NGX_HTTP_CLOSE (`return 444`): no response at all,
+            // the connection is closed; the access log says 444, 0 bytes.
+            self.last_sent = (0, 0);
+            cur.log.status = 444;
+            cur.log.body_bytes_sent = 0;
+            cur.log.bytes_sent = 0;
+            cur.log.end = now;
+            self.finish_request(cur, false, now);
+            return Ok(());
         }
         let keep_alive =
             cur.keep_alive && !resp.close && (cur.http11 || !resp.chunked) && !bad_body;
@@ -1194,6 +1217,7 @@ impl Connection {
             start: self.head_start,
             end: now,
             sink: 0,
+            peer: None,
         }
     }
 }

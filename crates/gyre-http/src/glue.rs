@@ -15,7 +15,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -104,9 +104,14 @@ struct Shared {
 impl Shared {
     /// The sink of a location's records (see [`LogRecord::sink`]).
     fn log_sink(&self, loc: &LocConf) -> u32 {
-        let Some(p) = &loc.access_log else {
-            return 1;
-        };
+        match &loc.access_log {
+            Some(p) => self.path_sink(p),
+            None => 1,
+        }
+    }
+
+    /// The sink writing to `p`.
+    fn path_sink(&self, p: &Path) -> u32 {
         let p = p.as_os_str().as_bytes();
         self.log_paths
             .iter()
@@ -193,7 +198,8 @@ impl Shared {
 fn log_paths(conf: &HttpConf) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for loc in all_loc_confs(conf) {
-        if let Some(p) = &loc.access_log {
+        let extra = loc.extra_logs.iter().map(|e| &e.path);
+        for p in loc.access_log.iter().chain(extra) {
             if !out.contains(p) {
                 out.push(p.clone());
             }
@@ -259,6 +265,11 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
             Box::new(HttpProtocol {
                 shared: shared.clone(),
                 port: Rc::new(Port {
+                    regex_names: servers.iter().any(|&i| {
+                        conf.servers
+                            .get(i)
+                            .is_some_and(|s| !s.name_regexes.is_empty())
+                    }),
                     servers,
                     default,
                     addr,
@@ -268,8 +279,21 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
         core.set_listener_tls(id, tls);
     }
     {
+        // Opened now, while the worker still has the master's user (`user`
+        // gives it up once init is done), as nginx's master opens them; a
+        // file that does not open is tried again at its first record.
         let mut logs = shared.logs.borrow_mut();
-        logs.resize_with(shared.log_paths.len(), || None);
+        *logs = shared
+            .log_paths
+            .iter()
+            .map(|p| match AccessLog::open(p) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    log::error!("open() \"{}\" failed ({e})", p.display());
+                    None
+                }
+            })
+            .collect();
     }
     let s = shared.clone();
     core.create_time_event(1000, move |_, _| {
@@ -293,16 +317,17 @@ struct Port {
     servers: Vec<usize>,
     default: usize,
     addr: SocketAddr,
+    /// A server here has `server_name ~REGEX` (looked up even when it is
+    /// the only one, for its captures).
+    regex_names: bool,
 }
 
 fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettings {
-    HttpSettings {
+    let mut st = HttpSettings {
         log_requests,
         client_header_buffer_size: s.client_header_buffer_size,
         large_header_buffers: s.large_client_header_buffers.0,
         large_header_buffer_size: s.large_client_header_buffers.1,
-        underscores_in_headers: s.underscores_in_headers,
-        ignore_invalid_headers: s.ignore_invalid_headers,
         // Checked per location by the glue once the location is known.
         client_max_body_size: 0,
         client_header_timeout: s.client_header_timeout,
@@ -311,7 +336,9 @@ fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettin
         keepalive_requests: loc.keepalive_requests,
         server_tokens: loc.server_tokens,
         ..HttpSettings::default()
-    }
+    };
+    s.srv.conn.apply(&mut st);
+    st
 }
 
 impl Protocol for HttpProtocol {
@@ -502,12 +529,19 @@ impl HttpConn {
     /// nginx's server selection: exact name, then `*.suffix`, then
     /// `prefix.*`, then the default server of the address.
     fn pick_server(&self, host: Option<&str>) -> usize {
+        self.find_server(host).0
+    }
+
+    /// nginx's `ngx_http_find_virtual_server`: the server for a host, and
+    /// whether a `server_name ~REGEX` chose it (its captures are then the
+    /// request's).
+    fn find_server(&self, host: Option<&str>) -> (usize, bool) {
         let conf = &self.shared.conf;
         let Some(host) = host else {
-            return self.port.default;
+            return (self.port.default, false);
         };
-        if self.port.servers.len() <= 1 {
-            return self.port.default;
+        if self.port.servers.len() <= 1 && !self.port.regex_names {
+            return (self.port.default, false);
         }
         let host = host.to_ascii_lowercase();
         let host = host.trim_end_matches('.');
@@ -522,7 +556,7 @@ impl HttpConn {
             };
             for n in &s.server_names {
                 if n == host {
-                    return i;
+                    return (i, false);
                 }
                 let lead = if let Some(suffix) = n.strip_prefix('*') {
                     host.ends_with(suffix).then_some(suffix.len())
@@ -543,7 +577,17 @@ impl HttpConn {
                 }
             }
         }
-        leading.or(trailing).map_or(self.port.default, |(i, _)| i)
+        let regex = || {
+            self.port.servers.iter().copied().find(|&i| {
+                conf.servers
+                    .get(i)
+                    .is_some_and(|s| s.name_regexes.iter().any(|re| re.is_match(host.as_bytes())))
+            })
+        };
+        match leading.or(trailing) {
+            Some((i, _)) => (i, false),
+            None => regex().map_or((self.port.default, false), |i| (i, true)),
+        }
     }
 
     /// Reads what is there, answers every complete request, writes.
@@ -703,10 +747,10 @@ impl HttpConn {
     /// A (pooled) request object for a parsed head.
     fn new_request(&mut self, core: &Core, c: ConnId, req: Box<Request>) -> Box<HttpRequest> {
         let conf = &self.shared.conf;
-        let server_i = if self.port.servers.len() <= 1 {
-            self.port.default
+        let (server_i, by_regex) = if self.port.servers.len() <= 1 && !self.port.regex_names {
+            (self.port.default, false)
         } else {
-            self.pick_server(req.host())
+            self.find_server(req.host())
         };
         let loc = conf
             .servers
@@ -715,6 +759,7 @@ impl HttpConn {
             .unwrap_or_else(|| HttpConf::server_loc(&ServerConf::default()).clone());
         let conn = ConnInfo {
             peer: core.conn(c).and_then(|x| x.peer),
+            realip_original: None,
             local: Some(self.port.addr),
             number: core.conn(c).map_or(0, |x| x.number),
             requests: self.m.as_ref().map_or(0, |m| m.requests()),
@@ -734,7 +779,33 @@ impl HttpConn {
             None => Box::new(HttpRequest::new(req, server_i, loc, conn, now)),
         };
         r.reset_vars(conf);
+        if by_regex {
+            self.server_captures(&mut r);
+        }
         r
+    }
+
+    /// The captures of the `server_name ~REGEX` that chose the server:
+    /// `$1`... and its named groups, as nginx sets them.
+    fn server_captures(&self, r: &mut HttpRequest) {
+        let conf = &self.shared.conf;
+        let Some(s) = conf.servers.get(r.st.server) else {
+            return;
+        };
+        let Some(host) = r.st.req.host() else {
+            return;
+        };
+        let host = host.to_ascii_lowercase();
+        let host = host.trim_end_matches('.').to_string();
+        let mut matches = self.shared.matches.borrow_mut();
+        for re in &s.name_regexes {
+            if matches.exec(re, host.as_bytes(), &mut r.st.caps) {
+                r.st.cap_src.clear();
+                r.st.cap_src.push_str(&host);
+                crate::rewrite::set_named(re, r);
+                return;
+            }
+        }
     }
 
     /// Runs the phases of `r` (from its current phase, or resumes its
@@ -797,6 +868,13 @@ impl HttpConn {
         let shared = self.shared.clone();
         if shared.any_access_log && (r.st.loc.log_format != 0 || r.st.loc.log_if.is_some()) {
             self.write_custom_log(core, &mut r, None);
+        }
+        if shared.any_access_log && !r.st.loc.extra_logs.is_empty() {
+            let loc = r.st.loc.clone();
+            for e in loc.extra_logs.iter() {
+                let sink = shared.path_sink(&e.path);
+                self.write_log_line(core, &mut r, None, e.format, e.cond.as_ref(), sink);
+            }
         }
         let mut pool = shared.requests.borrow_mut();
         if pool.len() < MACHINE_POOL {

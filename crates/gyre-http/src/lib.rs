@@ -36,6 +36,7 @@ pub mod parse;
 pub mod phases;
 pub mod proxy;
 pub mod range;
+pub mod realip;
 pub mod regex;
 pub mod request;
 pub mod response;

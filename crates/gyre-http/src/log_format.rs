@@ -119,6 +119,7 @@ pub fn set_access_log(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(
         s.access_log = Some(None);
         s.log_format = None;
         s.log_if = None;
+        s.extra_logs.clear();
         return Ok(());
     }
     let mut format = None;
@@ -146,6 +147,18 @@ pub fn set_access_log(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(
     }
     let path = cx.full_path(d.arg(0));
     let s = c.settings(cx)?;
+    match &s.access_log {
+        // `off` at this level: nothing is logged here (nginx's `off`
+        // flag wins over the level's other lines).
+        Some(None) => return Ok(()),
+        // A further line at this level: one more file.
+        Some(Some(_)) => {
+            s.extra_logs
+                .push(crate::conf::extra_logs::ExtraLog { path, format, cond });
+            return Ok(());
+        }
+        None => {}
+    }
     s.access_log = Some(Some(path));
     s.log_format = format;
     s.log_if = cond;

@@ -35,6 +35,8 @@ use crate::static_file::{FileCache, FileInfo};
 /// One handler of the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// The realip module with the server's settings (crate::realip).
+    PostRead,
     /// The server-level rewrite script.
     ServerRewrite,
     /// Location lookup, `internal`, `client_max_body_size`.
@@ -54,6 +56,10 @@ pub enum Phase {
 /// The handler list for a configuration.
 pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
     let mut v = Vec::new();
+    let realip = crate::realip::in_use(conf);
+    if realip {
+        v.push(Phase::PostRead);
+    }
     if conf.servers.iter().any(|s| !s.script.is_empty()) {
         v.push(Phase::ServerRewrite);
     }
@@ -72,9 +78,10 @@ pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
         }
     }
     let fallbacks = || conf.servers.iter().filter_map(|s| s.fallback.as_deref());
-    if fallbacks()
-        .chain(locs().filter_map(|l| l.conf.as_deref()))
-        .any(|l| l.limit_req.is_some() || l.limit_conn.is_some())
+    if realip
+        || fallbacks()
+            .chain(locs().filter_map(|l| l.conf.as_deref()))
+            .any(|l| l.limit_req.is_some() || l.limit_conn.is_some())
     {
         v.push(Phase::PreAccess);
     }
@@ -91,6 +98,13 @@ pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
     }
     v.push(Phase::Content);
     v.into()
+}
+
+/// The pre-access handlers before limit_conn: the realip module with the
+/// location's settings (when post-read changed nothing), then limit_req.
+fn pre_access(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
+    crate::realip::handler(r);
+    crate::limit_req::phase(cx, r)
 }
 
 /// Every location of a tree, nested ones included.
@@ -184,7 +198,11 @@ pub fn run(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Status 
             Phase::FindConfig => find_config(cx, r),
             Phase::Rewrite => location_rewrite(cx, r, out),
             Phase::PostRewrite => post_rewrite(cx, r),
-            Phase::PreAccess => match crate::limit_req::phase(cx, r) {
+            Phase::PostRead => {
+                crate::realip::handler(r);
+                Step::Next
+            }
+            Phase::PreAccess => match pre_access(cx, r) {
                 Step::Next => crate::limit_conn::phase(cx, r),
                 other => other,
             },
@@ -418,14 +436,14 @@ fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     let Some(tf) = &loc.try_files else {
         return Step::Next;
     };
-    for t in &tf.tries {
+    for (t, dir) in &tf.tries {
         cx.scratch.clear();
         {
             let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
             t.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
         }
         let name = String::from_utf8_lossy(cx.scratch).into_owned();
-        let dir = name.ends_with('/');
+        let dir = *dir;
         let mut fpath = std::mem::take(cx.fpath);
         crate::static_handler::map_path(r, &name, &mut fpath, cx);
         let opened = cx.files.open(&fpath, cx.now, loc.open_file_cache);
@@ -488,7 +506,7 @@ fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
 #[inline]
 fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Result<usize, Status> {
     let status = resp.status;
-    if status >= 300 && !r.st.error_page {
+    if status >= 300 && (!r.st.error_page || r.st.loc.recursive_error_pages) {
         let loc = r.st.loc.clone();
         if let Some(ep) = loc.error_page.iter().find(|e| e.codes.contains(&status)) {
             r.st.error_page = true;
@@ -599,6 +617,11 @@ pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
         (cx.sink)(loc)
     };
     cx.m.set_log_sink(sink);
+    if r.st.conn.realip_original.is_some() {
+        // The combined fast path logs `$remote_addr` as the realip module
+        // set it, not the connection's peer.
+        cx.m.set_log_peer(r.st.conn.peer);
+    }
 }
 
 /// The location's `add_header`s (without `always`, only on nginx's list of
@@ -660,9 +683,29 @@ fn charset(r: &HttpRequest, resp: &mut Response) {
 /// `expires`: `Expires` and `Cache-Control` on nginx's success and
 /// redirect codes.
 #[inline]
-fn expires(cx: &Ctx<'_>, r: &HttpRequest, resp: &mut Response) {
+fn expires(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
     use crate::conf::Expires;
-    let e = r.st.loc.expires;
+    let mut e = r.st.loc.expires;
+    if let Some(cv) = r.st.loc.expires_cv.clone() {
+        // `expires $var`: the value as the response stands (a `map` on
+        // `$sent_http_content_type` is the usual source).
+        cx.scratch.clear();
+        let env = r.st.env(cx.conf, Some(resp), cx.now, cx.unix_ms);
+        cv.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
+        let v = String::from_utf8_lossy(cx.scratch).into_owned();
+        let args: Vec<String> = v.split_whitespace().map(str::to_string).collect();
+        e = match crate::conf::parse_expires(&args) {
+            Ok(e) => e,
+            Err(_) => {
+                gyre_core::log_ctx!(
+                    ERROR,
+                    &log_error::req(cx.conf, r),
+                    "invalid value \"{v}\" in \"expires\" directive"
+                );
+                Expires::Off
+            }
+        };
+    }
     if e == Expires::Off
         || !matches!(
             resp.status,

@@ -82,6 +82,10 @@ pub enum Op {
     If {
         cond: Cond,
         ops: Vec<Op>,
+        /// `add_header` inside a location's `if`: nginx makes the `if`
+        /// block the request's configuration when it matches, and its
+        /// `add_header` list replaces the location's.
+        add_header: Option<Vec<crate::conf::AddHeader>>,
     },
     Break,
 }
@@ -123,8 +127,17 @@ pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest, out: &mut Response)
                 value.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
                 r.vars.set(*var, e.scratch);
             }
-            Op::If { cond, ops } => {
+            Op::If {
+                cond,
+                ops,
+                add_header,
+            } => {
                 if test(cond, e, r) {
+                    if let Some(h) = add_header {
+                        let mut loc = (*r.st.loc).clone();
+                        loc.add_header = h.clone();
+                        r.st.loc = Arc::new(loc);
+                    }
                     match run(ops, e, r, out) {
                         End::Continue => {}
                         end => return end,
@@ -404,6 +417,7 @@ pub fn set_if(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), Strin
     c.script(cx)?.push(Op::If {
         cond,
         ops: Vec::new(),
+        add_header: None,
     });
     Ok(())
 }

@@ -173,17 +173,24 @@ pub fn set_certificate_key(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Res
 
 pub fn set_protocols(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let mut v = Vec::new();
+    let mut old = None;
     for a in &d.args {
-        v.push(match a.as_str() {
-            "TLSv1.2" => Proto::Tls12,
-            "TLSv1.3" => Proto::Tls13,
-            "SSLv2" | "SSLv3" | "TLSv1" | "TLSv1.1" => {
-                return Err(format!(
-                    "\"{a}\" is not supported (rustls speaks TLSv1.2 and TLSv1.3 only)"
-                ))
-            }
+        match a.as_str() {
+            "TLSv1.2" => v.push(Proto::Tls12),
+            "TLSv1.3" => v.push(Proto::Tls13),
+            // Listed by Debian's own nginx.conf (`TLSv1 TLSv1.1 TLSv1.2
+            // TLSv1.3`), and never negotiated there: OpenSSL 3.0 disables
+            // SSLv3, TLS 1.0 and 1.1 below security level 0, so nginx on it
+            // speaks the same 1.2 and 1.3 rustls does. Skipped, as OpenSSL
+            // skips them.
+            "SSLv2" | "SSLv3" | "TLSv1" | "TLSv1.1" => old = Some(a),
             _ => return Err(format!("invalid value \"{a}\"")),
-        });
+        }
+    }
+    if let (true, Some(a)) = (v.is_empty(), old) {
+        return Err(format!(
+            "\"{a}\" is not supported (rustls speaks TLSv1.2 and TLSv1.3 only)"
+        ));
     }
     target(c, cx)?.protocols = Some(v);
     Ok(())

@@ -52,6 +52,9 @@ pub enum VarKind {
     RemoteAddr,
     RemotePort,
     BinaryRemoteAddr,
+    /// `$realip_remote_addr` / `$realip_remote_port` (crate::realip).
+    RealIpRemoteAddr,
+    RealIpRemotePort,
     ServerAddr,
     ServerPort,
     ServerName,
@@ -255,6 +258,8 @@ fn builtin(n: &str) -> Option<VarKind> {
         "remote_addr" => VarKind::RemoteAddr,
         "remote_port" => VarKind::RemotePort,
         "binary_remote_addr" => VarKind::BinaryRemoteAddr,
+        "realip_remote_addr" => VarKind::RealIpRemoteAddr,
+        "realip_remote_port" => VarKind::RealIpRemotePort,
         "server_addr" => VarKind::ServerAddr,
         "server_port" => VarKind::ServerPort,
         "server_name" => VarKind::ServerName,
@@ -300,6 +305,9 @@ fn builtin(n: &str) -> Option<VarKind> {
 #[derive(Debug, Clone, Default)]
 pub struct ConnInfo {
     pub peer: Option<SocketAddr>,
+    /// The connection's own peer once the realip module replaced `peer`
+    /// for this request (`$realip_remote_addr`).
+    pub realip_original: Option<SocketAddr>,
     /// The address the connection was accepted on.
     pub local: Option<SocketAddr>,
     /// nginx's connection serial number (`$connection`).
@@ -571,7 +579,18 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
             Some(p) => push_ip(out, p.ip()),
             None => return false,
         },
+        // Port 0 (an address from a header without one) prints nothing.
         VarKind::RemotePort => match env.conn.peer {
+            Some(p) if p.port() == 0 => {}
+            Some(p) => push_u64(out, u64::from(p.port())),
+            None => return false,
+        },
+        VarKind::RealIpRemoteAddr => match env.conn.realip_original.or(env.conn.peer) {
+            Some(p) => push_ip(out, p.ip()),
+            None => return false,
+        },
+        VarKind::RealIpRemotePort => match env.conn.realip_original.or(env.conn.peer) {
+            Some(p) if p.port() == 0 => {}
             Some(p) => push_u64(out, u64::from(p.port())),
             None => return false,
         },
@@ -893,6 +912,7 @@ mod eval_tests {
         let req = request(raw);
         let conn = ConnInfo {
             peer: Some("10.0.0.7:5555".parse().unwrap()),
+            realip_original: None,
             local: Some("127.0.0.1:8080".parse().unwrap()),
             number: 42,
             requests: 1,

@@ -8,12 +8,12 @@ use gyre_core::conf::{Conf, Module};
 use gyre_core::conn::{ListenOptions, Listener};
 use gyre_core::event::Core;
 use gyre_core::process::App;
-use gyre_http::conf::{HttpConf, HTTP_MODULE};
+use gyre_http::conf::{HttpConf, HINTS_MODULE, HTTP_MODULE};
 use gyre_kv::conf::KV_MODULE;
 
 /// The configuration modules, after the core's own.
 pub fn modules() -> Vec<&'static dyn Module> {
-    vec![&HTTP_MODULE, &KV_MODULE]
+    vec![&HTTP_MODULE, &HINTS_MODULE, &KV_MODULE]
 }
 
 pub struct GyreApp;

@@ -95,6 +95,17 @@ pub struct CoreConf {
     pub worker_shutdown_timeout: Option<u64>,
     /// CPU binding of workers (unset).
     pub worker_cpu_affinity: Option<CpuAffinity>,
+    /// `user NAME [GROUP]`: whom workers run as, when the master is root
+    /// (unset: workers keep the master's user; see README).
+    pub user: Option<WorkerUser>,
+}
+
+/// A `user` directive, looked up when read (as nginx does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerUser {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
 }
 
 /// Default PID file, relative to the prefix.
@@ -114,6 +125,7 @@ fn core_create() -> CoreConf {
         timer_resolution: 0,
         worker_shutdown_timeout: None,
         worker_cpu_affinity: None,
+        user: None,
     }
 }
 
@@ -141,6 +153,33 @@ fn set_worker_processes(c: &mut CoreConf, d: &Directive, _: &ConfCtx) -> Result<
             .ok_or_else(|| d.error("invalid value"))?
     };
     Ok(())
+}
+
+/// `user NAME [GROUP]` (nginx's `ngx_set_user`): the names are looked up
+/// now; without root the directive means nothing and is ignored, as nginx
+/// does (it says so at [warn]).
+fn set_user(c: &mut CoreConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    use crate::sys::process as sysproc;
+    if sysproc::geteuid() != 0 {
+        return Ok(());
+    }
+    let name = d.arg(0);
+    let ids = sysproc::lookup_user(name).ok_or_else(|| format!("getpwnam(\"{name}\") failed"))?;
+    let group = if d.args.len() == 2 { d.arg(1) } else { name };
+    let gid =
+        sysproc::lookup_group(group).ok_or_else(|| format!("getgrnam(\"{group}\") failed"))?;
+    c.user = Some(WorkerUser {
+        name: name.to_string(),
+        uid: ids.uid,
+        gid,
+    });
+    Ok(())
+}
+
+/// `load_module FILE`: gyre cannot load nginx's shared-object modules, and
+/// says it in the words of an nginx built without dynamic modules.
+fn set_load_module(_: &mut CoreConf, _: &Directive, _: &ConfCtx) -> Result<(), String> {
+    Err("\"load_module\" is not supported on this platform".into())
 }
 
 fn set_worker_rlimit_nofile(c: &mut CoreConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
@@ -238,6 +277,8 @@ fn set_worker_cpu_affinity(c: &mut CoreConf, d: &Directive, _: &ConfCtx) -> Resu
 }
 
 const CORE_DIRECTIVES: &[DirectiveSpec<CoreConf>] = &[
+    DirectiveSpec::new("user", Context::MAIN, Args::TAKE12, set_user),
+    DirectiveSpec::multi("load_module", Context::MAIN, Args::TAKE1, set_load_module),
     DirectiveSpec::new(
         "worker_processes",
         Context::MAIN,

@@ -113,7 +113,7 @@ use std::path::{Path, PathBuf};
 
 pub use core_conf::{
     CoreConf, CpuAffinity, CpuMask, ErrorLog, EventMethod, EventsConf, LogLevel, LogTarget,
-    CORE_MODULE, EVENTS_MODULE,
+    WorkerUser, CORE_MODULE, EVENTS_MODULE,
 };
 pub use directive::{
     no_init, Args, Block, ConfCtx, Context, Directive, DirectiveSpec, Location, Module, ModuleDef,

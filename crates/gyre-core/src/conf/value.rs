@@ -224,6 +224,8 @@ pub fn parse_listen(args: &[String], default_port: u16) -> Result<ListenConf, St
             "reuseport" => conf.reuseport = true,
             "deferred" => conf.deferred = true,
             "ssl" => conf.ssl = true,
+            // gyre has no HTTP/2: nginx's words when built without it.
+            "http2" => return Err("the \"http2\" parameter requires ngx_http_v2_module".into()),
             _ => {
                 if let Some(n) = arg.strip_prefix("backlog=") {
                     conf.backlog = parse_number(n)

@@ -92,8 +92,16 @@ pub fn run(p: WorkerParams<'_>) -> i32 {
     let mut p = p;
     let listeners = std::mem::take(&mut p.listeners);
     let single = std::mem::take(&mut p.single_listeners);
+    // Without a master the one process also serves the singleton: like
+    // nginx's single-process mode, it keeps its user.
+    let drop_root = p.role != Role::Singleton && single.is_empty();
     match init(&p, listeners, single) {
         Ok(mut core) => {
+            if drop_root {
+                if let Err(code) = switch_user(p.conf) {
+                    return code;
+                }
+            }
             let r = core.run();
             signal::set_notify_fd(None);
             match r {
@@ -112,6 +120,26 @@ pub fn run(p: WorkerParams<'_>) -> i32 {
             EXIT_FATAL
         }
     }
+}
+
+/// `user`: a worker gives up root once its sockets and log files are open
+/// (nginx does it in `ngx_worker_process_init`, before its modules' init;
+/// gyre's workers open their access logs in init, so it comes after).
+fn switch_user(conf: &Conf) -> Result<(), i32> {
+    let Some(u) = &conf.core.user else {
+        return Ok(());
+    };
+    if sysproc::geteuid() != 0 {
+        return Ok(());
+    }
+    sysproc::switch_user(&u.name, u.uid, u.gid).map_err(|(call, e)| {
+        match call {
+            "setgid" => log::error!("setgid({}) failed ({e})", u.gid),
+            "initgroups" => log::error!("initgroups({}, {}) failed ({e})", u.name, u.gid),
+            _ => log::error!("setuid({}) failed ({e})", u.uid),
+        }
+        EXIT_FATAL
+    })
 }
 
 fn set_affinity(conf: &Conf, index: usize) {

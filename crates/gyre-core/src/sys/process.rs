@@ -217,3 +217,102 @@ fn empty_cpu_set() -> libc::cpu_set_t {
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
     unsafe { std::mem::zeroed() }
 }
+
+/// A user from the password database, for `user NAME [GROUP]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserIds {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// `geteuid(2)`.
+pub fn geteuid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Scratch buffer size for the `get*nam_r` calls (their entries are short;
+/// a larger one is tried on ERANGE).
+const NAM_BUF: usize = 1024;
+
+/// `getpwnam_r(3)`: the uid and primary gid of a user, `None` when there
+/// is no such user (or the lookup failed).
+pub fn lookup_user(name: &str) -> Option<UserIds> {
+    let cname = std::ffi::CString::new(name).ok()?;
+    let mut size = NAM_BUF;
+    while size <= 1 << 20 {
+        let mut buf = vec![0 as libc::c_char; size];
+        // SAFETY: an all-zero passwd is a valid value (null pointers, zero ids)
+        // for getpwnam_r to fill.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the call: the NUL-terminated
+        // name, the struct and the buffer of `size` bytes it points into.
+        let rc = unsafe {
+            libc::getpwnam_r(
+                cname.as_ptr(),
+                &mut pwd,
+                buf.as_mut_ptr(),
+                size,
+                &mut result,
+            )
+        };
+        if rc == libc::ERANGE {
+            size *= 4;
+            continue;
+        }
+        return (rc == 0 && !result.is_null()).then_some(UserIds {
+            uid: pwd.pw_uid,
+            gid: pwd.pw_gid,
+        });
+    }
+    None
+}
+
+/// `getgrnam_r(3)`: the gid of a group, `None` when there is none.
+pub fn lookup_group(name: &str) -> Option<u32> {
+    let cname = std::ffi::CString::new(name).ok()?;
+    let mut size = NAM_BUF;
+    while size <= 1 << 20 {
+        let mut buf = vec![0 as libc::c_char; size];
+        // SAFETY: an all-zero group is a valid value for getgrnam_r to fill.
+        let mut grp: libc::group = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: as in lookup_user: valid name, struct and buffer.
+        let rc = unsafe {
+            libc::getgrnam_r(
+                cname.as_ptr(),
+                &mut grp,
+                buf.as_mut_ptr(),
+                size,
+                &mut result,
+            )
+        };
+        if rc == libc::ERANGE {
+            size *= 4;
+            continue;
+        }
+        return (rc == 0 && !result.is_null()).then_some(grp.gr_gid);
+    }
+    None
+}
+
+/// Gives up root for `name`: `setgid(gid)`, `initgroups(name, gid)`,
+/// `setuid(uid)`, in that order (nginx's `ngx_worker_process_init`); the
+/// first failure is returned with the call's name.
+pub fn switch_user(name: &str, uid: u32, gid: u32) -> Result<(), (&'static str, io::Error)> {
+    let cname = std::ffi::CString::new(name)
+        .map_err(|_| ("initgroups", io::Error::from(io::ErrorKind::InvalidInput)))?;
+    // SAFETY: setgid takes a plain id; libc applies it to every thread.
+    if unsafe { libc::setgid(gid) } == -1 {
+        return Err(("setgid", io::Error::last_os_error()));
+    }
+    // SAFETY: a valid NUL-terminated name and a plain id.
+    if unsafe { libc::initgroups(cname.as_ptr(), gid as _) } == -1 {
+        return Err(("initgroups", io::Error::last_os_error()));
+    }
+    // SAFETY: setuid takes a plain id; libc applies it to every thread.
+    if unsafe { libc::setuid(uid) } == -1 {
+        return Err(("setuid", io::Error::last_os_error()));
+    }
+    Ok(())
+}

@@ -17,15 +17,36 @@ use crate::complex_value::ComplexValue;
 use crate::rewrite;
 
 pub(super) fn set_expires(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let invalid = || format!("invalid value \"{}\"", d.args.join(" "));
-    let e = match d.args.as_slice() {
+    if let [a] = d.args.as_slice() {
+        if a.contains('$') {
+            let cv = ComplexValue::compile(a, &mut c.vars)?;
+            let s = c.settings(cx)?;
+            s.expires = Some(Expires::Off);
+            s.expires_cv = Some(cv);
+            return Ok(());
+        }
+    }
+    let e = parse_expires(&d.args)
+        .map_err(|e| e.unwrap_or_else(|| format!("invalid value \"{}\"", d.args.join(" "))))?;
+    let s = c.settings(cx)?;
+    s.expires = Some(e);
+    s.expires_cv = None;
+    Ok(())
+}
+
+/// `expires`'s value (nginx's `ngx_http_parse_expires`), also for a value
+/// made from variables at response time. `Err(None)`: nginx's `invalid
+/// value`; `Err(Some(text))`: another message.
+pub(crate) fn parse_expires(args: &[String]) -> Result<Expires, Option<String>> {
+    let invalid = || None;
+    let e = match args {
         [a] if a == "off" => Expires::Off,
         [a] if a == "epoch" => Expires::Epoch,
         [a] if a == "max" => Expires::Max,
         [a] if a.starts_with('@') => {
             let ms = gyre_core::conf::parse_time_ms(&a[1..]).ok_or_else(invalid)?;
             if ms >= 86_400_000 {
-                return Err("daily time value must be less than 24 hours".into());
+                return Err(Some("daily time value must be less than 24 hours".into()));
             }
             Expires::Daily(ms / 1000)
         }
@@ -38,11 +59,12 @@ pub(super) fn set_expires(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Resu
             Expires::Access(if neg { -secs } else { secs })
         }
         // `modified T` needs the file's time at the header filter; not yet.
-        [m, _] if m == "modified" => return Err("\"expires modified\" is not supported yet".into()),
+        [m, _] if m == "modified" => {
+            return Err(Some("\"expires modified\" is not supported yet".into()))
+        }
         _ => return Err(invalid()),
     };
-    c.settings(cx)?.expires = Some(e);
-    Ok(())
+    Ok(e)
 }
 
 pub(super) fn set_etag(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
@@ -154,7 +176,10 @@ pub(super) fn set_try_files(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Re
     let (last, tries) = d.args.split_last().ok_or("invalid number of arguments")?;
     let tries = tries
         .iter()
-        .map(|t| ComplexValue::compile(t, &mut c.vars))
+        .map(|t| match t.strip_suffix('/') {
+            Some(name) => ComplexValue::compile(name, &mut c.vars).map(|cv| (cv, true)),
+            None => ComplexValue::compile(t, &mut c.vars).map(|cv| (cv, false)),
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let last = if let Some(code) = last.strip_prefix('=') {
         match code.parse::<u16>() {
@@ -348,6 +373,16 @@ pub(super) fn set_port_in_redirect(
     Ok(())
 }
 
+pub(super) fn set_recursive_error_pages(
+    c: &mut HttpConf,
+    d: &Directive,
+    cx: &ConfCtx,
+) -> Result<(), String> {
+    let v = d.flag()?;
+    c.settings(cx)?.recursive_error_pages = Some(v);
+    Ok(())
+}
+
 pub(super) fn set_add_header(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let always = match d.args.get(2).map(String::as_str) {
         None => false,
@@ -355,6 +390,14 @@ pub(super) fn set_add_header(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> R
         Some(other) => return Err(format!("invalid parameter \"{other}\"")),
     };
     let value = ComplexValue::compile(d.arg(1), &mut c.vars)?;
+    if super::in_if(cx) {
+        let list = c
+            .location_if(cx)
+            .map_err(|_| d.error("is not allowed here"))?;
+        list.get_or_insert_with(Vec::new)
+            .push((d.arg(0).into(), value, always));
+        return Ok(());
+    }
     c.settings(cx)?
         .add_header
         .get_or_insert_with(Vec::new)

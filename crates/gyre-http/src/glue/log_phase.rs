@@ -44,7 +44,7 @@ impl HttpConn {
                 }
                 s => s,
             };
-            self.shared.log(sink, &rec, peer, secs);
+            self.shared.log(sink, &rec, rec.peer.or(peer), secs);
         }
         self.m = Some(m);
     }
@@ -94,14 +94,29 @@ impl HttpConn {
 
     /// A line of the location's `log_format` (or `combined` with `if=`).
     pub(super) fn write_custom_log(&self, core: &Core, r: &mut HttpRequest, line: Option<&str>) {
-        let shared = &self.shared;
         let loc = r.st.loc.clone();
+        let sink = self.shared.log_sink(&loc);
+        self.write_log_line(core, r, line, loc.log_format, loc.log_if.as_ref(), sink);
+    }
+
+    /// A line in format `format` (0: `combined`) to `sink`, unless `cond`
+    /// is empty or "0".
+    pub(super) fn write_log_line(
+        &self,
+        core: &Core,
+        r: &mut HttpRequest,
+        line: Option<&str>,
+        format: usize,
+        cond: Option<&crate::complex_value::ComplexValue>,
+        sink: u32,
+    ) {
+        let shared = &self.shared;
         let conf = &shared.conf;
         let mut out = shared.scratch.borrow_mut();
         out.clear();
         let mut env = r.st.env(conf, None, core.now(), core.clock().unix_ms());
         env.request_line = line;
-        if let Some(cond) = &loc.log_if {
+        if let Some(cond) = cond {
             cond.eval(&conf.vars, &mut r.vars, &env, &mut out);
             let write = !(out.is_empty() || out.as_slice() == b"0");
             out.clear();
@@ -109,11 +124,7 @@ impl HttpConn {
                 return;
             }
         }
-        match conf
-            .log_formats
-            .get(loc.log_format)
-            .filter(|f| f.value.is_some())
-        {
+        match conf.log_formats.get(format).filter(|f| f.value.is_some()) {
             Some(f) => f.write(&conf.vars, &mut r.vars, &env, &mut out),
             None => {
                 // `combined` with `if=`: the fast formatter.
@@ -130,13 +141,12 @@ impl HttpConn {
                     ..LogRecord::default()
                 };
                 drop(out);
-                let sink = shared.log_sink(&loc);
                 shared.log(sink, &rec, r.st.conn.peer, core.clock().unix_secs());
                 return;
             }
         }
         if !out.is_empty() {
-            shared.with_log(shared.log_sink(&loc), |l| l.write_line(&out));
+            shared.with_log(sink, |l| l.write_line(&out));
         }
     }
 }
