@@ -399,6 +399,14 @@ impl HttpConf {
     }
 
     /// The kind of the location a directive is in, if any.
+    /// The URI of the location being read (its name without modifiers).
+    pub(crate) fn current_location_uri(&mut self, cx: &ConfCtx) -> Option<String> {
+        match level(cx) {
+            Level::Location(d) => self.location(d).ok().map(|l| l.uri.clone()),
+            _ => None,
+        }
+    }
+
     pub(crate) fn current_location_kind(&mut self, cx: &ConfCtx) -> Option<LocKind> {
         match level(cx) {
             Level::Location(d) => self.location(d).ok().map(|l| l.kind),
@@ -907,6 +915,30 @@ static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         crate::proxy::set_upstream,
     ),
     DirectiveSpec::new("proxy_pass", L, Args::TAKE1, crate::proxy::conf::set_pass),
+    DirectiveSpec::multi(
+        "proxy_redirect",
+        HSL,
+        Args::TAKE12,
+        crate::proxy::conf::set_redirect,
+    ),
+    DirectiveSpec::multi(
+        "proxy_cookie_domain",
+        HSL,
+        Args::TAKE12,
+        crate::proxy::conf::set_cookie,
+    ),
+    DirectiveSpec::multi(
+        "proxy_cookie_path",
+        HSL,
+        Args::TAKE12,
+        crate::proxy::conf::set_cookie,
+    ),
+    DirectiveSpec::multi(
+        "proxy_cookie_flags",
+        HSL,
+        Args::TAKE1234,
+        crate::proxy::conf::set_cookie,
+    ),
     DirectiveSpec::multi(
         "proxy_set_header",
         HSL,

@@ -744,7 +744,7 @@ fn expires(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
 /// without a Host) and, with `port_in_redirect`, a port other than the
 /// scheme's.
 #[inline]
-fn absolute_redirect(conf: &HttpConf, r: &HttpRequest, resp: &mut Response) {
+pub(crate) fn absolute_redirect(conf: &HttpConf, r: &HttpRequest, resp: &mut Response) {
     let Some(loc) = &resp.location else {
         return;
     };

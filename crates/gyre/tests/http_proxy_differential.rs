@@ -93,6 +93,7 @@ fn view(r: &Resp) -> String {
         "x-up",
         "location",
         "set-cookie",
+        "refresh",
         "x-other",
     ] {
         if own_page && h == "content-length" {
@@ -156,6 +157,20 @@ fn gyre_proxies_like_nginx() {
             b"HTTP/1.1 200 OK\r\nX-Accel-Redirect: @acc\r\nContent-Length: 5\r\n\r\nnope!".to_vec()
         } else if path.contains("accel") {
             b"HTTP/1.1 200 OK\r\nX-Accel-Redirect: /internal/x?y=1\r\nContent-Length: 5\r\n\r\nnope!".to_vec()
+        } else if path.contains("/v2/loc") {
+            // Points back at itself by the Host it was sent (nginx's
+            // $proxy_host), for proxy_redirect and proxy_cookie_*.
+            let host = g
+                .headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("host"))
+                .map_or("", |(_, v)| v.as_str())
+                .to_string();
+            format!(
+                "HTTP/1.1 302 Found\r\nLocation: http://{host}/v2/next\r\nRefresh: 5; url=http://{host}/v2/r\r\n\
+                 Set-Cookie: s=1; Domain=backend.local; Path=/v2/x; HttpOnly\r\nContent-Length: 0\r\n\r\n"
+            )
+            .into_bytes()
         } else if path.contains("redirect") {
             b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n".to_vec()
         } else {
@@ -190,6 +205,12 @@ fn gyre_proxies_like_nginx() {
                 location /ign/ {{ proxy_pass http://127.0.0.1:{bp}; proxy_ignore_headers X-Accel-Redirect; }}
                 location /internal/ {{ internal; return 200 \"internal $uri $args $request_method\"; }}
                 location @acc {{ return 200 \"named $uri $request_method\"; }}
+                location /rd/ {{ proxy_pass http://127.0.0.1:{bp}/v2/;
+                    proxy_cookie_domain backend.local front; proxy_cookie_path /v2/ /rd/; }}
+                location /rdx/ {{ proxy_pass http://127.0.0.1:{bp};
+                    proxy_redirect ~^http://[^/]+/v2/(.*)$ /re/$1;
+                    proxy_cookie_flags ~ secure samesite=lax; }}
+                location /rdoff/ {{ proxy_pass http://127.0.0.1:{bp}/v2/; proxy_redirect off; }}
              }}"
         )
     };
@@ -224,6 +245,9 @@ fn gyre_proxies_like_nginx() {
         "POST /accel HTTP/1.1\r\nHost: front\r\nContent-Length: 2\r\n\r\nab",
         "GET /accelnamed HTTP/1.1\r\nHost: front\r\n\r\n",
         "GET /ign/accel HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /rd/loc HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /rdx/v2/loc HTTP/1.1\r\nHost: front\r\n\r\n",
+        "GET /rdoff/loc HTTP/1.1\r\nHost: front\r\n\r\n",
     ];
     let mut diffs = Vec::new();
     for req in cases {
@@ -260,8 +284,11 @@ fn gyre_proxies_like_nginx() {
             let rec = got.get(before).map(received).unwrap_or_default();
             (view(&r), rec)
         };
+        // A rewritten Location is made absolute with each server's port.
         let (nr, nrec) = one(ng.port);
+        let nr = nr.replace(&ng.port.to_string(), "PORT");
         let (gr, grec) = one(gy.port);
+        let gr = gr.replace(&gy.port.to_string(), "PORT");
         if nr != gr {
             diffs.push(format!(
                 "{req:?}\n nginx response:\n{nr}\n gyre response:\n{gr}"

@@ -87,6 +87,23 @@ pub struct ProxyPass {
     pub at: Directive,
     /// Index in [`HttpConf::upstreams`], set once the blocks are known.
     pub upstream: usize,
+    /// nginx's `plcf->location`: the location's name (prefix or exact
+    /// URI), empty in regex and named locations (`proxy_redirect default`).
+    pub location: String,
+}
+
+impl ProxyPass {
+    /// What `proxy_redirect` needs of it.
+    pub fn redirect_pass(p: Option<&ProxyPass>) -> super::redirect::Pass<'_> {
+        match p {
+            None => super::redirect::Pass::None,
+            Some(p) => super::redirect::Pass::Url {
+                url: p.at.arg(0),
+                uri: p.uri.is_some(),
+                location: &p.location,
+            },
+        }
+    }
 }
 
 /// Settings of one level; `None`: not set here.
@@ -116,6 +133,10 @@ pub struct ProxySettings {
     pub max_temp_file_size: Option<u64>,
     pub temp_file_write_size: Option<u64>,
     pub temp_path: Option<PathBuf>,
+    /// `proxy_redirect` (its own "not set" inside).
+    pub redirect: super::redirect::RedirectConf,
+    /// `proxy_cookie_domain`, `proxy_cookie_path`, `proxy_cookie_flags`.
+    pub cookie: super::cookie::CookieConf,
 }
 
 /// A request header the proxy sends, and where its value comes from.
@@ -172,6 +193,10 @@ pub struct ProxyConf {
     pub buffer_size: usize,
     pub buffers: (usize, usize),
     pub busy_buffers_size: usize,
+    /// `proxy_redirect`, merged over the levels.
+    pub redirect: super::redirect::RedirectConf,
+    /// The cookie rewriting directives, merged.
+    pub cookie: super::cookie::CookieConf,
 }
 
 impl ProxyConf {
@@ -246,6 +271,17 @@ pub fn resolve(levels: &[&LocSettings], name: &Arc<str>, kind: LocKind) -> Optio
     let proxy_host =
         crate::upstream::http_request::proxy_host(&pass.host, pass.port, pass.https, unix);
     let buffer_size = pick(levels, |s| s.proxy.buffer_size).unwrap_or(PAGE);
+    // Folded outermost to innermost, each level with its own proxy_pass
+    // (nginx's merge of plcf->redirects).
+    let mut redirect = super::redirect::RedirectConf::default();
+    let mut cookie = super::cookie::CookieConf::default();
+    for l in levels {
+        redirect = l
+            .proxy
+            .redirect
+            .merge(&redirect, &ProxyPass::redirect_pass(l.proxy.pass.as_ref()));
+        cookie = l.proxy.cookie.merge(&cookie);
+    }
     Some(Arc::new(ProxyConf {
         upstream: pass.upstream,
         https: pass.https,
@@ -276,6 +312,8 @@ pub fn resolve(levels: &[&LocSettings], name: &Arc<str>, kind: LocKind) -> Optio
             let (_, size) = pick(levels, |s| s.proxy.buffers).unwrap_or((8, PAGE));
             2 * buffer_size.max(size)
         }),
+        redirect,
+        cookie,
     }))
 }
 
@@ -321,6 +359,10 @@ pub fn set_pass(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), Str
     };
     let (host, port, uri) = split_url(rest).map_err(|e| format!("{e} in upstream \"{rest}\""))?;
     let kind = c.current_location_kind(cx);
+    let location = match kind {
+        Some(LocKind::Regex) | Some(LocKind::Named) | None => String::new(),
+        Some(_) => c.current_location_uri(cx).unwrap_or_default(),
+    };
     if uri.is_some() && matches!(kind, Some(LocKind::Regex) | Some(LocKind::Named)) {
         return Err("\"proxy_pass\" cannot have URI part in location given by regular expression, or inside named location, or inside \"if\" statement, or inside \"limit_except\" block".into());
     }
@@ -335,8 +377,31 @@ pub fn set_pass(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), Str
         uri,
         at: d.clone(),
         upstream: 0,
+        location,
     });
     Ok(())
+}
+
+/// `proxy_redirect default | off | REDIRECT REPLACEMENT` (repeatable).
+pub fn set_redirect(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let mut rc = std::mem::take(&mut settings(c, cx)?.redirect);
+    let pass = settings(c, cx)?.pass.clone();
+    let r = rc.directive(
+        d,
+        &ProxyPass::redirect_pass(pass.as_ref()),
+        &mut c.vars,
+        &mut c.regexes,
+    );
+    settings(c, cx)?.redirect = rc;
+    r
+}
+
+/// `proxy_cookie_domain`, `proxy_cookie_path`, `proxy_cookie_flags`.
+pub fn set_cookie(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let mut cc = std::mem::take(&mut settings(c, cx)?.cookie);
+    let r = cc.directive(d, &mut c.vars, &mut c.regexes);
+    settings(c, cx)?.cookie = cc;
+    r
 }
 
 /// `host[:port][/uri]` or `unix:/path[:/uri]`.

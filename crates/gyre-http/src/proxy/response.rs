@@ -178,7 +178,19 @@ pub(super) fn got_head(
     resp.reset(status);
     // nginx sends a proxied response's status line as the upstream did.
     resp.reason = Some(std::mem::take(&mut head.reason).into());
-    copy_headers(&conf, &mut head, resp);
+    let rewritten = {
+        let mut e = super::redirect::Eval {
+            conf: env.cx.conf,
+            matches: &mut *env.cx.matches,
+            now: env.cx.now,
+            unix_ms: env.cx.unix_ms,
+        };
+        copy_headers(&conf, &mut head, resp, &mut e, r)
+    };
+    if rewritten {
+        // nginx's header filter completes a Location proxy_redirect made.
+        crate::phases::absolute_redirect(env.cx.conf, r, resp);
+    }
     let client_framing = match framing {
         Framing::None => match head.content_length {
             Some(len) if !head.chunked => StreamFraming::Length(len),
@@ -250,9 +262,19 @@ pub(super) fn got_head(
 /// The upstream's headers nginx passes to the client, in order:
 /// hop-by-hop and hidden ones dropped, the ones the header filter writes
 /// itself (type, length, dates, location) into their places.
-pub(super) fn copy_headers(conf: &ProxyConf, head: &mut ResponseHead, resp: &mut Response) {
+/// Returns true when `proxy_redirect` rewrote the Location.
+pub(super) fn copy_headers(
+    conf: &ProxyConf,
+    head: &mut ResponseHead,
+    resp: &mut Response,
+    e: &mut super::redirect::Eval<'_>,
+    r: &mut HttpRequest,
+) -> bool {
+    let mut rewritten = false;
+    let redirect = conf.redirect.active();
+    let cookie = conf.cookie.active();
     // Moved, not copied: the head's strings become the response's.
-    for h in head.headers.drain(..) {
+    for mut h in head.headers.drain(..) {
         let n = h.name.as_str();
         if conf.hide.iter().any(|x| x.eq_ignore_ascii_case(n)) {
             continue;
@@ -263,6 +285,23 @@ pub(super) fn copy_headers(conf: &ProxyConf, head: &mut ResponseHead, resp: &mut
         } else if n.eq_ignore_ascii_case("date") {
             resp.foreign_date = true;
         }
+        // proxy_redirect on Location and Refresh, proxy_cookie_* on
+        // Set-Cookie (nginx's rewrite handlers of those headers).
+        let new = if redirect && n.eq_ignore_ascii_case("location") {
+            let v = conf.redirect.rewrite_location(h.value.as_bytes(), e, r);
+            rewritten |= v.is_some();
+            v
+        } else if redirect && n.eq_ignore_ascii_case("refresh") {
+            conf.redirect.rewrite_refresh(h.value.as_bytes(), e, r)
+        } else if cookie && n.eq_ignore_ascii_case("set-cookie") {
+            conf.cookie.rewrite(h.value.as_bytes(), e, r)
+        } else {
+            None
+        };
+        if let Some(v) = new {
+            h.value = String::from_utf8_lossy(&v).into_owned();
+        }
+        let n = h.name.as_str();
         if n.eq_ignore_ascii_case("content-type") {
             resp.content_type = Some(h.value.into());
         } else if n.eq_ignore_ascii_case("last-modified") {
@@ -279,6 +318,7 @@ pub(super) fn copy_headers(conf: &ProxyConf, head: &mut ResponseHead, resp: &mut
             resp.headers.push((h.name.into(), h.value.into()));
         }
     }
+    rewritten
 }
 
 pub(super) fn relay_body(
