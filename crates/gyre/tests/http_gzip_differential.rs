@@ -13,76 +13,19 @@
 mod util;
 
 use std::io::Read;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
-use util::http::{free_port, probe, start_http, Raw, Running};
+use util::http::{start_http, Raw, Running};
+use util::nginx::nginx_bin;
 use util::Prefix;
 
-fn nginx_bin() -> Option<PathBuf> {
-    let p = std::env::var_os("NGINX")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"));
-    p.exists().then_some(p)
+/// nginx serving one server block with `server_body` in it.
+fn start_nginx(bin: &Path, server_body: &str) -> Option<util::nginx::Nginx> {
+    let http = |port: u16| format!("server {{\n  listen 127.0.0.1:{port};\n{server_body}\n }}");
+    util::nginx::start_http(bin, "gzip-nginx", &http)
 }
 
-struct Nginx {
-    child: Child,
-    port: u16,
-    _prefix: Prefix,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_nginx(bin: &PathBuf, server_body: &str) -> Option<Nginx> {
-    let p = Prefix::new("gzip-nginx");
-    std::fs::create_dir_all(p.path("tmp")).unwrap();
-    for _attempt in 0..3 {
-        let port = free_port();
-        let conf = format!(
-            "daemon off;\nmaster_process off;\nerror_log logs/error.log info;\npid logs/nginx.pid;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{\n access_log off;\n server_tokens off;\n client_body_temp_path tmp;\n proxy_temp_path tmp;\n\
-             fastcgi_temp_path tmp;\n uwsgi_temp_path tmp;\n scgi_temp_path tmp;\n\
-             server {{\n  listen 127.0.0.1:{port};\n{server_body}\n }}\n}}\n"
-        );
-        p.write("conf/nginx.conf", &conf);
-        let mut child = Command::new(bin)
-            .arg("-p")
-            .arg(&p.dir)
-            .args(["-c", "conf/nginx.conf", "-e", "logs/error.log"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let end = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < end {
-            if matches!(child.try_wait(), Ok(Some(_))) {
-                break;
-            }
-            if probe(port) {
-                return Some(Nginx {
-                    child,
-                    port,
-                    _prefix: p,
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    None
-}
-
-/// What is compared of one answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Answer {
     status: u16,

@@ -8,80 +8,14 @@
 mod proxy_backend;
 mod util;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use proxy_backend::{backend, Got};
-use util::http::{free_port, probe, start_http, Raw, Resp};
+use util::http::{free_port, start_http, Raw, Resp};
+use util::nginx::nginx_bin;
 use util::Prefix;
 
-fn nginx_bin() -> Option<PathBuf> {
-    let p = std::env::var_os("NGINX")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"));
-    p.exists().then_some(p)
-}
-
-struct Nginx {
-    child: Child,
-    port: u16,
-    _prefix: Prefix,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_nginx(bin: &PathBuf, http: &dyn Fn(u16) -> String) -> Option<Nginx> {
-    let p = Prefix::new("proxy-diff-nginx");
-    for t in ["cb", "px", "fc", "uw", "sc"] {
-        std::fs::create_dir_all(p.path(&format!("tmp/{t}"))).unwrap();
-    }
-    for _ in 0..3 {
-        let port = free_port();
-        let conf = format!(
-            "daemon off;\nmaster_process off;\nerror_log logs/error.log info;\npid logs/nginx.pid;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{\n access_log off;\n server_tokens off;\n client_body_temp_path tmp/cb;\n proxy_temp_path tmp/px;\n\
-             fastcgi_temp_path tmp/fc;\n uwsgi_temp_path tmp/uw;\n scgi_temp_path tmp/sc;\n{}\n}}\n",
-            http(port)
-        );
-        p.write("conf/nginx.conf", &conf);
-        let mut child = Command::new(bin)
-            .arg("-p")
-            .arg(&p.dir)
-            .args(["-c", "conf/nginx.conf", "-e", "logs/error.log"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let end = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < end {
-            if matches!(child.try_wait(), Ok(Some(_))) {
-                break;
-            }
-            if probe(port) {
-                return Some(Nginx {
-                    child,
-                    port,
-                    _prefix: p,
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    None
-}
-
-/// What is compared of a response.
 fn view(r: &Resp) -> String {
     let mut s = format!("{}\n", r.head.lines().next().unwrap_or(""));
     // nginx's own error pages differ by the signature ("nginx"/"gyre").
@@ -214,7 +148,7 @@ fn gyre_proxies_like_nginx() {
              }}"
         )
     };
-    let Some(ng) = start_nginx(&bin, &http) else {
+    let Some(ng) = util::nginx::start_http(&bin, "proxy-diff-nginx", &http) else {
         eprintln!("nginx did not start: skipping");
         return;
     };

@@ -14,7 +14,26 @@ use super::{gyre_bin, Prefix, Server};
 pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A port nobody listens on right now (bind 127.0.0.1:0, drop).
+/// A port to listen on. Picked below the kernel's ephemeral range
+/// (32768-60999 by default), so no client connection of a test running at
+/// the same time can take it between here and the server's bind (a port
+/// from `bind(0)` was taken so, now and then, under load: "Address already
+/// in use"); a process-wide counter keeps the threads of one test binary
+/// apart, and a start derived from the pid keeps binaries apart. Each
+/// candidate must still be bindable.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(7_919) % SPAN;
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (LOW + (start + n) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }

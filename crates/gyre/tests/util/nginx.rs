@@ -75,6 +75,23 @@ pub fn start(bin: &Path, name: &str, site: &Site<'_>) -> Option<Nginx> {
 /// [`start`], as [`NOBODY`] when `nobody` (its log and temp directories
 /// are then given to it).
 pub fn start_as(bin: &Path, name: &str, site: &Site<'_>, nobody: bool) -> Option<Nginx> {
+    let root = site.root.display().to_string();
+    let http = |port: u16| {
+        format!(
+            "{}\nserver {{\n  listen 127.0.0.1:{port};\n  root {root};\n{}\n }}",
+            site.http, site.server
+        )
+    };
+    start_conf(bin, name, nobody, &http)
+}
+
+/// nginx with `http(port)` as the whole inside of its `http {}` block
+/// (upstreams and several servers; `port` is the one to listen on).
+pub fn start_http(bin: &Path, name: &str, http: &dyn Fn(u16) -> String) -> Option<Nginx> {
+    start_conf(bin, name, false, http)
+}
+
+fn start_conf(bin: &Path, name: &str, nobody: bool, http: &dyn Fn(u16) -> String) -> Option<Nginx> {
     let p = Prefix::new(name);
     for t in ["cb", "px", "fc", "uw", "sc"] {
         std::fs::create_dir_all(p.path(&format!("tmp/{t}"))).unwrap();
@@ -91,11 +108,8 @@ pub fn start_as(bin: &Path, name: &str, site: &Site<'_>, nobody: bool) -> Option
             "daemon off;\nmaster_process off;\nerror_log logs/error.log info;\npid logs/nginx.pid;\n\
              events {{ worker_connections 64; }}\n\
              http {{\n access_log off;\n server_tokens off;\n client_body_temp_path tmp/cb;\n proxy_temp_path tmp/px;\n\
-             fastcgi_temp_path tmp/fc;\n uwsgi_temp_path tmp/uw;\n scgi_temp_path tmp/sc;\n{}\n\
-             server {{\n  listen 127.0.0.1:{port};\n  root {};\n{}\n }}\n}}\n",
-            site.http,
-            site.root.display(),
-            site.server
+             fastcgi_temp_path tmp/fc;\n uwsgi_temp_path tmp/uw;\n scgi_temp_path tmp/sc;\n{}\n}}\n",
+            http(port)
         );
         p.write("conf/nginx.conf", &conf);
         let mut child = command_as(bin, nobody)
