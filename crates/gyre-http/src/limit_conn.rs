@@ -13,11 +13,10 @@
 use std::sync::{Arc, OnceLock};
 
 use gyre_core::conf::{ConfCtx, Directive};
-use log::Level;
 
 use crate::complex_value::ComplexValue;
 use crate::conf::{HttpConf, LocSettings};
-use crate::limit_zone::{State, Zone};
+use crate::limit_zone::{parse_log_level, parse_status, Refusal, RefusalSet, State, Zone};
 use crate::phases::{Ctx, Step};
 use crate::request::HttpRequest;
 
@@ -45,17 +44,13 @@ pub struct Limit {
 #[derive(Debug, Clone, Default)]
 pub struct LimitConnSet {
     pub limits: Option<Vec<Limit>>,
-    pub status: Option<u16>,
-    pub log_level: Option<Level>,
-    pub dry_run: Option<bool>,
+    pub refusal: RefusalSet,
 }
 
 #[derive(Debug, Clone)]
 pub struct LimitConnConf {
     limits: Vec<Limit>,
-    status: u16,
-    log_level: Level,
-    dry_run: bool,
+    refusal: Refusal,
 }
 
 /// A count held in a zone by a request in progress; released on drop.
@@ -93,9 +88,7 @@ pub fn resolve(levels: &[&LocSettings]) -> Option<Arc<LimitConnConf>> {
     }
     Some(Arc::new(LimitConnConf {
         limits,
-        status: pick(levels, |s| s.limit_conn.status).unwrap_or(503),
-        log_level: pick(levels, |s| s.limit_conn.log_level).unwrap_or(gyre_core::errlog::ERROR),
-        dry_run: pick(levels, |s| s.limit_conn.dry_run).unwrap_or(false),
+        refusal: Refusal::resolve(levels.iter().map(|s| &s.limit_conn.refusal)),
     }))
 }
 
@@ -155,24 +148,18 @@ pub fn set_limit_conn(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(
 }
 
 pub fn set_status(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let n = d.number(0)?;
-    if !(400..=599).contains(&n) {
-        return Err("value must be between 400 and 599".into());
-    }
-    c.settings(cx)?.limit_conn.status = Some(n as u16);
+    c.settings(cx)?.limit_conn.refusal.status = Some(parse_status(d)?);
     Ok(())
 }
 
 pub fn set_log_level(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let l = crate::limit_req::log_level(d.arg(0))
-        .ok_or_else(|| format!("invalid value \"{}\"", d.arg(0)))?;
-    c.settings(cx)?.limit_conn.log_level = Some(l);
+    c.settings(cx)?.limit_conn.refusal.log_level = Some(parse_log_level(d)?);
     Ok(())
 }
 
 pub fn set_dry_run(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let v = d.flag()?;
-    c.settings(cx)?.limit_conn.dry_run = Some(v);
+    c.settings(cx)?.limit_conn.refusal.dry_run = Some(v);
     Ok(())
 }
 
@@ -247,23 +234,23 @@ pub fn phase(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
                 key,
             }),
             Some(false) => {
-                let dry = if lc.dry_run { ", dry run" } else { "" };
+                let dry = lc.refusal.dry_note();
                 gyre_core::log_ctx!(
-                    lc.log_level,
+                    lc.refusal.log_level,
                     &crate::log_error::req(cx.conf, r),
                     "limiting connections{dry} by zone \"{}\"",
                     l.zone.name
                 );
                 // nginx releases what the earlier limits took.
                 r.st.held.clear();
-                if lc.dry_run {
+                if lc.refusal.dry_run {
                     return Step::Next;
                 }
-                return Step::Error(lc.status);
+                return Step::Error(lc.refusal.status);
             }
             None => {
                 r.st.held.clear();
-                return Step::Error(lc.status);
+                return Step::Error(lc.refusal.status);
             }
         }
     }

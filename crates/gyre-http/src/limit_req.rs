@@ -21,7 +21,7 @@ use log::Level;
 
 use crate::complex_value::ComplexValue;
 use crate::conf::{HttpConf, LocSettings};
-use crate::limit_zone::{State, Zone};
+use crate::limit_zone::{parse_log_level, parse_status, Refusal, RefusalSet, State, Zone};
 use crate::phases::{Ctx, Step};
 use crate::request::{Content, HttpRequest, Wake};
 
@@ -55,29 +55,14 @@ pub struct Limit {
 #[derive(Debug, Clone, Default)]
 pub struct LimitReqSet {
     pub limits: Option<Vec<Limit>>,
-    pub status: Option<u16>,
-    pub log_level: Option<Level>,
-    pub dry_run: Option<bool>,
+    pub refusal: RefusalSet,
 }
 
 /// A location's resolved settings.
 #[derive(Debug, Clone)]
 pub struct LimitReqConf {
     limits: Vec<Limit>,
-    status: u16,
-    log_level: Level,
-    dry_run: bool,
-}
-
-/// nginx's `limit_req_log_level` names, to gyre's log levels.
-pub(crate) fn log_level(s: &str) -> Option<Level> {
-    Some(match s {
-        "info" => gyre_core::errlog::INFO,
-        "notice" => gyre_core::errlog::NOTICE,
-        "warn" => gyre_core::errlog::WARN,
-        "error" => gyre_core::errlog::ERROR,
-        _ => return None,
-    })
+    refusal: Refusal,
 }
 
 /// nginx's delay log level: one below the refusal's.
@@ -99,9 +84,7 @@ pub fn resolve(levels: &[&LocSettings]) -> Option<Arc<LimitReqConf>> {
     }
     Some(Arc::new(LimitReqConf {
         limits,
-        status: pick(levels, |s| s.limit_req.status).unwrap_or(503),
-        log_level: pick(levels, |s| s.limit_req.log_level).unwrap_or(gyre_core::errlog::ERROR),
-        dry_run: pick(levels, |s| s.limit_req.dry_run).unwrap_or(false),
+        refusal: Refusal::resolve(levels.iter().map(|s| &s.limit_req.refusal)),
     }))
 }
 
@@ -227,23 +210,18 @@ pub fn set_limit_req(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<()
 }
 
 pub fn set_status(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let n = d.number(0)?;
-    if !(400..=599).contains(&n) {
-        return Err("value must be between 400 and 599".into());
-    }
-    c.settings(cx)?.limit_req.status = Some(n as u16);
+    c.settings(cx)?.limit_req.refusal.status = Some(parse_status(d)?);
     Ok(())
 }
 
 pub fn set_log_level(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
-    let l = log_level(d.arg(0)).ok_or_else(|| format!("invalid value \"{}\"", d.arg(0)))?;
-    c.settings(cx)?.limit_req.log_level = Some(l);
+    c.settings(cx)?.limit_req.refusal.log_level = Some(parse_log_level(d)?);
     Ok(())
 }
 
 pub fn set_dry_run(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let v = d.flag()?;
-    c.settings(cx)?.limit_req.dry_run = Some(v);
+    c.settings(cx)?.limit_req.refusal.dry_run = Some(v);
     Ok(())
 }
 
@@ -377,19 +355,19 @@ pub fn phase(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
         };
         if busy {
             if found.is_some() {
-                let dry = if lc.dry_run { ", dry run" } else { "" };
+                let dry = lc.refusal.dry_note();
                 gyre_core::log_ctx!(
-                    lc.log_level,
+                    lc.refusal.log_level,
                     &crate::log_error::req(cx.conf, r),
                     "limiting requests{dry}, excess: {} by zone \"{}\"",
                     thousandths(excess),
                     l.zone.name
                 );
             }
-            if lc.dry_run {
+            if lc.refusal.dry_run {
                 return Step::Next;
             }
-            return Step::Error(lc.status);
+            return Step::Error(lc.refusal.status);
         }
         if excess as u64 > l.delay {
             let d = (excess as u64 - l.delay) * 1000 / zi.rate;
@@ -410,14 +388,14 @@ pub fn phase(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     if max_delay == 0 {
         return Step::Next;
     }
-    let dry = if lc.dry_run { ", dry run" } else { "" };
+    let dry = lc.refusal.dry_note();
     gyre_core::log_ctx!(
-        lower(lc.log_level),
+        lower(lc.refusal.log_level),
         &crate::log_error::req(cx.conf, r),
         "delaying request{dry}, excess: {}, by zone \"{delay_zone}\"",
         thousandths(delay_excess)
     );
-    if lc.dry_run {
+    if lc.refusal.dry_run {
         return Step::Next;
     }
     r.wake = Some(Wake::At(now.wrapping_add(max_delay)));

@@ -21,7 +21,73 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use gyre_core::conf::Directive;
 use gyre_core::sys::shm::ShmRegion;
+use log::Level;
+
+/// What limit_req and limit_conn do with a request over their limit, as
+/// one level sets it (`*_status`, `*_log_level`, `*_dry_run`; `None`: not
+/// set here).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RefusalSet {
+    pub status: Option<u16>,
+    pub log_level: Option<Level>,
+    pub dry_run: Option<bool>,
+}
+
+/// [`RefusalSet`] resolved for a location, with nginx's defaults.
+#[derive(Debug, Clone, Copy)]
+pub struct Refusal {
+    pub status: u16,
+    pub log_level: Level,
+    pub dry_run: bool,
+}
+
+impl Refusal {
+    /// Each setting from the innermost of `levels` that has it.
+    pub fn resolve<'a>(levels: impl Iterator<Item = &'a RefusalSet>) -> Refusal {
+        let mut r = Refusal {
+            status: 503,
+            log_level: gyre_core::errlog::ERROR,
+            dry_run: false,
+        };
+        for l in levels {
+            r.status = l.status.unwrap_or(r.status);
+            r.log_level = l.log_level.unwrap_or(r.log_level);
+            r.dry_run = l.dry_run.unwrap_or(r.dry_run);
+        }
+        r
+    }
+
+    /// `, dry run` for the log line when the refusal is only logged.
+    pub fn dry_note(&self) -> &'static str {
+        if self.dry_run {
+            ", dry run"
+        } else {
+            ""
+        }
+    }
+}
+
+/// `*_status CODE` (400..599).
+pub fn parse_status(d: &Directive) -> Result<u16, String> {
+    let n = d.number(0)?;
+    if !(400..=599).contains(&n) {
+        return Err("value must be between 400 and 599".into());
+    }
+    Ok(n as u16)
+}
+
+/// `*_log_level info|notice|warn|error`, to gyre's log levels.
+pub fn parse_log_level(d: &Directive) -> Result<Level, String> {
+    Ok(match d.arg(0) {
+        "info" => gyre_core::errlog::INFO,
+        "notice" => gyre_core::errlog::NOTICE,
+        "warn" => gyre_core::errlog::WARN,
+        "error" => gyre_core::errlog::ERROR,
+        a => return Err(format!("invalid value \"{a}\"")),
+    })
+}
 
 const SLOT_WORDS: usize = 8;
 /// Slots a key may live in.
