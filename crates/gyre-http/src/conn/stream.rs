@@ -184,47 +184,25 @@ impl Connection {
     /// Queues the next piece of a streamed body (bytes or a file region),
     /// cut to what the head announced.
     pub fn send_body(&mut self, body: &Body) -> Result<(), NotPending> {
-        let left = self.body_left();
+        let &Body::File { token, offset, len } = body else {
+            return self.send_body_bytes(body.bytes().unwrap_or(&[]));
+        };
         if !self.is_streaming() {
             return Err(NotPending);
         }
-        let chunked = self.cur.as_ref().is_some_and(|c| c.chunked);
-        if chunked && !body.is_empty() {
-            self.chunk_head(body.len());
+        let len = len.min(self.body_left());
+        if len == 0 {
+            return Ok(());
         }
-        let n = match body {
-            Body::File { token, offset, len } => {
-                let len = (*len).min(left);
-                if len > 0 {
-                    self.segs.push(OutSeg::File {
-                        token: *token,
-                        offset: *offset,
-                        len,
-                    });
-                }
-                len
-            }
-            b => {
-                let bytes = b.bytes().unwrap_or(&[]);
-                let bytes = bytes
-                    .get(..(left.min(usize::MAX as u64) as usize).min(bytes.len()))
-                    .unwrap_or(&[]);
-                self.push_bytes(bytes);
-                bytes.len() as u64
-            }
-        };
-        if chunked && !body.is_empty() {
+        let chunked = self.cur.as_ref().is_some_and(|c| c.chunked);
+        if chunked {
+            self.chunk_head(len);
+        }
+        self.segs.push(OutSeg::File { token, offset, len });
+        if chunked {
             self.push_bytes(b"\r\n");
         }
-        self.last_sent.0 += n;
-        self.last_sent.1 += n;
-        if let Some(cur) = &mut self.cur {
-            if cur.streaming != Some(u64::MAX) {
-                cur.streaming = Some(left - n);
-            }
-            cur.log.body_bytes_sent += n;
-            cur.log.bytes_sent += n;
-        }
+        self.body_sent(len);
         Ok(())
     }
 
@@ -252,17 +230,22 @@ impl Connection {
         if chunked {
             self.push_bytes(b"\r\n");
         }
-        let n = bytes.len() as u64;
+        self.body_sent(bytes.len() as u64);
+        Ok(())
+    }
+
+    /// `n` body bytes queued: what is left of the announced length and
+    /// the sent counts.
+    fn body_sent(&mut self, n: u64) {
         self.last_sent.0 += n;
         self.last_sent.1 += n;
         if let Some(cur) = &mut self.cur {
-            if cur.streaming != Some(u64::MAX) {
+            if let Some(left) = cur.streaming.filter(|&l| l != u64::MAX) {
                 cur.streaming = Some(left - n);
             }
             cur.log.body_bytes_sent += n;
             cur.log.bytes_sent += n;
         }
-        Ok(())
     }
 
     /// A chunk's size line, counted with the CRLF that ends the chunk as
