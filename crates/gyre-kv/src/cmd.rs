@@ -476,6 +476,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::auth::COMMANDS,
     crate::acl_cmds::COMMANDS,
     crate::pubsub::COMMANDS,
+    crate::latency::COMMANDS,
 ];
 
 /// All top-level commands.

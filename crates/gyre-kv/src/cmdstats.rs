@@ -13,9 +13,15 @@
 //! command that reported errors has its reply scanned for them (EXEC's
 //! array holds several). At most [`ERROR_TYPES_MAX`] different words are
 //! kept, as Redis keeps at most 128: later new ones are not counted.
+//!
+//! With `latency-tracking yes` each call's time also goes into its
+//! command's [`Histogram`] (INFO latencystats, LATENCY HISTOGRAM: see
+//! [`crate::latency`]), made on the command's first call.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+
+use crate::histogram::Histogram;
 
 /// The monotonic clock in nanoseconds: one vDSO call and a multiply-add
 /// (`Instant` arithmetic costs ~40 instructions more per command).
@@ -42,6 +48,10 @@ pub struct CmdStat {
 #[derive(Debug)]
 pub struct CommandStats {
     per: Vec<CmdStat>,
+    /// Per command id: its latency histogram once it ran with tracking on.
+    latency: Vec<Option<Box<Histogram>>>,
+    /// `latency-tracking`.
+    pub(crate) tracking: bool,
     errors: BTreeMap<String, u64>,
     /// The last clock reading (see the module documentation).
     pub(crate) clock: u64,
@@ -54,6 +64,8 @@ impl CommandStats {
     pub fn new(ids: usize) -> CommandStats {
         CommandStats {
             per: vec![CmdStat::default(); ids],
+            latency: vec![None; ids],
+            tracking: true,
             errors: BTreeMap::new(),
             clock: clock_ns(),
             nested_errors: 0,
@@ -77,6 +89,21 @@ impl CommandStats {
             s.nanos += ns;
             s.failed += u64::from(failed);
         }
+        if self.tracking {
+            self.record_latency(id, ns);
+        }
+    }
+
+    #[inline]
+    fn record_latency(&mut self, id: u32, ns: u64) {
+        if let Some(slot) = self.latency.get_mut(id as usize) {
+            slot.get_or_insert_with(Box::default).record(ns);
+        }
+    }
+
+    /// Command `id`'s latency histogram, if it has one.
+    pub fn histogram(&self, id: u32) -> Option<&Histogram> {
+        self.latency.get(id as usize)?.as_deref()
     }
 
     /// Command `id` was refused before running.
@@ -124,6 +151,7 @@ impl CommandStats {
     /// CONFIG RESETSTAT.
     pub fn reset(&mut self) {
         self.per.iter_mut().for_each(|s| *s = CmdStat::default());
+        self.latency.iter_mut().for_each(|h| *h = None);
         self.errors.clear();
     }
 }

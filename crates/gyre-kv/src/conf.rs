@@ -111,6 +111,9 @@ pub struct KvConf {
     pub maxmemory_clients: crate::client_evict::Limit,
     /// `acl-pubsub-default allchannels`.
     pub acl_pubsub_default_all: bool,
+    /// `latency-tracking`, `latency-tracking-info-percentiles`.
+    pub latency_tracking: bool,
+    pub latency_percentiles: crate::latency::Percentiles,
 }
 
 impl Default for KvConf {
@@ -149,6 +152,8 @@ impl Default for KvConf {
             redis_conf: None,
             maxmemory_clients: crate::client_evict::Limit::Bytes(0),
             acl_pubsub_default_all: false,
+            latency_tracking: true,
+            latency_percentiles: Default::default(),
         }
     }
 }
@@ -169,6 +174,18 @@ fn set_maxmemory_clients(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(
 fn set_acl_pubsub_default(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     c.acl_pubsub_default_all = crate::acl::parse_pubsub_default(d.arg(0).as_bytes())
         .ok_or_else(|| crate::acl::ERR_PUBSUB_DEFAULT.to_string())?;
+    Ok(())
+}
+
+fn set_latency_tracking(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.latency_tracking = yes_no(d)?;
+    Ok(())
+}
+
+/// `latency-tracking-info-percentiles P...` (one `""` for none).
+fn set_latency_percentiles(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let args: Vec<&[u8]> = d.args.iter().map(|a| a.as_bytes()).collect();
+    c.latency_percentiles = crate::latency::parse_percentiles(&args).map_err(str::to_string)?;
     Ok(())
 }
 
@@ -631,6 +648,20 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::multi("redis_conf", KV, Args::TAKE1, set_redis_conf),
     DirectiveSpec::multi("rename-command", KV, Args::TAKE2, set_rename_command),
     DirectiveSpec::multi("rename_command", KV, Args::TAKE2, set_rename_command),
+    DirectiveSpec::new("latency-tracking", KV, Args::TAKE1, set_latency_tracking),
+    DirectiveSpec::new("latency_tracking", KV, Args::TAKE1, set_latency_tracking),
+    DirectiveSpec::new(
+        "latency-tracking-info-percentiles",
+        KV,
+        Args::ONE_MORE,
+        set_latency_percentiles,
+    ),
+    DirectiveSpec::new(
+        "latency_tracking_info_percentiles",
+        KV,
+        Args::ONE_MORE,
+        set_latency_percentiles,
+    ),
     DirectiveSpec::new("maxmemory", KV, Args::TAKE1, set_maxmemory),
     DirectiveSpec::new("maxmemory-clients", KV, Args::TAKE1, set_maxmemory_clients),
     DirectiveSpec::new("maxmemory_clients", KV, Args::TAKE1, set_maxmemory_clients),

@@ -147,6 +147,14 @@ const PARAMS: &[Param] = &[
         kind: Kind::Special,
     },
     Param {
+        name: "latency-tracking",
+        kind: Kind::Bool,
+    },
+    Param {
+        name: "latency-tracking-info-percentiles",
+        kind: Kind::Special,
+    },
+    Param {
         name: "acllog-max-len",
         kind: Kind::Int {
             min: 0,
@@ -449,6 +457,10 @@ pub(crate) fn param_value_of(c: &crate::server::Config, name: &str) -> String {
         "maxclients" => c.maxclients.to_string(),
         "databases" => c.databases.to_string(),
         "acllog-max-len" => c.acllog_max_len.to_string(),
+        "latency-tracking" => yn(c.latency_tracking),
+        "latency-tracking-info-percentiles" => {
+            crate::latency::format_percentiles(&c.latency_percentiles.0)
+        }
         "acl-pubsub-default" => if c.acl_pubsub_default_all {
             "allchannels"
         } else {
@@ -563,10 +575,27 @@ fn special_check(server: &Server, name: &str, val: &[u8]) -> Result<(), &'static
         "notify-keyspace-events" => crate::notify::string_to_flags(val)
             .map(|_| ())
             .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
+        "latency-tracking-info-percentiles" => {
+            crate::latency::parse_percentiles(&split_list(val)).map(|_| ())
+        }
         "appendfsync" => crate::aof::Fsync::parse(val)
             .map(|_| ())
             .ok_or("argument(s) must be one of the following: always, everysec, no"),
         _ => Ok(()),
+    }
+}
+
+/// A list value's items (CONFIG SET splits it at spaces; `""` is one
+/// empty item, the empty list).
+fn split_list(val: &[u8]) -> Vec<&[u8]> {
+    let v: Vec<&[u8]> = val
+        .split(u8::is_ascii_whitespace)
+        .filter(|a| !a.is_empty())
+        .collect();
+    if v.is_empty() {
+        vec![&b""[..]]
+    } else {
+        v
     }
 }
 
@@ -606,6 +635,11 @@ fn special_set(server: &mut Server, name: &str, val: &[u8]) {
             c.notify_keyspace_events = crate::notify::string_to_flags(val).unwrap_or(0);
             crate::notify::sync_expired_log(server);
             crate::notify::sync_change_log(server);
+        }
+        "latency-tracking-info-percentiles" => {
+            if let Ok(v) = crate::latency::parse_percentiles(&split_list(val)) {
+                c.latency_percentiles = v;
+            }
         }
         "appendfsync" => {
             if let Some(f) = crate::aof::Fsync::parse(val) {
@@ -786,6 +820,7 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
                 c.persist.aof.rewrite_incremental_fsync = b
             }
             ("lazyfree-lazy-expire", NewValue::Bool(b)) => c.lazyfree_lazy_expire = b,
+            ("latency-tracking", NewValue::Bool(b)) => c.latency_tracking = b,
             ("lazyfree-lazy-eviction", NewValue::Bool(b)) => c.lazyfree_lazy_eviction = b,
             (name @ ("save" | "dir" | "dbfilename"), NewValue::Str(v)) => {
                 crate::persist::apply_config(&mut c.persist, name, v)
@@ -794,6 +829,7 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
         }
     }
     crate::evict::sync_policy(server);
+    server.cmdstats.tracking = server.config.latency_tracking;
     // `appendonly` changed: start (a rewrite writes the first base) or
     // stop the AOF, as Redis's `updateAppendonly`.
     let aof_now = server.config.persist.aof.appendonly;

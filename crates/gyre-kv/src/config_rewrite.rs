@@ -38,6 +38,8 @@ enum Form {
     Quoted,
     /// Written as CONFIG GET shows it (enums).
     Plain,
+    /// Space-separated items, `""` when there are none.
+    List,
 }
 
 /// The settings rewritten, with their form.
@@ -49,6 +51,8 @@ const OPTIONS: &[(&str, Form)] = &[
     ("databases", Form::Int),
     ("acllog-max-len", Form::Int),
     ("acl-pubsub-default", Form::Plain),
+    ("latency-tracking", Form::Bool),
+    ("latency-tracking-info-percentiles", Form::List),
     ("aclfile", Form::Quoted),
     ("proto-max-bulk-len", Form::Mem),
     ("client-query-buffer-limit", Form::Mem),
@@ -120,6 +124,8 @@ fn lines_of(c: &Config, name: &str, form: Form, value: &dyn Fn(&Config, &str) ->
         Form::Mem => format_memory(v.parse().unwrap_or(0)),
         Form::Quoted => repr(v.as_bytes()),
         Form::Int | Form::Bool | Form::Plain => v,
+        Form::List if v.is_empty() => "\"\"".to_string(),
+        Form::List => v,
     };
     format!("{name} {shown}")
 }

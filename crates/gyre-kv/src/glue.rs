@@ -111,6 +111,8 @@ pub fn config(conf: &KvConf) -> Config {
         redis_conf: conf.redis_conf.clone(),
         maxmemory_clients: conf.maxmemory_clients,
         acl_pubsub_default_all: conf.acl_pubsub_default_all,
+        latency_tracking: conf.latency_tracking,
+        latency_percentiles: conf.latency_percentiles.clone(),
         ..Config::default()
     }
 }

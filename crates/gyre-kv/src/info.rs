@@ -19,7 +19,7 @@ const DEFAULT: &[&str] = &[
     "cluster",
     "keyspace",
 ];
-/// Redis's order for `all` (its `latencystats` is not kept here).
+/// Redis's order for `all`.
 const ALL: &[&str] = &[
     "server",
     "clients",
@@ -31,6 +31,7 @@ const ALL: &[&str] = &[
     "modules",
     "commandstats",
     "errorstats",
+    "latencystats",
     "cluster",
     "keyspace",
 ];
@@ -243,6 +244,7 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
                 let _ = write!(out, "errorstat_{k}:count={n}\r\n");
             }
         }
+        "latencystats" => crate::latency::info_section(server, out),
         "cluster" => {
             out.push_str("# Cluster\r\n");
             line(out, "cluster_enabled", 0);

@@ -38,7 +38,8 @@
 //!   protected mode, ACL users and permissions; [`acl_log`] — ACL LOG;
 //!   [`acl_file`] — `aclfile`, ACL LOAD / SAVE and `user` lines.
 //! * [`reply_mode`], [`pause`] — CLIENT REPLY, CLIENT PAUSE.
-//! * [`info`] — INFO text; [`cmdstats`] — INFO commandstats / errorstats.
+//! * [`info`] — INFO text; [`cmdstats`] — INFO commandstats / errorstats;
+//!   [`latency`] / [`histogram`] — latencystats and LATENCY HISTOGRAM.
 //! * [`rdb`] — the RDB v10 format (Redis 7.0's encodings, LZF, CRC64,
 //!   crash-safe dump files); [`persist`] — SAVE, the forkless BGSAVE, save
 //!   rules, loading at start, INFO persistence; [`rdb_cmds`] — SAVE BGSAVE
@@ -105,9 +106,11 @@ pub mod float;
 pub mod glob;
 pub mod glue;
 pub mod hash;
+pub mod histogram;
 pub mod info;
 pub mod intset;
 pub mod keyspace;
+pub mod latency;
 pub mod lcs;
 pub mod listpack;
 pub mod multi;

@@ -125,6 +125,10 @@ pub struct Config {
     pub maxmemory_clients: crate::client_evict::Limit,
     /// `acl-pubsub-default allchannels` (new users get `&*`).
     pub acl_pubsub_default_all: bool,
+    /// `latency-tracking` ([`crate::latency`]).
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`.
+    pub latency_percentiles: crate::latency::Percentiles,
 }
 
 impl Default for Config {
@@ -163,6 +167,8 @@ impl Default for Config {
             redis_conf: None,
             maxmemory_clients: crate::client_evict::Limit::Bytes(0),
             acl_pubsub_default_all: false,
+            latency_tracking: true,
+            latency_percentiles: Default::default(),
         }
     }
 }
@@ -525,6 +531,7 @@ impl Server {
             clients_mem_total: 0,
         };
         server.cmdstats = crate::cmdstats::CommandStats::new(server.table.ids().len());
+        server.cmdstats.tracking = server.config.latency_tracking;
         let pass = server.config.requirepass.clone();
         server.users.set_default_password(pass.as_deref());
         let all = server.config.acl_pubsub_default_all;

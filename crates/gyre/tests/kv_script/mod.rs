@@ -8,7 +8,9 @@
 //! its elements sorted: Redis's dict order is random), `N>l CMD ...` (an
 //! ACL LOG or CLIENT INFO reply: `age-seconds` masked, client lines cut to
 //! the fields that do not depend on the connection), `N>i INFO section` (lines sorted,
-//! `cmdstat_` times masked), `sync N M ...`
+//! `cmdstat_` times and `latency_percentiles_usec_` values masked),
+//! `N>h LATENCY HISTOGRAM ...` (entries sorted by name, each
+//! distribution checked and replaced by `<cdf ok>`), `sync N M ...`
 //! (each listed client PINGs and everything it received before the PONG
 //! is compared: messages others' commands sent it), `sleep MS`; `''` is
 //! an empty argument, `\s` a space inside one.
@@ -202,6 +204,9 @@ fn mask_info(f: &[u8]) -> Vec<u8> {
         .split("\r\n")
         .filter(|l| !l.is_empty())
         .map(|l| {
+            if let Some(rest) = l.strip_prefix("latency_percentiles_usec_") {
+                return mask_percentiles(rest);
+            }
             if !l.starts_with("cmdstat_") {
                 return l.to_string();
             }
@@ -216,6 +221,134 @@ fn mask_info(f: &[u8]) -> Vec<u8> {
         .collect();
     lines.sort();
     format!("INFO<{}>", lines.join(" ; ")).into_bytes()
+}
+
+/// A latencystats line (after its prefix) with each `pN=V` value
+/// replaced by `<us>` when it is a microsecond figure with 3 decimals.
+fn mask_percentiles(rest: &str) -> String {
+    let (name, vals) = rest.split_once(':').unwrap_or((rest, ""));
+    let masked: Vec<String> = vals
+        .split(',')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v))
+                if v.split_once('.').is_some_and(|(a, b)| {
+                    !a.is_empty()
+                        && a.bytes().all(|c| c.is_ascii_digit())
+                        && b.len() == 3
+                        && b.bytes().all(|c| c.is_ascii_digit())
+                }) =>
+            {
+                format!("{k}=<us>")
+            }
+            _ => format!("<bad {kv}>"),
+        })
+        .collect();
+    format!("latency_percentiles_usec_{name}:{}", masked.join(","))
+}
+
+/// A parsed reply, enough for [`mask_histogram`].
+#[derive(Debug)]
+enum Reply {
+    Line(u8, String),
+    Bulk(String),
+    Agg(u8, Vec<Reply>),
+}
+
+fn parse_reply(b: &[u8], at: usize) -> (Reply, usize) {
+    let e = line_end(b, at).unwrap();
+    let t = b[at];
+    let head = String::from_utf8_lossy(&b[at + 1..e]).into_owned();
+    match t {
+        b'$' => {
+            let n: usize = head.parse().unwrap();
+            let s = String::from_utf8_lossy(&b[e + 2..e + 2 + n]).into_owned();
+            (Reply::Bulk(s), e + 2 + n + 2)
+        }
+        b'*' | b'%' => {
+            let n: usize = head.parse().unwrap();
+            let n = if t == b'%' { 2 * n } else { n };
+            let mut pos = e + 2;
+            let mut items = Vec::new();
+            for _ in 0..n {
+                let (r, next) = parse_reply(b, pos);
+                items.push(r);
+                pos = next;
+            }
+            (Reply::Agg(t, items), pos)
+        }
+        _ => (Reply::Line(t, head), e + 2),
+    }
+}
+
+/// The bucket tops LATENCY HISTOGRAM may show (µs): HdrHistogram's
+/// range tops at 1024 ns x 2^k, 2 significant digits.
+fn cdf_tops() -> Vec<i64> {
+    (0..21)
+        .map(|k| {
+            let level: i64 = 1024 << k;
+            let width = 1i64 << (64 - (level | 255).leading_zeros() - 8);
+            (level + width - 1) / 1000
+        })
+        .collect()
+}
+
+/// A LATENCY HISTOGRAM reply with its entries sorted by command name and
+/// each `histogram_usec` checked (known bucket tops, rising, cumulative
+/// counts rising to `calls`) and replaced by `<cdf ok>`: the values are
+/// timings, the structure and the call counts are compared.
+fn mask_histogram(f: &[u8]) -> Vec<u8> {
+    let (r, _) = parse_reply(f, 0);
+    let Reply::Agg(kind, items) = r else {
+        return f.to_vec();
+    };
+    let tops = cdf_tops();
+    let mut entries: Vec<String> = items
+        .chunks(2)
+        .map(|kv| {
+            let name = format!("{:?}", kv[0]);
+            let Reply::Agg(ik, inner) = &kv[1] else {
+                return format!("{name} => <not a map>");
+            };
+            let mut calls = -1;
+            let mut shown = Vec::new();
+            for p in inner.chunks(2) {
+                match (&p[0], &p[1]) {
+                    (Reply::Bulk(k), Reply::Line(b':', n)) if k == "calls" => {
+                        calls = n.parse().unwrap();
+                        shown.push(format!("calls={n}"));
+                    }
+                    (Reply::Bulk(k), Reply::Agg(hk, cdf)) if k == "histogram_usec" => {
+                        let nums: Vec<i64> = cdf
+                            .iter()
+                            .map(|x| match x {
+                                Reply::Line(b':', n) => n.parse().unwrap(),
+                                _ => -1,
+                            })
+                            .collect();
+                        let pairs: Vec<(i64, i64)> = nums.chunks(2).map(|c| (c[0], c[1])).collect();
+                        let ok = !pairs.is_empty()
+                            && pairs.iter().all(|(t, _)| tops.contains(t))
+                            && pairs.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1)
+                            && pairs.last().unwrap().1 == calls;
+                        shown.push(format!(
+                            "histogram_usec({})={}",
+                            *hk as char,
+                            if ok {
+                                "<cdf ok>".into()
+                            } else {
+                                format!("<bad {pairs:?}>")
+                            }
+                        ));
+                    }
+                    (k, v) => shown.push(format!("{k:?}={v:?}")),
+                }
+            }
+            format!("{name} => {}({})", *ik as char, shown.join(", "))
+        })
+        .collect();
+    entries.sort();
+    format!("HIST{}<{}>", kind as char, entries.join(" ; ")).into_bytes()
 }
 
 /// CLIENT LIST fields that do not depend on the connection, timing or
@@ -321,7 +454,7 @@ pub fn run_script(port: u16, script: &str) -> Vec<String> {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         c.send(&args);
         let (n, compare, sort) = match mode {
-            "" | "l" | "i" => (1, true, false),
+            "" | "l" | "i" | "h" => (1, true, false),
             "?" => (1, false, false),
             "s" => (1, true, true),
             k => (k.parse().unwrap(), true, false),
@@ -335,6 +468,8 @@ pub fn run_script(port: u16, script: &str) -> Vec<String> {
                 mask_acl_log(&f)
             } else if mode == "i" {
                 mask_info(&f)
+            } else if mode == "h" {
+                mask_histogram(&f)
             } else {
                 f
             });
