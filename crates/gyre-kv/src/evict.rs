@@ -71,8 +71,15 @@ impl Policy {
     }
 }
 
-/// Redis's `LRU_CLOCK_MAX` (24 bits) and `LFU_INIT_VAL`.
-const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
+/// The LRU clock's tick (ms) and its largest value. Redis ticks once a
+/// second in 24 bits (wrapping after 194 days); here the whole 32-bit
+/// field ticks every 10 ms (wrapping after 497 days). Within a second
+/// Redis's sampled keys all look equally idle and the pool picks among
+/// them blindly; at 10 ms the pool ranks them, which is most of what
+/// keeps the hit ratio near true LRU's under a hot working set.
+const LRU_TICK_MS: i64 = 10;
+const LRU_CLOCK_MAX: u32 = u32::MAX;
+/// Redis's `LFU_INIT_VAL`.
 const LFU_INIT_VAL: u32 = 5;
 /// Redis's `EVPOOL_SIZE`.
 const EVPOOL_SIZE: usize = 16;
@@ -87,7 +94,7 @@ pub struct AccessMode {
 }
 
 fn lru_clock(now_ms: i64) -> u32 {
-    ((now_ms.max(0) / 1000) as u64 & u64::from(LRU_CLOCK_MAX)) as u32
+    ((now_ms.max(0) / LRU_TICK_MS) as u64 & u64::from(LRU_CLOCK_MAX)) as u32
 }
 
 fn lfu_minutes(now_ms: i64) -> u32 {
@@ -150,12 +157,12 @@ fn lfu_log_incr(counter: u32, factor: u32, rng: &mut Rng) -> u32 {
 /// Redis's `estimateObjectIdleTime` in ms.
 pub fn idle_ms(a: u32, now_ms: i64) -> u64 {
     let clock = lru_clock(now_ms);
-    let secs = if clock >= a {
+    let ticks = if clock >= a {
         clock - a
     } else {
         clock + (LRU_CLOCK_MAX - a)
     };
-    u64::from(secs) * 1000
+    u64::from(ticks) * LRU_TICK_MS as u64
 }
 
 /// One eviction pool entry (Redis's `evictionPoolEntry`).
@@ -308,9 +315,26 @@ fn pick(server: &mut Server, now: i64) -> Option<(usize, Vec<u8>)> {
             } else {
                 db.contains_stored(&best.key)
             };
-            if live {
-                return Some((best.db, best.key));
+            if !live {
+                continue;
             }
+            // Re-rank an entry whose key was used since it was sampled
+            // (Redis evicts it on its stale score): its score can only
+            // have dropped, and with `now` fixed it is re-ranked at most
+            // once, so the loop stays bounded by twice the pool.
+            if e.policy != Policy::VolatileTtl {
+                if let Some(access) = db.access_of(&best.key, now) {
+                    let cur = score(e.policy, access, 0, now, e.lfu_decay_time);
+                    if cur < best.idle {
+                        server
+                            .evict_state
+                            .pool
+                            .insert(PoolEntry { idle: cur, ..best });
+                        continue;
+                    }
+                }
+            }
+            return Some((best.db, best.key));
         }
     }
     None
@@ -502,9 +526,10 @@ mod tests {
     }
 
     #[test]
-    fn idle_time_wraps_like_the_24_bit_clock() {
+    fn idle_time_wraps_with_the_clock() {
         assert_eq!(idle_ms(lru_clock(10_000), 25_000), 15_000);
-        let late = i64::from(LRU_CLOCK_MAX) * 1000 + 5000;
+        assert_eq!(idle_ms(lru_clock(10_000), 10_250), 250);
+        let late = i64::from(LRU_CLOCK_MAX) * LRU_TICK_MS + 5000;
         assert!(idle_ms(lru_clock(late - 10_000), late) >= 9000);
     }
 
