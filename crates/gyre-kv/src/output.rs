@@ -57,6 +57,25 @@ fn class_of(c: &Client) -> usize {
     }
 }
 
+/// Whether client `c` is over its class's hard limit, or over its soft
+/// limit for longer than the soft seconds (the soft clock starts or
+/// stops here); never for a client already closing.
+fn over_limits(c: &mut Client, limits: &ObufLimits, now_ms: i64) -> bool {
+    let used = c.pending_output().len() as u64;
+    let lim = limits[class_of(c)];
+    let hard = lim.hard > 0 && used >= lim.hard;
+    let mut soft = false;
+    if lim.soft > 0 && used >= lim.soft {
+        match c.obuf_soft_since {
+            None => c.obuf_soft_since = Some(now_ms),
+            Some(t) => soft = (now_ms - t) / 1000 > lim.soft_secs as i64,
+        }
+    } else {
+        c.obuf_soft_since = None;
+    }
+    (hard || soft) && !c.closing
+}
+
 /// `client-output-buffer-limit` as CONFIG GET shows it.
 pub fn format_limits(l: &ObufLimits) -> String {
     let mut s = String::new();
@@ -104,10 +123,21 @@ pub fn parse_limits(args: &[&[u8]], l: &mut ObufLimits) -> Result<(), &'static s
 }
 
 impl Server {
-    /// Append `bytes` to client `id`'s output (from another client's
-    /// command or the cron) and check its limits. Nothing is appended to a
-    /// client that is closing.
-    pub(crate) fn append_output(&mut self, id: ClientId, bytes: &[u8], now_ms: i64) {
+    /// Append to client `id`'s output (from another client's command or
+    /// the cron) and check its limits. Nothing is appended to a client
+    /// that is closing.
+    ///
+    /// The bytes are what `pick` gives for the client's protocol (a
+    /// message encoded once per protocol): one client lookup serves the
+    /// protocol, the append and the limit check, which is all a PUBLISH
+    /// costs per subscriber.
+    #[inline]
+    pub(crate) fn append_output<'b>(
+        &mut self,
+        id: ClientId,
+        now_ms: i64,
+        pick: impl FnOnce(crate::resp::Proto) -> &'b [u8],
+    ) {
         let Some(c) = self.clients.get_mut(&id) else {
             return;
         };
@@ -117,8 +147,10 @@ impl Server {
         if c.pending_output().is_empty() {
             self.writers.push(id);
         }
-        c.obuf.extend_from_slice(bytes);
-        self.check_output_limits(id, now_ms);
+        c.obuf.extend_from_slice(pick(c.resp));
+        if over_limits(c, &self.config.client_output_buffer_limit, now_ms) {
+            self.close_for_limits(id, now_ms);
+        }
     }
 
     /// The glue keeps what the socket did not take of a read's replies.
@@ -165,21 +197,13 @@ impl Server {
         let Some(c) = self.clients.get_mut(&id) else {
             return;
         };
-        let used = c.pending_output().len() as u64;
-        let lim = self.config.client_output_buffer_limit[class_of(c)];
-        let hard = lim.hard > 0 && used >= lim.hard;
-        let mut soft = false;
-        if lim.soft > 0 && used >= lim.soft {
-            match c.obuf_soft_since {
-                None => c.obuf_soft_since = Some(now_ms),
-                Some(t) => soft = (now_ms - t) / 1000 > lim.soft_secs as i64,
-            }
-        } else {
-            c.obuf_soft_since = None;
+        if over_limits(c, &self.config.client_output_buffer_limit, now_ms) {
+            self.close_for_limits(id, now_ms);
         }
-        if !(hard || soft) || c.closing {
-            return;
-        }
+    }
+
+    /// Close a client over its limits, as Redis logs it.
+    fn close_for_limits(&mut self, id: ClientId, now_ms: i64) {
         let info = crate::client::client_line(self, id, now_ms, None);
         log::warn!(
             "Client {info} scheduled to be closed ASAP for overcoming of output buffer limits."

@@ -534,10 +534,7 @@ fn deliver(
     for &id in ids {
         match own.as_mut() {
             Some((me, proto, out)) if *me == id => out.extend_from_slice(msg.get(*proto)),
-            _ => {
-                let proto = server.clients.get(&id).map_or(2, |c| c.resp);
-                server.append_output(id, msg.get(proto), now)
-            }
+            _ => server.append_output(id, now, |proto| msg.get(proto)),
         }
     }
     ids.len()
