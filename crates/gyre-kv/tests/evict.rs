@@ -191,6 +191,32 @@ fn allkeys_lru_keeps_the_recently_used_keys() {
     ));
 }
 
+/// Recency within a second counts: the clock ticks every 10 ms, so keys
+/// used 50 ms ago rank above keys written a second ago (on a one-second
+/// clock they would all tie and the pool would pick blindly).
+#[test]
+fn allkeys_lru_ranks_keys_within_a_second() {
+    let mut t = with_policy(Policy::AllkeysLru, 60_000);
+    let v = value();
+    for i in 0..100 {
+        t.cmd(&["SET", &format!("hot{i}"), &v]);
+    }
+    for round in 0..18 {
+        t.advance(50);
+        for i in 0..100 {
+            t.cmd(&["GET", &format!("hot{i}")]);
+        }
+        for j in 0..20 {
+            t.cmd(&["SET", &format!("cold{round}-{j}"), &v]);
+        }
+    }
+    let hot = (0..100)
+        .filter(|i| t.cmd(&["EXISTS", &format!("hot{i}")]) == int(1))
+        .count();
+    assert!(t.s.stats.evicted_keys > 150);
+    assert!(hot >= 85, "only {hot} of 100 hot keys survived");
+}
+
 #[test]
 fn allkeys_lfu_keeps_the_frequently_used_keys() {
     let mut t = with_policy(Policy::AllkeysLfu, 60_000);
