@@ -42,7 +42,9 @@ import kv_types  # noqa: E402  (bench/ is on sys.path: this script's folder)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "bench")
 RESULTS = os.path.join(BENCH, "results")
-GYRE = os.environ.get("GYRE", os.path.join(ROOT, "target/release/gyre"))
+# Where `cargo build --release` put it: CARGO_TARGET_DIR when set.
+GYRE = os.environ.get("GYRE", os.path.join(os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"),
+                                           "release/gyre"))
 NGINX = os.environ.get("NGINX", "nginx")
 SECS = int(os.environ.get("BENCH_SECS", "5"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
@@ -1562,6 +1564,8 @@ def sec_kv_cache():
     lines = [l for l in out.stdout.splitlines() if l.strip()]
     for l in lines:
         log("  " + l)
+    if out.returncode != 0:
+        log(f"  kv_cache.py failed ({out.returncode}): {out.stderr[-2000:]}")
     smoke = ("" if float(scale) >= 1 else
              f" **A smoke run** (counts x{scale}, maxmemory {max(1, int(50 * float(scale)))} MiB instead of 50,"
              " on a shared machine): the figures say the paths work and give an order of magnitude,"
