@@ -10,7 +10,11 @@
 pub mod conf;
 pub mod cookie;
 pub mod handler;
+mod next;
+mod peer;
+mod pipe;
 pub mod redirect;
+mod request;
 mod response;
 mod tunnel;
 pub mod uri;
