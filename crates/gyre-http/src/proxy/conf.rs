@@ -90,6 +90,9 @@ pub struct ProxyPass {
     /// nginx's `plcf->location`: the location's name (prefix or exact
     /// URI), empty in regex and named locations (`proxy_redirect default`).
     pub location: String,
+    /// The URL has variables: evaluated per request (`proxy/eval.rs`);
+    /// `host`, `port`, `uri` and `upstream` are then unused.
+    pub vars: Option<ComplexValue>,
 }
 
 impl ProxyPass {
@@ -97,6 +100,7 @@ impl ProxyPass {
     pub fn redirect_pass(p: Option<&ProxyPass>) -> super::redirect::Pass<'_> {
         match p {
             None => super::redirect::Pass::None,
+            Some(p) if p.vars.is_some() => super::redirect::Pass::Variables,
             Some(p) => super::redirect::Pass::Url {
                 url: p.at.arg(0),
                 uri: p.uri.is_some(),
@@ -200,6 +204,10 @@ pub struct ProxyConf {
     pub temp_file_write_size: usize,
     /// `proxy_temp_path` (the http level carries the default `proxy_temp`).
     pub temp_path: Arc<TempPath>,
+    /// `proxy_pass` with variables: the URL, evaluated per request into a
+    /// request's own settings (`proxy/eval.rs`); with a URI part it is
+    /// sent as it is, replacing the whole URI.
+    pub dynamic: Option<ComplexValue>,
     /// `proxy_redirect`, merged over the levels.
     pub redirect: super::redirect::RedirectConf,
     /// The cookie rewriting directives, merged.
@@ -291,6 +299,7 @@ pub fn resolve(levels: &[&LocSettings], name: &Arc<str>, kind: LocKind) -> Optio
     }
     Some(Arc::new(ProxyConf {
         upstream: pass.upstream,
+        dynamic: pass.vars.clone(),
         https: pass.https,
         proxy_host,
         proxy_port,
@@ -361,7 +370,7 @@ fn settings<'a>(c: &'a mut HttpConf, cx: &ConfCtx) -> Result<&'a mut ProxySettin
 pub fn set_pass(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let url = d.arg(0);
     if url.contains('$') {
-        return Err("\"proxy_pass\" with variables is not supported yet".into());
+        return set_pass_vars(c, d, cx);
     }
     let (https, rest) = if let Some(r) = url.strip_prefix("http://") {
         (false, r)
@@ -395,6 +404,32 @@ pub fn set_pass(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), Str
         at: d.clone(),
         upstream: 0,
         location,
+        vars: None,
+    });
+    Ok(())
+}
+
+/// `proxy_pass` with variables (nginx compiles the URL and checks nothing
+/// more until a request evaluates it).
+fn set_pass_vars(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let cv = ComplexValue::compile(d.arg(0), &mut c.vars)?;
+    let location = match c.current_location_kind(cx) {
+        Some(LocKind::Regex) | Some(LocKind::Named) | None => String::new(),
+        Some(_) => c.current_location_uri(cx).unwrap_or_default(),
+    };
+    let s = settings(c, cx)?;
+    if s.pass.is_some() {
+        return Err("\"proxy_pass\" directive is duplicate".into());
+    }
+    s.pass = Some(ProxyPass {
+        https: false,
+        host: String::new(),
+        port: None,
+        uri: None,
+        at: d.clone(),
+        upstream: usize::MAX,
+        location,
+        vars: Some(cv),
     });
     Ok(())
 }
@@ -422,7 +457,7 @@ pub fn set_cookie(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), S
 }
 
 /// `host[:port][/uri]` or `unix:/path[:/uri]`.
-fn split_url(rest: &str) -> Result<(String, Option<u16>, Option<String>), String> {
+pub(super) fn split_url(rest: &str) -> Result<(String, Option<u16>, Option<String>), String> {
     if let Some(path) = rest.strip_prefix("unix:") {
         return Ok(match path.find(':') {
             Some(i) => (

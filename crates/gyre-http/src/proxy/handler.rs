@@ -40,7 +40,7 @@ use crate::phases::Ctx;
 use crate::request::{Content, HttpRequest};
 use crate::response::Response;
 use crate::upstream::http_response::{BodyReader, ResponseHead};
-use crate::upstream::{Outcome, PeerRequest};
+use crate::upstream::{Outcome, PeerRequest, Upstream};
 
 use super::next::close_upstream;
 use super::peer::{connect, connecting, send_request};
@@ -116,6 +116,9 @@ pub struct Proxy {
     pub(super) unbuffered: bool,
     /// The response's temp file, once the client fell behind.
     pub(super) spill: Option<super::pipe::Spill>,
+    /// The request's own upstream: a `proxy_pass` with variables naming an
+    /// address (else the worker's upstream `conf.upstream`).
+    pub(super) own: Option<Box<Upstream>>,
     /// Body bytes still to be taken from the client and sent
     /// (`proxy_request_buffering off`), and whether any were taken (the
     /// request cannot be sent again then).
@@ -160,6 +163,7 @@ impl Proxy {
             stale_retry: false,
             unbuffered: false,
             spill: None,
+            own: None,
             body_left: 0,
             body_taken: false,
             up: Vec::new(),
@@ -193,6 +197,7 @@ impl Proxy {
         self.stale_retry = false;
         self.unbuffered = false;
         self.spill = None;
+        self.own = None;
         self.body_left = 0;
         self.body_taken = false;
         self.up.clear();
@@ -274,7 +279,33 @@ pub fn start(
     r: &mut HttpRequest,
     conf: &Arc<ProxyConf>,
     pool: Option<Box<Proxy>>,
-) {
+) -> Result<(), u16> {
+    let mut own = None;
+    let mut evaluated = None;
+    if let Some(cv) = &conf.dynamic {
+        // proxy_pass with variables: this request's URL and target.
+        let mut url = Vec::new();
+        let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
+        cv.eval(&cx.conf.vars, &mut r.vars, &env, &mut url);
+        let url = String::from_utf8_lossy(&url);
+        match super::eval::eval(&url, conf, &cx.conf.upstreams) {
+            Ok(e) => {
+                if let super::eval::Target::Direct(u) = e.target {
+                    own = Some(u);
+                }
+                evaluated = Some(e.conf);
+            }
+            Err((status, msg)) => {
+                let lcx = log_error::req(cx.conf, r);
+                gyre_core::log_ctx!(gyre_core::errlog::ERROR, &lcx, "{msg}");
+                if let (Some(p), Some(w)) = (pool, cx.proxies) {
+                    w.give_back(p);
+                }
+                return Err(status);
+            }
+        }
+    }
+    let conf = evaluated.as_ref().unwrap_or(conf);
     let mut p = match pool {
         Some(mut p) => {
             p.reuse(conf.clone());
@@ -282,6 +313,7 @@ pub fn start(
         }
         None => Box::new(Proxy::new(conf.clone())),
     };
+    p.own = own;
     p.first = cx.now;
     r.st.upstream.clear();
     let has_body = !matches!(r.st.req.body, crate::body::BodyKind::None);
@@ -305,6 +337,7 @@ pub fn start(
         build_request(cx, r, &mut p);
     }
     r.content = Content::Proxy(p);
+    Ok(())
 }
 
 /// Advances the request as far as it goes without blocking.
@@ -331,14 +364,29 @@ pub fn abandon(core: &mut Core, worker: &Worker, r: &mut HttpRequest) {
     if let Content::Proxy(p) = std::mem::replace(&mut r.content, Content::None) {
         let mut p = p;
         if let (Some(pr), Some(_)) = (p.pr.as_mut(), p.u) {
-            let mut ups = worker.ups.borrow_mut();
-            if let Some(up) = ups.get_mut(p.conf.upstream) {
-                pr.free(up, Outcome::Ok, worker.secs(core));
-            }
+            let secs = worker.secs(core);
+            with_upstream(worker, p.conf.upstream, &mut p.own, |up| {
+                pr.free(up, Outcome::Ok, secs);
+            });
         }
         release(core, &mut p);
         worker.give_back(p);
     }
+}
+
+/// Runs `f` on the request's upstream: its own (`own`) or the worker's of
+/// index `idx`.
+pub(super) fn with_upstream<R>(
+    worker: &Worker,
+    idx: usize,
+    own: &mut Option<Box<Upstream>>,
+    f: impl FnOnce(&mut Upstream) -> R,
+) -> Option<R> {
+    if let Some(u) = own.as_deref_mut() {
+        return Some(f(u));
+    }
+    let mut ups = worker.ups.borrow_mut();
+    ups.get_mut(idx).map(f)
 }
 
 pub(super) fn release(core: &mut Core, p: &mut Proxy) {

@@ -7,7 +7,7 @@ use gyre_core::errlog::{ERROR, WARN};
 use gyre_core::event::{Core, Ev};
 
 use super::conf::ft;
-use super::handler::{log_line, Env, Flow, Proxy, St, Turn};
+use super::handler::{log_line, with_upstream, Env, Flow, Proxy, St, Turn};
 use super::response::is_idempotent;
 use crate::request::HttpRequest;
 use crate::upstream::keepalive::{self, Finished};
@@ -26,13 +26,11 @@ pub(super) fn close_upstream(
     let secs = env.worker.secs(core);
     let now = core.now();
     let mut disabled = false;
-    if let Some(pr) = p.pr.as_mut() {
-        let mut ups = env.worker.ups.borrow_mut();
-        if let Some(up) = ups.get_mut(p.conf.upstream) {
-            if pr.current().is_some() {
-                disabled = pr.free(up, outcome, secs).disabled;
-            }
-        }
+    if let Some(pr) = p.pr.as_mut().filter(|pr| pr.current().is_some()) {
+        disabled = with_upstream(env.worker, p.conf.upstream, &mut p.own, |up| {
+            pr.free(up, outcome, secs).disabled
+        })
+        .unwrap_or(false);
     }
     let Some(u) = p.u.take() else {
         return disabled;

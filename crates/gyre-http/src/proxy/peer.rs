@@ -15,7 +15,7 @@ use super::handler::{log_line, Env, Flow, Proxy, Relay, St, Turn};
 use super::next::{close_upstream, fail};
 use crate::request::HttpRequest;
 use crate::upstream::keepalive;
-use crate::upstream::Outcome;
+use crate::upstream::{Outcome, Upstream};
 
 pub(super) fn connect(
     core: &mut Core,
@@ -26,8 +26,14 @@ pub(super) fn connect(
     let now = core.now();
     let secs = env.worker.secs(core);
     let mut ups = env.worker.ups.borrow_mut();
-    let Some(up) = ups.get_mut(p.conf.upstream) else {
-        return Turn::End(Flow::Error(500));
+    // The request's own upstream (proxy_pass with variables naming an
+    // address) or the worker's.
+    let up: &mut Upstream = match p.own.as_deref_mut() {
+        Some(u) => u,
+        None => match ups.get_mut(p.conf.upstream) {
+            Some(u) => u,
+            None => return Turn::End(Flow::Error(500)),
+        },
     };
     if p.pr.is_none() {
         let client = r.st.conn.peer.map(|a| a.ip());

@@ -33,7 +33,11 @@ pub(super) fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy
         valid_location: r.st.valid_location,
     };
     let loc = conf.location_prefix.then_some(&*conf.location);
-    upstream_uri(conf.uri.as_deref(), loc, &i, out);
+    match conf.uri.as_deref().filter(|_| conf.dynamic.is_some()) {
+        // proxy_pass with variables and a URI: that URI, as evaluated.
+        Some(uri) => out.extend_from_slice(uri.as_bytes()),
+        None => upstream_uri(conf.uri.as_deref(), loc, &i, out),
+    }
     p.uri = (uri_start, out.len());
     out.extend_from_slice(match conf.http_version {
         ProxyVersion::Http10 => b" HTTP/1.0\r\n",
