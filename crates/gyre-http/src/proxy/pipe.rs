@@ -124,7 +124,7 @@ pub(super) fn relay_body(
         if p.reader.as_ref().is_some_and(|b| b.is_done()) {
             return finish(core, env, r, p);
         }
-        let room = read_room(env, p, max, size, may_spill);
+        let (room, to_file) = read_room(env, p, max, size, may_spill);
         if room == 0 {
             // The client is slower and nothing more may be held: stop
             // reading until it took some.
@@ -135,16 +135,36 @@ pub(super) fn relay_body(
             core.add_timer(Ev::read(u), p.conf.read_timeout);
             return wait(progress);
         }
+        // A body that needs no decoding goes from the upstream's socket
+        // straight into the client's output: one copy less.
+        let identity = p.reader.as_ref().and_then(|b| b.identity_left());
+        if let (Some(left), false, true) = (identity, to_file, p.buf.is_empty()) {
+            let want = (left.min(usize::MAX as u64) as usize).min(room);
+            if let Some(dst) = env.cx.m.body_room(want) {
+                let reserved = dst.len();
+                let got = core.recv(u, dst);
+                let used = *got.as_ref().unwrap_or(&0);
+                env.cx.m.commit_body_room(reserved, used);
+                match got {
+                    Ok(0) => return end_of_stream(core, env, r, p),
+                    Ok(n) => {
+                        if let Some(b) = p.reader.as_mut() {
+                            b.took(n);
+                        }
+                        r.st.upstream.received(n as u64);
+                        progress = true;
+                        core.add_timer(Ev::read(u), p.conf.read_timeout);
+                        continue;
+                    }
+                    Err(e) => return recv_failed(core, env, r, p, u, &e, progress),
+                }
+            }
+        }
         p.buf.resize(room, 0);
         match core.recv(u, &mut p.buf) {
             Ok(0) => {
                 p.buf.clear();
-                let ok = p.reader.as_mut().is_some_and(|b| b.eof().is_ok());
-                if ok {
-                    return finish(core, env, r, p);
-                }
-                log_line(env, r, p, ERROR, READING, PREMATURE_CLOSE);
-                return abort(core, env, r, p);
+                return end_of_stream(core, env, r, p);
             }
             Ok(n) => {
                 p.buf.truncate(n);
@@ -152,20 +172,48 @@ pub(super) fn relay_body(
                 // Traffic: the read timeout starts again.
                 core.add_timer(Ev::read(u), p.conf.read_timeout);
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                p.buf.clear();
-                core.add_timer(Ev::read(u), p.conf.read_timeout);
-                return wait(progress);
-            }
             Err(e) => {
                 p.buf.clear();
-                let msg = format!("recv() failed ({})", sys_error_text(&e));
-                log_line(env, r, p, ERROR, READING, &msg);
-                return abort(core, env, r, p);
+                return recv_failed(core, env, r, p, u, &e, progress);
             }
         }
     }
     Turn::WaitProgress
+}
+
+/// The upstream closed: the end of a body delimited so, else a cut one.
+fn end_of_stream(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
+    let ok = p.reader.as_mut().is_some_and(|b| b.eof().is_ok());
+    if ok {
+        return finish(core, env, r, p);
+    }
+    log_line(env, r, p, ERROR, READING, PREMATURE_CLOSE);
+    abort(core, env, r, p)
+}
+
+/// A recv error: EAGAIN waits (the read timeout running), others end the
+/// body.
+fn recv_failed(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+    u: gyre_core::conn::ConnId,
+    e: &io::Error,
+    progress: bool,
+) -> Turn {
+    if e.kind() == io::ErrorKind::WouldBlock {
+        core.add_timer(Ev::read(u), p.conf.read_timeout);
+        return wait(progress);
+    }
+    let msg = format!("recv() failed ({})", sys_error_text(e));
+    log_line(env, r, p, ERROR, READING, &msg);
+    abort(core, env, r, p)
 }
 
 fn wait(progress: bool) -> Turn {
@@ -180,18 +228,25 @@ fn wait(progress: bool) -> Turn {
 /// client's queue is under the buffers (as much as fits at once, nginx
 /// reads into all its free buffers with one readv, at least one buffer);
 /// else into the temp file, a write's worth while it has room; else none.
-fn read_room(env: &Env<'_, '_>, p: &Proxy, max: usize, size: usize, may_spill: bool) -> usize {
+/// True with the room when it is the temp file's.
+fn read_room(
+    env: &Env<'_, '_>,
+    p: &Proxy,
+    max: usize,
+    size: usize,
+    may_spill: bool,
+) -> (usize, bool) {
     let pending = env.cx.m.output_pending();
     let waiting = p.spill.as_ref().is_some_and(|s| s.unqueued() > 0);
     if !waiting && pending < max {
-        return (max - pending).max(size);
+        return ((max - pending).max(size), false);
     }
     if !may_spill {
-        return 0;
+        return (0, false);
     }
     let written = p.spill.as_ref().map_or(0, |s| s.written);
     let left = p.conf.max_temp_file_size.saturating_sub(written);
-    left.min(p.conf.temp_file_write_size as u64) as usize
+    (left.min(p.conf.temp_file_write_size as u64) as usize, true)
 }
 
 /// Writes the decoded bytes in `p.out` to the temp file, making it first
