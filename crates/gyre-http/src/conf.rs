@@ -660,6 +660,11 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
     let default_root = cx.full_path("html");
     let default_log = cx.full_path("logs/access.log");
     crate::proxy::init_upstreams(c)?;
+    if c.set.proxy.temp_path.is_none() {
+        // nginx's compiled-in `proxy_temp` under the prefix.
+        let d = crate::temp_file::TempPath::new(cx.full_path("proxy_temp"));
+        c.set.proxy.temp_path = Some(Arc::new(d));
+    }
     let http_set = c.set.clone();
     let http_srv = c.srv.clone();
     for s in &mut c.servers {

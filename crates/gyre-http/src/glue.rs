@@ -594,9 +594,18 @@ impl HttpConn {
     fn run(&mut self, core: &mut Core, c: ConnId) -> Flow {
         let mut turns = 0u32;
         loop {
-            if self.has_output() {
+            // A proxied body goes on reading its upstream while the client
+            // is slow (into its temp file): it decides itself to wait.
+            let mut blocked = false;
+            let reads_on = self.proxy_reads_while_blocked();
+            if reads_on && self.has_output() && !core.conn(c).is_some_and(|x| x.write.ready) {
+                // An upstream event while the client's socket is full: no
+                // send just to hear EAGAIN.
+                blocked = true;
+            } else if self.has_output() {
                 match self.write(core, c) {
                     Ok(true) => self.held.clear(),
+                    Ok(false) if reads_on => blocked = true,
                     Ok(false) => return Flow::Continue,
                     Err(_) => {
                         self.close(core, c);
@@ -608,10 +617,10 @@ impl HttpConn {
                 turns += 1;
                 match self.proxy_step(core, c) {
                     ProxyFlow::Wait { progress } => {
-                        if progress && turns < 64 {
+                        if progress && !blocked && turns < 64 {
                             continue;
                         }
-                        if progress {
+                        if progress && !blocked {
                             // Yield to the other connections.
                             core.post(Ev::write(c));
                         }
@@ -1055,6 +1064,12 @@ impl HttpConn {
         self.r
             .as_ref()
             .is_some_and(|r| matches!(r.content, crate::request::Content::Proxy(_)))
+    }
+
+    fn proxy_reads_while_blocked(&self) -> bool {
+        self.r.as_ref().is_some_and(
+            |r| matches!(&r.content, crate::request::Content::Proxy(p) if p.reads_while_blocked()),
+        )
     }
 
     /// The client connection, when `u` is the upstream connection of this

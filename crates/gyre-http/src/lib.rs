@@ -49,6 +49,7 @@ pub mod ssl_shared_cache;
 pub mod static_file;
 pub mod static_handler;
 pub mod stub_status;
+pub mod temp_file;
 pub mod upstream;
 pub mod uri;
 pub mod variables;

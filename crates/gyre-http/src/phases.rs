@@ -490,8 +490,10 @@ fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
 fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
     if let Some(pc) = r.st.loc.proxy.clone() {
         let pooled = cx.proxies.and_then(|w| w.take());
-        crate::proxy::handler::start(cx, r, &pc, pooled);
-        return Step::Again;
+        return match crate::proxy::handler::start(cx, r, &pc, pooled) {
+            Ok(()) => Step::Again,
+            Err(status) => Step::Error(status),
+        };
     }
     if r.st.loc.stub_status {
         return crate::static_handler::stub_status(cx, r, out);

@@ -181,7 +181,7 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     DirectiveSpec::new(
         "proxy_temp_path",
         HSL,
-        Args::ONE_MORE,
+        Args::TAKE1234,
         crate::proxy::conf::set_value,
     ),
     DirectiveSpec::block(

@@ -10,13 +10,13 @@
 //! expression, …`, `"proxy_pass" directive is duplicate`, the
 //! `proxy_busy_buffers_size` checks, `invalid value "…"` for the masks.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use gyre_core::conf::{ConfCtx, Directive};
 
 use crate::complex_value::ComplexValue;
 use crate::conf::{pick, HttpConf, LocKind, LocSettings};
+use crate::temp_file::TempPath;
 use crate::upstream::http_request::ProxyVersion;
 
 /// `proxy_next_upstream` conditions (nginx's `NGX_HTTP_UPSTREAM_FT_*`).
@@ -90,6 +90,9 @@ pub struct ProxyPass {
     /// nginx's `plcf->location`: the location's name (prefix or exact
     /// URI), empty in regex and named locations (`proxy_redirect default`).
     pub location: String,
+    /// The URL has variables: evaluated per request (`proxy/eval.rs`);
+    /// `host`, `port`, `uri` and `upstream` are then unused.
+    pub vars: Option<ComplexValue>,
 }
 
 impl ProxyPass {
@@ -97,6 +100,7 @@ impl ProxyPass {
     pub fn redirect_pass(p: Option<&ProxyPass>) -> super::redirect::Pass<'_> {
         match p {
             None => super::redirect::Pass::None,
+            Some(p) if p.vars.is_some() => super::redirect::Pass::Variables,
             Some(p) => super::redirect::Pass::Url {
                 url: p.at.arg(0),
                 uri: p.uri.is_some(),
@@ -132,7 +136,7 @@ pub struct ProxySettings {
     pub busy_buffers_size: Option<usize>,
     pub max_temp_file_size: Option<u64>,
     pub temp_file_write_size: Option<u64>,
-    pub temp_path: Option<PathBuf>,
+    pub temp_path: Option<Arc<TempPath>>,
     /// `proxy_redirect` (its own "not set" inside).
     pub redirect: super::redirect::RedirectConf,
     /// `proxy_cookie_domain`, `proxy_cookie_path`, `proxy_cookie_flags`.
@@ -193,6 +197,17 @@ pub struct ProxyConf {
     pub buffer_size: usize,
     pub buffers: (usize, usize),
     pub busy_buffers_size: usize,
+    /// `proxy_max_temp_file_size` (1024m; 0: a buffered response never
+    /// spills, it is read at the client's pace).
+    pub max_temp_file_size: u64,
+    /// `proxy_temp_file_write_size`: the most written to the temp file at once.
+    pub temp_file_write_size: usize,
+    /// `proxy_temp_path` (the http level carries the default `proxy_temp`).
+    pub temp_path: Arc<TempPath>,
+    /// `proxy_pass` with variables: the URL, evaluated per request into a
+    /// request's own settings (`proxy/eval.rs`); with a URI part it is
+    /// sent as it is, replacing the whole URI.
+    pub dynamic: Option<ComplexValue>,
     /// `proxy_redirect`, merged over the levels.
     pub redirect: super::redirect::RedirectConf,
     /// The cookie rewriting directives, merged.
@@ -200,20 +215,19 @@ pub struct ProxyConf {
 }
 
 impl ProxyConf {
-    /// The most body bytes read from the upstream but not yet written to
-    /// the client: with buffering, the buffers (`proxy_buffers`); without,
-    /// one `proxy_buffer_size`. Reading stops above it.
+    /// The most body bytes of a buffered response held in memory for the
+    /// client: the buffers (`proxy_buffers`), at least `proxy_buffer_size`.
+    /// Beyond it the body goes to the temp file, or reading stops.
     pub fn max_pending(&self) -> usize {
-        if self.buffering {
-            (self.buffers.0 * self.buffers.1).max(self.buffer_size)
-        } else {
-            self.buffer_size
-        }
+        (self.buffers.0 * self.buffers.1).max(self.buffer_size)
     }
 }
 
 /// nginx's `ngx_pagesize`-based defaults (4k pages).
 const PAGE: usize = 4096;
+
+/// `proxy_max_temp_file_size`'s default, 1024m.
+const DEFAULT_MAX_TEMP: u64 = 1 << 30;
 
 /// A location's proxy settings from its levels (outermost first), when its
 /// own level has `proxy_pass`.
@@ -271,6 +285,7 @@ pub fn resolve(levels: &[&LocSettings], name: &Arc<str>, kind: LocKind) -> Optio
     let proxy_host =
         crate::upstream::http_request::proxy_host(&pass.host, pass.port, pass.https, unix);
     let buffer_size = pick(levels, |s| s.proxy.buffer_size).unwrap_or(PAGE);
+    let largest = buffer_size.max(pick(levels, |s| s.proxy.buffers).unwrap_or((8, PAGE)).1);
     // Folded outermost to innermost, each level with its own proxy_pass
     // (nginx's merge of plcf->redirects).
     let mut redirect = super::redirect::RedirectConf::default();
@@ -284,6 +299,7 @@ pub fn resolve(levels: &[&LocSettings], name: &Arc<str>, kind: LocKind) -> Optio
     }
     Some(Arc::new(ProxyConf {
         upstream: pass.upstream,
+        dynamic: pass.vars.clone(),
         https: pass.https,
         proxy_host,
         proxy_port,
@@ -308,10 +324,11 @@ pub fn resolve(levels: &[&LocSettings], name: &Arc<str>, kind: LocKind) -> Optio
         request_buffering: pick(levels, |s| s.proxy.request_buffering).unwrap_or(true),
         buffer_size,
         buffers: pick(levels, |s| s.proxy.buffers).unwrap_or((8, PAGE)),
-        busy_buffers_size: pick(levels, |s| s.proxy.busy_buffers_size).unwrap_or_else(|| {
-            let (_, size) = pick(levels, |s| s.proxy.buffers).unwrap_or((8, PAGE));
-            2 * buffer_size.max(size)
-        }),
+        busy_buffers_size: pick(levels, |s| s.proxy.busy_buffers_size).unwrap_or(2 * largest),
+        max_temp_file_size: p(&|s| s.max_temp_file_size).unwrap_or(DEFAULT_MAX_TEMP),
+        temp_file_write_size: p(&|s| s.temp_file_write_size).map_or(2 * largest, |v| v as usize),
+        temp_path: pick(levels, |s| s.proxy.temp_path.clone())
+            .unwrap_or_else(|| Arc::new(TempPath::new("proxy_temp".into()))),
         redirect,
         cookie,
     }))
@@ -333,6 +350,15 @@ pub fn check_buffers(levels: &[&LocSettings]) -> Result<(), String> {
     if busy > (n - 1) * size {
         return Err("\"proxy_busy_buffers_size\" must be less than the size of all \"proxy_buffers\" minus one buffer".into());
     }
+    let largest = buffer_size.max(size) as u64;
+    let write = pick(levels, |s| s.proxy.temp_file_write_size).unwrap_or(2 * largest);
+    if write < largest {
+        return Err("\"proxy_temp_file_write_size\" must be equal to or greater than the maximum of the value of \"proxy_buffer_size\" and one of the \"proxy_buffers\"".into());
+    }
+    let max = pick(levels, |s| s.proxy.max_temp_file_size).unwrap_or(DEFAULT_MAX_TEMP);
+    if max != 0 && max < largest {
+        return Err("\"proxy_max_temp_file_size\" must be equal to zero to disable temporary files usage or must be equal to or greater than the maximum of the value of \"proxy_buffer_size\" and one of the \"proxy_buffers\"".into());
+    }
     Ok(())
 }
 
@@ -344,7 +370,7 @@ fn settings<'a>(c: &'a mut HttpConf, cx: &ConfCtx) -> Result<&'a mut ProxySettin
 pub fn set_pass(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     let url = d.arg(0);
     if url.contains('$') {
-        return Err("\"proxy_pass\" with variables is not supported yet".into());
+        return set_pass_vars(c, d, cx);
     }
     let (https, rest) = if let Some(r) = url.strip_prefix("http://") {
         (false, r)
@@ -378,6 +404,32 @@ pub fn set_pass(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), Str
         at: d.clone(),
         upstream: 0,
         location,
+        vars: None,
+    });
+    Ok(())
+}
+
+/// `proxy_pass` with variables (nginx compiles the URL and checks nothing
+/// more until a request evaluates it).
+fn set_pass_vars(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let cv = ComplexValue::compile(d.arg(0), &mut c.vars)?;
+    let location = match c.current_location_kind(cx) {
+        Some(LocKind::Regex) | Some(LocKind::Named) | None => String::new(),
+        Some(_) => c.current_location_uri(cx).unwrap_or_default(),
+    };
+    let s = settings(c, cx)?;
+    if s.pass.is_some() {
+        return Err("\"proxy_pass\" directive is duplicate".into());
+    }
+    s.pass = Some(ProxyPass {
+        https: false,
+        host: String::new(),
+        port: None,
+        uri: None,
+        at: d.clone(),
+        upstream: usize::MAX,
+        location,
+        vars: Some(cv),
     });
     Ok(())
 }
@@ -405,7 +457,7 @@ pub fn set_cookie(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), S
 }
 
 /// `host[:port][/uri]` or `unix:/path[:/uri]`.
-fn split_url(rest: &str) -> Result<(String, Option<u16>, Option<String>), String> {
+pub(super) fn split_url(rest: &str) -> Result<(String, Option<u16>, Option<String>), String> {
     if let Some(path) = rest.strip_prefix("unix:") {
         return Ok(match path.find(':') {
             Some(i) => (
@@ -487,7 +539,11 @@ pub fn set_value(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), St
         "proxy_busy_buffers_size" => s.busy_buffers_size = Some(d.size(0)?),
         "proxy_max_temp_file_size" => s.max_temp_file_size = Some(d.offset(0)?),
         "proxy_temp_file_write_size" => s.temp_file_write_size = Some(d.offset(0)?),
-        "proxy_temp_path" => s.temp_path = Some(cx.full_path(d.arg(0))),
+        "proxy_temp_path" => {
+            let levels: Vec<&str> = d.args[1..].iter().map(String::as_str).collect();
+            let path = TempPath::parse(cx.full_path(d.arg(0)), &levels).map_err(|e| d.error(&e))?;
+            s.temp_path = Some(Arc::new(path));
+        }
         "proxy_buffers" => {
             let n = d.number(0)? as usize;
             let size = d.size(1)?;

@@ -13,39 +13,41 @@
 //! the upstream connection, and does as much as it can without blocking.
 //! The upstream connection's events reach the client's handler through
 //! [`Relay`] ([`Core::dispatch`]), so one handler owns both sides. The
-//! response side (head, relay, body end) is in `response.rs`, the 101
-//! tunnel in `tunnel.rs`.
+//! steps live in their own modules: the request written (`request.rs`),
+//! the peer reached and the request sent (`peer.rs`), the head read and
+//! relayed (`response.rs`), the body (`pipe.rs`, with the temp file), an
+//! attempt's end and `proxy_next_upstream` (`next.rs`), the 101 tunnel
+//! (`tunnel.rs`).
 //!
 //! Memory per request is bounded: the head buffer is `proxy_buffer_size`
 //! (a bigger head is nginx's `upstream sent too big header`), and body
-//! bytes are read from the upstream only while the client's pending output
-//! is below [`ProxyConf::max_pending`]; a slow client slows the upstream
-//! read, nothing piles up. Buffers are pooled per worker ([`super::Worker`]).
+//! bytes held for a slow client are bounded by the buffers
+//! ([`ProxyConf::max_pending`]), the rest in the temp file or not read yet.
+//! Buffers are pooled per worker ([`super::Worker`]).
 
 use std::fmt;
 use std::io;
 use std::sync::Arc;
 
 use gyre_core::conn::ConnId;
-use gyre_core::errlog::{ERROR, WARN};
-use gyre_core::event::{ConnectOptions, Core, Ev, EvKind, Handler, Msec, PeerAddr};
-use gyre_core::sys_error_text;
+use gyre_core::event::{Core, Ev, EvKind, Handler, Msec, PeerAddr};
 
-use super::conf::{ft, HeaderValue, ProxyConf};
-use super::uri::{upstream_uri, UriInput};
+use super::conf::ProxyConf;
 use super::Worker;
 use crate::conf::HttpConf;
 use crate::log_error;
 use crate::phases::Ctx;
 use crate::request::{Content, HttpRequest};
 use crate::response::Response;
-use crate::upstream::http_request::ProxyVersion;
 use crate::upstream::http_response::{BodyReader, ResponseHead};
-use crate::upstream::keepalive::{self, Finished};
-use crate::upstream::{Outcome, PeerRequest};
+use crate::upstream::{Outcome, PeerRequest, Upstream};
 
-use super::response::*;
-use super::tunnel::*;
+use super::next::close_upstream;
+use super::peer::{connect, connecting, send_request};
+use super::pipe::relay_body;
+use super::request::build_request;
+use super::response::read_header;
+use super::tunnel::tunnel;
 /// Where a proxied request is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum St {
@@ -109,8 +111,14 @@ pub struct Proxy {
     pub(super) request_sent: bool,
     /// A stale cached connection was already retried on a new one.
     pub(super) stale_retry: bool,
-    /// `X-Accel-Buffering: no` from the upstream.
+    /// The response is relayed unbuffered (`proxy_buffering off`, or
+    /// `X-Accel-Buffering: no` from the upstream).
     pub(super) unbuffered: bool,
+    /// The response's temp file, once the client fell behind.
+    pub(super) spill: Option<super::pipe::Spill>,
+    /// The request's own upstream: a `proxy_pass` with variables naming an
+    /// address (else the worker's upstream `conf.upstream`).
+    pub(super) own: Option<Box<Upstream>>,
     /// Body bytes still to be taken from the client and sent
     /// (`proxy_request_buffering off`), and whether any were taken (the
     /// request cannot be sent again then).
@@ -154,6 +162,8 @@ impl Proxy {
             request_sent: false,
             stale_retry: false,
             unbuffered: false,
+            spill: None,
+            own: None,
             body_left: 0,
             body_taken: false,
             up: Vec::new(),
@@ -186,6 +196,8 @@ impl Proxy {
         self.request_sent = false;
         self.stale_retry = false;
         self.unbuffered = false;
+        self.spill = None;
+        self.own = None;
         self.body_left = 0;
         self.body_taken = false;
         self.up.clear();
@@ -199,6 +211,12 @@ impl Proxy {
     /// raw bytes now, not HTTP).
     pub fn is_tunnel(&self) -> bool {
         self.st == St::Tunnel
+    }
+
+    /// The request relays a body and may read its upstream while the
+    /// client's output is blocked (into its temp file).
+    pub fn reads_while_blocked(&self) -> bool {
+        self.st == St::Body
     }
 
     /// Whether `c` is this request's upstream connection.
@@ -261,7 +279,33 @@ pub fn start(
     r: &mut HttpRequest,
     conf: &Arc<ProxyConf>,
     pool: Option<Box<Proxy>>,
-) {
+) -> Result<(), u16> {
+    let mut own = None;
+    let mut evaluated = None;
+    if let Some(cv) = &conf.dynamic {
+        // proxy_pass with variables: this request's URL and target.
+        let mut url = Vec::new();
+        let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
+        cv.eval(&cx.conf.vars, &mut r.vars, &env, &mut url);
+        let url = String::from_utf8_lossy(&url);
+        match super::eval::eval(&url, conf, &cx.conf.upstreams) {
+            Ok(e) => {
+                if let super::eval::Target::Direct(u) = e.target {
+                    own = Some(u);
+                }
+                evaluated = Some(e.conf);
+            }
+            Err((status, msg)) => {
+                let lcx = log_error::req(cx.conf, r);
+                gyre_core::log_ctx!(gyre_core::errlog::ERROR, &lcx, "{msg}");
+                if let (Some(p), Some(w)) = (pool, cx.proxies) {
+                    w.give_back(p);
+                }
+                return Err(status);
+            }
+        }
+    }
+    let conf = evaluated.as_ref().unwrap_or(conf);
     let mut p = match pool {
         Some(mut p) => {
             p.reuse(conf.clone());
@@ -269,6 +313,7 @@ pub fn start(
         }
         None => Box::new(Proxy::new(conf.clone())),
     };
+    p.own = own;
     p.first = cx.now;
     r.st.upstream.clear();
     let has_body = !matches!(r.st.req.body, crate::body::BodyKind::None);
@@ -292,6 +337,7 @@ pub fn start(
         build_request(cx, r, &mut p);
     }
     r.content = Content::Proxy(p);
+    Ok(())
 }
 
 /// Advances the request as far as it goes without blocking.
@@ -318,14 +364,29 @@ pub fn abandon(core: &mut Core, worker: &Worker, r: &mut HttpRequest) {
     if let Content::Proxy(p) = std::mem::replace(&mut r.content, Content::None) {
         let mut p = p;
         if let (Some(pr), Some(_)) = (p.pr.as_mut(), p.u) {
-            let mut ups = worker.ups.borrow_mut();
-            if let Some(up) = ups.get_mut(p.conf.upstream) {
-                pr.free(up, Outcome::Ok, worker.secs(core));
-            }
+            let secs = worker.secs(core);
+            with_upstream(worker, p.conf.upstream, &mut p.own, |up| {
+                pr.free(up, Outcome::Ok, secs);
+            });
         }
         release(core, &mut p);
         worker.give_back(p);
     }
+}
+
+/// Runs `f` on the request's upstream: its own (`own`) or the worker's of
+/// index `idx`.
+pub(super) fn with_upstream<R>(
+    worker: &Worker,
+    idx: usize,
+    own: &mut Option<Box<Upstream>>,
+    f: impl FnOnce(&mut Upstream) -> R,
+) -> Option<R> {
+    if let Some(u) = own.as_deref_mut() {
+        return Some(f(u));
+    }
+    let mut ups = worker.ups.borrow_mut();
+    ups.get_mut(idx).map(f)
 }
 
 pub(super) fn release(core: &mut Core, p: &mut Proxy) {
@@ -466,112 +527,6 @@ pub(super) fn client_gone(
     true
 }
 
-/// nginx's `ngx_http_proxy_create_request`: the request line, the
-/// `proxy_set_header` list (configured headers, then the defaults), the
-/// client's headers not named there, the body.
-pub(super) fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy) {
-    let conf = p.conf.clone();
-    let out = &mut p.req;
-    out.clear();
-    let method = if r.st.as_get {
-        "GET"
-    } else {
-        r.st.req.method()
-    };
-    out.extend_from_slice(method.as_bytes());
-    out.push(b' ');
-    let uri_start = out.len();
-    let i = UriInput {
-        unparsed: r.st.req.target(),
-        uri: &r.st.uri,
-        args: &r.st.args,
-        changed: r.st.internal,
-        valid_location: r.st.valid_location,
-    };
-    let loc = conf.location_prefix.then_some(&*conf.location);
-    upstream_uri(conf.uri.as_deref(), loc, &i, out);
-    p.uri = (uri_start, out.len());
-    out.extend_from_slice(match conf.http_version {
-        ProxyVersion::Http10 => b" HTTP/1.0\r\n",
-        ProxyVersion::Http11 => b" HTTP/1.1\r\n",
-    });
-    let body_len = if p.body_left > 0 {
-        p.body_left as usize
-    } else if conf.pass_request_body {
-        p.body.len()
-    } else {
-        0
-    };
-    let has_body = conf.pass_request_body && !matches!(r.st.req.body, crate::body::BodyKind::None);
-    for (name, v) in &conf.headers {
-        let mark = out.len();
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b": ");
-        let vstart = out.len();
-        match v {
-            HeaderValue::Value(cv) => {
-                if cv.is_literal() {
-                    out.extend_from_slice(cv.text.as_bytes());
-                } else {
-                    let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
-                    cv.eval(&cx.conf.vars, &mut r.vars, &env, out);
-                }
-            }
-            HeaderValue::ProxyHost => out.extend_from_slice(conf.proxy_host.as_bytes()),
-            HeaderValue::BodyLength => {
-                if has_body {
-                    push_decimal(out, body_len as u64);
-                } else if let crate::body::BodyKind::Length(n) = r.st.req.body {
-                    // nginx: without the body, the client's length is
-                    // still announced (hence the usual
-                    // `proxy_set_header Content-Length ""` with it).
-                    push_decimal(out, n);
-                }
-            }
-            HeaderValue::Chunked | HeaderValue::Empty => {}
-        }
-        if out.len() == vstart {
-            out.truncate(mark);
-        } else {
-            out.extend_from_slice(b"\r\n");
-        }
-    }
-    if conf.pass_request_headers {
-        for (n, v) in r.st.req.headers() {
-            if conf
-                .headers
-                .iter()
-                .any(|(c, _)| c.as_bytes().eq_ignore_ascii_case(n))
-            {
-                continue;
-            }
-            out.extend_from_slice(n);
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(v);
-            out.extend_from_slice(b"\r\n");
-        }
-    }
-    out.extend_from_slice(b"\r\n");
-    if has_body {
-        out.extend_from_slice(&p.body);
-    }
-}
-
-pub(super) fn push_decimal(out: &mut Vec<u8>, n: u64) {
-    let mut b = [0u8; 20];
-    let mut i = b.len();
-    let mut v = n;
-    loop {
-        i -= 1;
-        b[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&b[i..]);
-}
-
 /// `upstream: "http://127.0.0.1:8080/x"` of the log lines.
 struct UpUrl<'a> {
     https: bool,
@@ -601,6 +556,29 @@ pub(super) fn log_line(
     action: &'static str,
     msg: &str,
 ) {
+    log_at(env, r, p, Some(level), action, msg);
+}
+
+/// [`log_line`] at nginx's `[crit]` (a failure of the server's own: a temp
+/// file it cannot create or write).
+pub(super) fn log_crit(
+    env: &Env<'_, '_>,
+    r: &HttpRequest,
+    p: &Proxy,
+    action: &'static str,
+    msg: &str,
+) {
+    log_at(env, r, p, None, action, msg);
+}
+
+fn log_at(
+    env: &Env<'_, '_>,
+    r: &HttpRequest,
+    p: &Proxy,
+    level: Option<log::Level>,
+    action: &'static str,
+    msg: &str,
+) {
     let peer = r.st.upstream.last_addr();
     let url = UpUrl {
         https: p.conf.https,
@@ -610,443 +588,8 @@ pub(super) fn log_line(
     let cx = log_error::req(env.conf, r)
         .with_action(action)
         .with_upstream(&url);
-    gyre_core::log_ctx!(level, &cx, "{msg}");
-}
-
-pub(super) fn connect(
-    core: &mut Core,
-    env: &mut Env<'_, '_>,
-    r: &mut HttpRequest,
-    p: &mut Proxy,
-) -> Turn {
-    let now = core.now();
-    let secs = env.worker.secs(core);
-    let mut ups = env.worker.ups.borrow_mut();
-    let Some(up) = ups.get_mut(p.conf.upstream) else {
-        return Turn::End(Flow::Error(500));
-    };
-    if p.pr.is_none() {
-        let client = r.st.conn.peer.map(|a| a.ip());
-        // The hash key: the upstream's `hash` value, evaluated.
-        let mut key = Vec::new();
-        if let Some(Some(cv)) = env.conf.upstream_keys.get(p.conf.upstream) {
-            let e = r.st.env(env.conf, None, now, env.cx.unix_ms);
-            cv.eval(&env.conf.vars, &mut r.vars, &e, &mut key);
-        }
-        p.pr = Some(up.start(&key, client));
+    match level {
+        Some(level) => gyre_core::log_ctx!(level, &cx, "{msg}"),
+        None => gyre_core::log_ctx!(crit, &cx, "{msg}"),
     }
-    let Some(pr) = p.pr.as_mut() else {
-        return Turn::End(Flow::Error(500));
-    };
-    let chosen = pr.get(up, secs, &mut || env.worker.random());
-    let Some(chosen) = chosen else {
-        drop(ups);
-        r.st.upstream.push_attempt(&up_name(env, p), now);
-        log_line(
-            env,
-            r,
-            p,
-            ERROR,
-            "connecting to upstream",
-            "no live upstreams",
-        );
-        return Turn::End(Flow::Error(502));
-    };
-    let Some(peer) = up.peers.peer(chosen) else {
-        return Turn::End(Flow::Error(500));
-    };
-    let addr = peer.addr.clone();
-    r.st.upstream.push_attempt(&peer.name, now);
-    let cache = env
-        .worker
-        .caches
-        .get(p.conf.upstream)
-        .and_then(|c| c.clone());
-    drop(ups);
-    p.attempts += 1;
-    p.attempt_start = now;
-    p.addr = Some(addr.clone());
-    p.buf.clear();
-    p.head = None;
-    p.reader = None;
-    p.sent = 0;
-    if let Some(cache) = cache.as_ref().filter(|_| !p.stale_retry) {
-        if let Some(u) = keepalive::unpark(core, cache, &addr) {
-            core.set_handler(u, Box::new(Relay { client: env.client }));
-            let (n, created) = env.worker.kept.borrow_mut().remove(&u).unwrap_or((0, now));
-            p.u = Some(u);
-            p.cached = true;
-            p.u_requests = n + 1;
-            p.u_created = created;
-            r.st.upstream.connected(now);
-            p.st = St::SendRequest;
-            return Turn::Again;
-        }
-    }
-    let mut o = ConnectOptions::new(addr, p.conf.connect_timeout);
-    if p.conf.https {
-        o.tls = env.worker.tls_for(&p.conf.proxy_host);
-    }
-    match core.connect(&o, Box::new(Relay { client: env.client })) {
-        Ok(u) => {
-            p.u = Some(u);
-            p.cached = false;
-            p.u_requests = 1;
-            p.u_created = now;
-            p.st = St::Connecting;
-            Turn::Wait
-        }
-        Err(e) => {
-            // No socket or no free slot: nginx's NGX_ERROR from
-            // ngx_event_connect_peer, a 500 without another try.
-            let msg = sys_error_text(&e);
-            log_line(env, r, p, ERROR, "connecting to upstream", &msg);
-            r.st.upstream.failed(now, 500);
-            close_upstream(core, env, p, Outcome::Ok, false);
-            Turn::End(Flow::Error(500))
-        }
-    }
-}
-
-/// What [`pull_body`] got.
-enum Pull {
-    /// Body bytes in `p.req` to send.
-    Got,
-    /// The body is complete.
-    Done,
-    Wait,
-    /// The client went away or its body was refused (the machine answered).
-    Gone,
-}
-
-/// Takes the next body bytes from the client for a streamed body; the
-/// client is read only when the last ones went out, so at most one read
-/// is held.
-fn pull_body(core: &mut Core, env: &mut Env<'_, '_>, p: &mut Proxy) -> Pull {
-    let now = core.now();
-    // Bounded: each pass takes input or stops.
-    for _ in 0..1024 {
-        let ev = {
-            let date = core.clock().http_date();
-            env.cx.m.poll(now, date)
-        };
-        match ev {
-            Some(crate::conn::Event::Body(b)) => {
-                p.req.clear();
-                p.req.extend_from_slice(&b);
-                p.sent = 0;
-                p.body_left = p.body_left.saturating_sub(b.len() as u64);
-                p.body_taken = true;
-                return Pull::Got;
-            }
-            Some(crate::conn::Event::BodyEnd) => {
-                p.body_left = 0;
-                return Pull::Done;
-            }
-            Some(crate::conn::Event::BodyError(_)) => return Pull::Gone,
-            Some(crate::conn::Event::Request(_)) | None => {}
-        }
-        if env.cx.m.wants_close() {
-            return Pull::Gone;
-        }
-        if !env.cx.m.wants_read() || !core.conn(env.client).is_some_and(|x| x.read.ready) {
-            return Pull::Wait;
-        }
-        match core.recv(env.client, env.buf) {
-            Ok(0) => env.cx.m.on_eof(now),
-            Ok(n) => env.cx.m.on_read(&env.buf[..n], now),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Pull::Wait,
-            Err(_) => return Pull::Gone,
-        }
-    }
-    Pull::Wait
-}
-
-pub(super) fn up_name(env: &Env<'_, '_>, p: &Proxy) -> String {
-    env.conf
-        .upstreams
-        .entries
-        .get(p.conf.upstream)
-        .map_or(String::new(), |e| e.name.clone())
-}
-
-pub(super) fn connecting(
-    core: &mut Core,
-    env: &mut Env<'_, '_>,
-    r: &mut HttpRequest,
-    p: &mut Proxy,
-) -> Turn {
-    let Some(u) = p.u else {
-        p.st = St::Connect;
-        return Turn::Again;
-    };
-    if p.timed_out.take().is_some() {
-        return fail(
-            core,
-            env,
-            r,
-            p,
-            ft::TIMEOUT,
-            "connecting to upstream",
-            "upstream timed out (110: Connection timed out)",
-        );
-    }
-    // The first event of the connection tells the outcome; until it came
-    // nothing is to be done.
-    if !std::mem::take(&mut p.u_event) {
-        return Turn::Wait;
-    }
-    if let Err(e) = core.connect_result(u) {
-        let msg = if e.kind() == io::ErrorKind::InvalidData {
-            format!("SSL_do_handshake() failed (SSL: {e})")
-        } else {
-            format!("connect() failed ({})", sys_error_text(&e))
-        };
-        let action = if e.kind() == io::ErrorKind::InvalidData {
-            "SSL handshaking to upstream"
-        } else {
-            "connecting to upstream"
-        };
-        return fail(core, env, r, p, ft::ERROR, action, &msg);
-    }
-    if core.conn(u).is_some_and(|x| x.write.error) {
-        return fail(
-            core,
-            env,
-            r,
-            p,
-            ft::ERROR,
-            "connecting to upstream",
-            "connect() failed (111: Connection refused)",
-        );
-    }
-    r.st.upstream.connected(core.now());
-    p.st = St::SendRequest;
-    Turn::Again
-}
-
-pub(super) fn send_request(
-    core: &mut Core,
-    env: &mut Env<'_, '_>,
-    r: &mut HttpRequest,
-    p: &mut Proxy,
-) -> Turn {
-    let Some(u) = p.u else {
-        return Turn::End(Flow::Error(502));
-    };
-    if p.timed_out.take().is_some() {
-        return fail(
-            core,
-            env,
-            r,
-            p,
-            ft::TIMEOUT,
-            "sending request to upstream",
-            "upstream timed out (110: Connection timed out)",
-        );
-    }
-    // Bounded: each pass sends what is there or stops.
-    for _ in 0..4096 {
-        if p.sent == p.req.len() {
-            if p.body_left == 0 {
-                break;
-            }
-            match pull_body(core, env, p) {
-                Pull::Got => continue,
-                Pull::Done => break,
-                Pull::Wait => return Turn::Wait,
-                Pull::Gone => {
-                    close_upstream(core, env, p, Outcome::Ok, false);
-                    return Turn::End(Flow::Done);
-                }
-            }
-        }
-        match core.send(u, &p.req[p.sent..]) {
-            Ok(n) => {
-                p.sent += n;
-                p.request_sent = true;
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if core.handle_write_event(u).is_err() {
-                    return fail(
-                        core,
-                        env,
-                        r,
-                        p,
-                        ft::ERROR,
-                        "sending request to upstream",
-                        "epoll_ctl() failed",
-                    );
-                }
-                core.add_timer(Ev::write(u), p.conf.send_timeout);
-                return Turn::Wait;
-            }
-            Err(e) => {
-                let msg = format!("send() failed ({})", sys_error_text(&e));
-                return fail(
-                    core,
-                    env,
-                    r,
-                    p,
-                    ft::ERROR,
-                    "sending request to upstream",
-                    &msg,
-                );
-            }
-        }
-    }
-    core.del_timer(Ev::write(u));
-    if core.handle_read_event(u).is_err() {
-        return fail(
-            core,
-            env,
-            r,
-            p,
-            ft::ERROR,
-            "sending request to upstream",
-            "epoll_ctl() failed",
-        );
-    }
-    core.add_timer(Ev::read(u), p.conf.read_timeout);
-    p.st = St::ReadHeader;
-    Turn::Again
-}
-
-/// Frees the peer with `outcome` and parks or closes the connection; true
-/// when the peer just reached `max_fails` (nginx's "upstream server
-/// temporarily disabled").
-pub(super) fn close_upstream(
-    core: &mut Core,
-    env: &mut Env<'_, '_>,
-    p: &mut Proxy,
-    outcome: Outcome,
-    keep: bool,
-) -> bool {
-    let secs = env.worker.secs(core);
-    let now = core.now();
-    let mut disabled = false;
-    if let Some(pr) = p.pr.as_mut() {
-        let mut ups = env.worker.ups.borrow_mut();
-        if let Some(up) = ups.get_mut(p.conf.upstream) {
-            if pr.current().is_some() {
-                disabled = pr.free(up, outcome, secs).disabled;
-            }
-        }
-    }
-    let Some(u) = p.u.take() else {
-        return disabled;
-    };
-    let cache = env
-        .worker
-        .caches
-        .get(p.conf.upstream)
-        .and_then(|c| c.clone());
-    let kconf = env
-        .worker
-        .ups
-        .borrow()
-        .get(p.conf.upstream)
-        .and_then(|up| up.keepalive.clone());
-    if let (true, Some(cache), Some(kc), Some(addr)) = (keep, cache, kconf, p.addr.clone()) {
-        let f = Finished {
-            failed: outcome == Outcome::Failed,
-            broken: false,
-            requests: p.u_requests,
-            age: gyre_core::event::msec_diff(now, p.u_created).max(0) as u64,
-            response_keepalive: true,
-            body_sent: p.sent == p.req.len(),
-            exiting: core.is_exiting(),
-        };
-        if keepalive::may_cache(&kc, &f) {
-            core.del_timer(Ev::write(u));
-            if keepalive::park(core, &cache, addr, u, kc.timeout).is_ok() {
-                env.worker
-                    .kept
-                    .borrow_mut()
-                    .insert(u, (p.u_requests, p.u_created));
-            }
-            return disabled;
-        }
-    }
-    core.close(u);
-    disabled
-}
-
-/// Whether another peer may be tried (nginx's `ngx_http_upstream_next`
-/// conditions besides the failure type).
-pub(super) fn can_retry(core: &Core, _env: &Env<'_, '_>, r: &HttpRequest, p: &Proxy) -> bool {
-    let conf = &p.conf;
-    if conf.next_upstream & ft::OFF != 0 || p.body_taken {
-        // A streamed body cannot be sent again.
-        return false;
-    }
-    let tries = p.pr.as_ref().map_or(0, |pr| pr.tries());
-    if tries <= 1 {
-        return false;
-    }
-    if conf.next_upstream_tries != 0 && p.attempts >= conf.next_upstream_tries {
-        return false;
-    }
-    if conf.next_upstream_timeout != 0
-        && gyre_core::event::msec_diff(core.now(), p.first) >= conf.next_upstream_timeout as i64
-    {
-        return false;
-    }
-    if p.request_sent
-        && !is_idempotent(if r.st.as_get {
-            "GET"
-        } else {
-            r.st.req.method()
-        })
-        && conf.next_upstream & ft::NON_IDEMPOTENT == 0
-    {
-        return false;
-    }
-    true
-}
-
-/// An attempt failed with `ftype` (nginx's `ngx_http_upstream_next`): log,
-/// free the peer as failed, then another peer or the error status.
-pub(super) fn fail(
-    core: &mut Core,
-    env: &mut Env<'_, '_>,
-    r: &mut HttpRequest,
-    p: &mut Proxy,
-    ftype: u32,
-    action: &'static str,
-    msg: &str,
-) -> Turn {
-    log_line(env, r, p, ERROR, action, msg);
-    let status = match ftype {
-        ft::TIMEOUT => 504,
-        _ => 502,
-    };
-    r.st.upstream.failed(core.now(), status);
-    if p.cached && ftype == ft::ERROR && !p.stale_retry && p.buf.is_empty() && !p.body_taken {
-        // A cached connection the upstream had closed: once more on a new
-        // connection, not counted against the peer.
-        p.stale_retry = true;
-        if let Some(pr) = p.pr.as_mut() {
-            pr.cached_connection_failed();
-        }
-        close_upstream(core, env, p, Outcome::Ok, false);
-        p.st = St::Connect;
-        return Turn::Again;
-    }
-    let retry = p.conf.next_upstream & ftype != 0 && can_retry(core, env, r, p);
-    if close_upstream(core, env, p, Outcome::Failed, false) {
-        log_line(
-            env,
-            r,
-            p,
-            WARN,
-            action,
-            "upstream server temporarily disabled",
-        );
-    }
-    if retry {
-        p.st = St::Connect;
-        return Turn::Again;
-    }
-    Turn::End(Flow::Error(status))
 }

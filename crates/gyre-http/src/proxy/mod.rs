@@ -9,8 +9,13 @@
 
 pub mod conf;
 pub mod cookie;
+mod eval;
 pub mod handler;
+mod next;
+mod peer;
+mod pipe;
 pub mod redirect;
+mod request;
 mod response;
 mod tunnel;
 pub mod uri;
@@ -71,7 +76,7 @@ pub fn init_upstreams(c: &mut HttpConf) -> Result<(), ConfError> {
 }
 
 fn resolve_targets(l: &mut Location, set: &mut UpstreamSet) -> Result<(), ConfError> {
-    if let Some(p) = &mut l.set.proxy.pass {
+    if let Some(p) = l.set.proxy.pass.as_mut().filter(|p| p.vars.is_none()) {
         let default_port = if p.https { 443 } else { 80 };
         p.upstream = set.target(&p.host, p.port, default_port, &p.at)?;
     }

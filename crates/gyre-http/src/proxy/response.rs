@@ -9,7 +9,7 @@
 use std::io;
 
 use gyre_core::errlog::ERROR;
-use gyre_core::event::{Core, Ev};
+use gyre_core::event::Core;
 use gyre_core::sys_error_text;
 
 use super::conf::{ft, ign, ProxyConf};
@@ -23,6 +23,7 @@ use crate::upstream::http_response::{
 use crate::upstream::Outcome;
 
 use super::handler::*;
+use super::next::{can_retry, close_upstream, fail};
 
 pub(super) fn read_header(
     core: &mut Core,
@@ -161,11 +162,16 @@ pub(super) fn got_head(
             return Turn::End(Flow::Redirect(to));
         }
     }
-    // X-Accel-Buffering: no turns buffering off for this response.
-    p.unbuffered = conf.ignore_headers & ign::X_ACCEL_BUFFERING == 0
-        && head
-            .header("X-Accel-Buffering")
-            .is_some_and(|v| v.eq_ignore_ascii_case("no"));
+    // X-Accel-Buffering: yes / no turns buffering on or off for this
+    // response (nginx's `change_buffering` of the proxy module).
+    let accel = (conf.ignore_headers & ign::X_ACCEL_BUFFERING == 0)
+        .then(|| head.header("X-Accel-Buffering"))
+        .flatten();
+    p.unbuffered = match accel {
+        Some(v) if v.eq_ignore_ascii_case("yes") => false,
+        Some(v) if v.eq_ignore_ascii_case("no") => true,
+        _ => !conf.buffering,
+    };
     p.buf.drain(..n);
     let framing = head.framing(r.st.is_head());
     r.st.upstream.set_headers(
@@ -319,154 +325,4 @@ pub(super) fn copy_headers(
         }
     }
     rewritten
-}
-
-pub(super) fn relay_body(
-    core: &mut Core,
-    env: &mut Env<'_, '_>,
-    r: &mut HttpRequest,
-    p: &mut Proxy,
-) -> Turn {
-    const READING: &str = "reading upstream";
-    let Some(u) = p.u else {
-        let _ = env.cx.m.abort_body(core.now());
-        return Turn::End(Flow::Done);
-    };
-    if p.timed_out.take().is_some() {
-        log_line(
-            env,
-            r,
-            p,
-            ERROR,
-            READING,
-            "upstream timed out (110: Connection timed out)",
-        );
-        return abort(core, env, r, p);
-    }
-    let max = if p.unbuffered {
-        p.conf.buffer_size
-    } else {
-        p.conf.max_pending()
-    };
-    let size = p.conf.buffers.1.max(p.conf.buffer_size);
-    let mut progress = false;
-    // Bounded: each pass relays bytes or stops.
-    for _ in 0..256 {
-        // Bytes already read (with the head, or left by the last pass).
-        if !p.buf.is_empty() {
-            p.out.clear();
-            let Some(reader) = p.reader.as_mut() else {
-                return abort(core, env, r, p);
-            };
-            match reader.feed(&p.buf, &mut p.out) {
-                Ok(used) => {
-                    p.buf.drain(..used);
-                }
-                Err(e) => {
-                    log_line(env, r, p, ERROR, READING, e.text());
-                    return abort(core, env, r, p);
-                }
-            }
-            if !p.out.is_empty() {
-                let _ = env.cx.m.send_body_bytes(&p.out);
-                progress = true;
-            }
-        }
-        if p.reader.as_ref().is_some_and(|b| b.is_done()) {
-            return finish(core, env, r, p);
-        }
-        if env.cx.m.output_pending() >= max {
-            // The client is slower: stop reading until it took some.
-            core.del_timer(Ev::read(u));
-            return if progress {
-                Turn::WaitProgress
-            } else {
-                Turn::Wait
-            };
-        }
-        if !core.conn(u).is_some_and(|x| x.read.ready) {
-            core.add_timer(Ev::read(u), p.conf.read_timeout);
-            return if progress {
-                Turn::WaitProgress
-            } else {
-                Turn::Wait
-            };
-        }
-        // Read as much as may wait for the client at once (nginx reads
-        // into all its free buffers with one readv), at least one buffer.
-        let room = max.saturating_sub(env.cx.m.output_pending()).max(size);
-        p.buf.resize(room, 0);
-        match core.recv(u, &mut p.buf) {
-            Ok(0) => {
-                p.buf.clear();
-                let ok = p.reader.as_mut().is_some_and(|b| b.eof().is_ok());
-                if ok {
-                    return finish(core, env, r, p);
-                }
-                log_line(env, r, p, ERROR, READING, PREMATURE_CLOSE);
-                return abort(core, env, r, p);
-            }
-            Ok(n) => {
-                p.buf.truncate(n);
-                r.st.upstream.received(n as u64);
-                // Traffic: the read timeout starts again.
-                core.add_timer(Ev::read(u), p.conf.read_timeout);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                p.buf.clear();
-                core.add_timer(Ev::read(u), p.conf.read_timeout);
-                return if progress {
-                    Turn::WaitProgress
-                } else {
-                    Turn::Wait
-                };
-            }
-            Err(e) => {
-                p.buf.clear();
-                let msg = format!("recv() failed ({})", sys_error_text(&e));
-                log_line(env, r, p, ERROR, READING, &msg);
-                return abort(core, env, r, p);
-            }
-        }
-    }
-    Turn::WaitProgress
-}
-
-/// The body is complete: end the client's response, give the connection
-/// back to the cache when nginx would.
-pub(super) fn finish(
-    core: &mut Core,
-    env: &mut Env<'_, '_>,
-    r: &mut HttpRequest,
-    p: &mut Proxy,
-) -> Turn {
-    let now = core.now();
-    let _ = env.cx.m.finish_body(now);
-    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
-    r.st.upstream.done(now);
-    let keep = p
-        .reader
-        .as_ref()
-        .zip(p.head.as_ref())
-        .is_some_and(|(b, h)| b.keepalive(h))
-        && p.buf.is_empty();
-    close_upstream(core, env, p, Outcome::Ok, keep);
-    Turn::End(Flow::Done)
-}
-
-/// The body cannot be completed: the client's connection closes after
-/// what it got (nginx's `ngx_http_upstream_finalize_request` with an
-/// error after the header was sent).
-pub(super) fn abort(
-    core: &mut Core,
-    env: &mut Env<'_, '_>,
-    r: &mut HttpRequest,
-    p: &mut Proxy,
-) -> Turn {
-    let now = core.now();
-    let _ = env.cx.m.abort_body(now);
-    (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
-    r.st.upstream.done(now);
-    close_upstream(core, env, p, Outcome::Failed, false);
-    Turn::End(Flow::Done)
 }

@@ -154,10 +154,10 @@ pub(super) fn end_tunnel(core: &mut Core, env: &mut Env<'_, '_>, p: &mut Proxy) 
         core.close(u);
     }
     if let Some(pr) = p.pr.as_mut() {
-        let mut ups = env.worker.ups.borrow_mut();
-        if let Some(up) = ups.get_mut(p.conf.upstream) {
-            pr.free(up, Outcome::Ok, env.worker.secs(core));
-        }
+        let secs = env.worker.secs(core);
+        super::handler::with_upstream(env.worker, p.conf.upstream, &mut p.own, |up| {
+            pr.free(up, Outcome::Ok, secs);
+        });
     }
     // The client's connection cannot carry HTTP again.
     env.cx.m.on_eof(core.now());

@@ -431,10 +431,11 @@ pub struct BodyReader {
 
 impl BodyReader {
     pub fn new(framing: Framing) -> BodyReader {
+        // A length is counted here (so bytes taken in place, `took`, and
+        // fed ones agree); only chunks need the decoder.
         let decoder = match framing {
-            Framing::Length(n) => Some(BodyDecoder::new(BodyKind::Length(n))),
             Framing::Chunked => Some(BodyDecoder::new(BodyKind::Chunked)),
-            Framing::None | Framing::UntilClose => None,
+            Framing::Length(_) | Framing::None | Framing::UntilClose => None,
         };
         BodyReader {
             done: matches!(framing, Framing::None | Framing::Length(0)),
@@ -452,6 +453,12 @@ impl BodyReader {
         if self.done {
             return Ok(0);
         }
+        if let Some(left) = self.identity_left() {
+            let k = (left.min(usize::MAX as u64) as usize).min(input.len());
+            out.extend_from_slice(&input[..k]);
+            self.took(k);
+            return Ok(k);
+        }
         let before = out.len();
         let n = match &mut self.decoder {
             Some(d) => {
@@ -461,13 +468,32 @@ impl BodyReader {
                 self.done = d.is_done();
                 n
             }
-            None => {
-                out.extend_from_slice(input);
-                input.len()
-            }
+            None => 0,
         };
         self.received += (out.len() - before) as u64;
         Ok(n)
+    }
+
+    /// For a body whose bytes are its payload (a length, or until close),
+    /// how many may still come; None for a chunked or finished one.
+    pub fn identity_left(&self) -> Option<u64> {
+        match self.framing {
+            _ if self.done => None,
+            Framing::Length(n) => Some(n - self.received),
+            Framing::UntilClose => Some(u64::MAX),
+            Framing::Chunked | Framing::None => None,
+        }
+    }
+
+    /// `n` payload bytes of an identity body were taken in place (read
+    /// straight into the client's output), at most [`identity_left`].
+    ///
+    /// [`identity_left`]: BodyReader::identity_left
+    pub fn took(&mut self, n: usize) {
+        self.received += n as u64;
+        if let Framing::Length(len) = self.framing {
+            self.done = self.received >= len;
+        }
     }
 
     /// The upstream closed: fine only for a close-delimited or finished body.
@@ -505,6 +531,27 @@ mod tests {
             Head::Done(h, n) => (h, n),
             other => panic!("{other:?} for {:?}", String::from_utf8_lossy(b)),
         }
+    }
+
+    #[test]
+    fn a_length_body_taken_in_place_and_fed_agree() {
+        let mut b = BodyReader::new(Framing::Length(10));
+        let mut out = Vec::new();
+        assert_eq!(b.feed(b"abc", &mut out).unwrap(), 3);
+        assert_eq!(b.identity_left(), Some(7));
+        b.took(5);
+        assert_eq!(b.identity_left(), Some(2));
+        assert!(!b.is_done());
+        // More than the length: the rest is left.
+        assert_eq!(b.feed(b"xyz", &mut out).unwrap(), 2);
+        assert_eq!(out, b"abcxy");
+        assert!(b.is_done());
+        assert_eq!(b.identity_left(), None);
+        assert_eq!(b.received, 10);
+        let b = BodyReader::new(Framing::Chunked);
+        assert_eq!(b.identity_left(), None);
+        let b = BodyReader::new(Framing::UntilClose);
+        assert_eq!(b.identity_left(), Some(u64::MAX));
     }
 
     #[test]

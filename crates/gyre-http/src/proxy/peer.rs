@@ -1,0 +1,323 @@
+//! Reaching the upstream (nginx's `ngx_http_upstream_connect` and
+//! `ngx_http_upstream_send_request`): a peer chosen by the balancer, a
+//! cached keep-alive connection or a new one, the connect's outcome, then
+//! the request (and a streamed body, `proxy_request_buffering off`) written
+//! under `proxy_send_timeout`.
+
+use std::io;
+
+use gyre_core::errlog::ERROR;
+use gyre_core::event::{ConnectOptions, Core, Ev};
+use gyre_core::sys_error_text;
+
+use super::conf::ft;
+use super::handler::{log_line, Env, Flow, Proxy, Relay, St, Turn};
+use super::next::{close_upstream, fail};
+use crate::request::HttpRequest;
+use crate::upstream::keepalive;
+use crate::upstream::{Outcome, Upstream};
+
+pub(super) fn connect(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
+    let now = core.now();
+    let secs = env.worker.secs(core);
+    let mut ups = env.worker.ups.borrow_mut();
+    // The request's own upstream (proxy_pass with variables naming an
+    // address) or the worker's.
+    let up: &mut Upstream = match p.own.as_deref_mut() {
+        Some(u) => u,
+        None => match ups.get_mut(p.conf.upstream) {
+            Some(u) => u,
+            None => return Turn::End(Flow::Error(500)),
+        },
+    };
+    if p.pr.is_none() {
+        let client = r.st.conn.peer.map(|a| a.ip());
+        // The hash key: the upstream's `hash` value, evaluated.
+        let mut key = Vec::new();
+        if let Some(Some(cv)) = env.conf.upstream_keys.get(p.conf.upstream) {
+            let e = r.st.env(env.conf, None, now, env.cx.unix_ms);
+            cv.eval(&env.conf.vars, &mut r.vars, &e, &mut key);
+        }
+        p.pr = Some(up.start(&key, client));
+    }
+    let Some(pr) = p.pr.as_mut() else {
+        return Turn::End(Flow::Error(500));
+    };
+    let chosen = pr.get(up, secs, &mut || env.worker.random());
+    let Some(chosen) = chosen else {
+        drop(ups);
+        r.st.upstream.push_attempt(&up_name(env, p), now);
+        log_line(
+            env,
+            r,
+            p,
+            ERROR,
+            "connecting to upstream",
+            "no live upstreams",
+        );
+        return Turn::End(Flow::Error(502));
+    };
+    let Some(peer) = up.peers.peer(chosen) else {
+        return Turn::End(Flow::Error(500));
+    };
+    let addr = peer.addr.clone();
+    r.st.upstream.push_attempt(&peer.name, now);
+    let cache = env
+        .worker
+        .caches
+        .get(p.conf.upstream)
+        .and_then(|c| c.clone());
+    drop(ups);
+    p.attempts += 1;
+    p.attempt_start = now;
+    p.addr = Some(addr.clone());
+    p.buf.clear();
+    p.head = None;
+    p.reader = None;
+    p.sent = 0;
+    if let Some(cache) = cache.as_ref().filter(|_| !p.stale_retry) {
+        if let Some(u) = keepalive::unpark(core, cache, &addr) {
+            core.set_handler(u, Box::new(Relay { client: env.client }));
+            let (n, created) = env.worker.kept.borrow_mut().remove(&u).unwrap_or((0, now));
+            p.u = Some(u);
+            p.cached = true;
+            p.u_requests = n + 1;
+            p.u_created = created;
+            r.st.upstream.connected(now);
+            p.st = St::SendRequest;
+            return Turn::Again;
+        }
+    }
+    let mut o = ConnectOptions::new(addr, p.conf.connect_timeout);
+    if p.conf.https {
+        o.tls = env.worker.tls_for(&p.conf.proxy_host);
+    }
+    match core.connect(&o, Box::new(Relay { client: env.client })) {
+        Ok(u) => {
+            p.u = Some(u);
+            p.cached = false;
+            p.u_requests = 1;
+            p.u_created = now;
+            p.st = St::Connecting;
+            Turn::Wait
+        }
+        Err(e) => {
+            // No socket or no free slot: nginx's NGX_ERROR from
+            // ngx_event_connect_peer, a 500 without another try.
+            let msg = sys_error_text(&e);
+            log_line(env, r, p, ERROR, "connecting to upstream", &msg);
+            r.st.upstream.failed(now, 500);
+            close_upstream(core, env, p, Outcome::Ok, false);
+            Turn::End(Flow::Error(500))
+        }
+    }
+}
+
+/// What [`pull_body`] got.
+enum Pull {
+    /// Body bytes in `p.req` to send.
+    Got,
+    /// The body is complete.
+    Done,
+    Wait,
+    /// The client went away or its body was refused (the machine answered).
+    Gone,
+}
+
+/// Takes the next body bytes from the client for a streamed body; the
+/// client is read only when the last ones went out, so at most one read
+/// is held.
+fn pull_body(core: &mut Core, env: &mut Env<'_, '_>, p: &mut Proxy) -> Pull {
+    let now = core.now();
+    // Bounded: each pass takes input or stops.
+    for _ in 0..1024 {
+        let ev = {
+            let date = core.clock().http_date();
+            env.cx.m.poll(now, date)
+        };
+        match ev {
+            Some(crate::conn::Event::Body(b)) => {
+                p.req.clear();
+                p.req.extend_from_slice(&b);
+                p.sent = 0;
+                p.body_left = p.body_left.saturating_sub(b.len() as u64);
+                p.body_taken = true;
+                return Pull::Got;
+            }
+            Some(crate::conn::Event::BodyEnd) => {
+                p.body_left = 0;
+                return Pull::Done;
+            }
+            Some(crate::conn::Event::BodyError(_)) => return Pull::Gone,
+            Some(crate::conn::Event::Request(_)) | None => {}
+        }
+        if env.cx.m.wants_close() {
+            return Pull::Gone;
+        }
+        if !env.cx.m.wants_read() || !core.conn(env.client).is_some_and(|x| x.read.ready) {
+            return Pull::Wait;
+        }
+        match core.recv(env.client, env.buf) {
+            Ok(0) => env.cx.m.on_eof(now),
+            Ok(n) => env.cx.m.on_read(&env.buf[..n], now),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Pull::Wait,
+            Err(_) => return Pull::Gone,
+        }
+    }
+    Pull::Wait
+}
+
+pub(super) fn up_name(env: &Env<'_, '_>, p: &Proxy) -> String {
+    env.conf
+        .upstreams
+        .entries
+        .get(p.conf.upstream)
+        .map_or(String::new(), |e| e.name.clone())
+}
+
+pub(super) fn connecting(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
+    let Some(u) = p.u else {
+        p.st = St::Connect;
+        return Turn::Again;
+    };
+    if p.timed_out.take().is_some() {
+        return fail(
+            core,
+            env,
+            r,
+            p,
+            ft::TIMEOUT,
+            "connecting to upstream",
+            "upstream timed out (110: Connection timed out)",
+        );
+    }
+    // The first event of the connection tells the outcome; until it came
+    // nothing is to be done.
+    if !std::mem::take(&mut p.u_event) {
+        return Turn::Wait;
+    }
+    if let Err(e) = core.connect_result(u) {
+        let msg = if e.kind() == io::ErrorKind::InvalidData {
+            format!("SSL_do_handshake() failed (SSL: {e})")
+        } else {
+            format!("connect() failed ({})", sys_error_text(&e))
+        };
+        let action = if e.kind() == io::ErrorKind::InvalidData {
+            "SSL handshaking to upstream"
+        } else {
+            "connecting to upstream"
+        };
+        return fail(core, env, r, p, ft::ERROR, action, &msg);
+    }
+    if core.conn(u).is_some_and(|x| x.write.error) {
+        return fail(
+            core,
+            env,
+            r,
+            p,
+            ft::ERROR,
+            "connecting to upstream",
+            "connect() failed (111: Connection refused)",
+        );
+    }
+    r.st.upstream.connected(core.now());
+    p.st = St::SendRequest;
+    Turn::Again
+}
+
+pub(super) fn send_request(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+) -> Turn {
+    let Some(u) = p.u else {
+        return Turn::End(Flow::Error(502));
+    };
+    if p.timed_out.take().is_some() {
+        return fail(
+            core,
+            env,
+            r,
+            p,
+            ft::TIMEOUT,
+            "sending request to upstream",
+            "upstream timed out (110: Connection timed out)",
+        );
+    }
+    // Bounded: each pass sends what is there or stops.
+    for _ in 0..4096 {
+        if p.sent == p.req.len() {
+            if p.body_left == 0 {
+                break;
+            }
+            match pull_body(core, env, p) {
+                Pull::Got => continue,
+                Pull::Done => break,
+                Pull::Wait => return Turn::Wait,
+                Pull::Gone => {
+                    close_upstream(core, env, p, Outcome::Ok, false);
+                    return Turn::End(Flow::Done);
+                }
+            }
+        }
+        match core.send(u, &p.req[p.sent..]) {
+            Ok(n) => {
+                p.sent += n;
+                p.request_sent = true;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if core.handle_write_event(u).is_err() {
+                    return fail(
+                        core,
+                        env,
+                        r,
+                        p,
+                        ft::ERROR,
+                        "sending request to upstream",
+                        "epoll_ctl() failed",
+                    );
+                }
+                core.add_timer(Ev::write(u), p.conf.send_timeout);
+                return Turn::Wait;
+            }
+            Err(e) => {
+                let msg = format!("send() failed ({})", sys_error_text(&e));
+                return fail(
+                    core,
+                    env,
+                    r,
+                    p,
+                    ft::ERROR,
+                    "sending request to upstream",
+                    &msg,
+                );
+            }
+        }
+    }
+    core.del_timer(Ev::write(u));
+    if core.handle_read_event(u).is_err() {
+        return fail(
+            core,
+            env,
+            r,
+            p,
+            ft::ERROR,
+            "sending request to upstream",
+            "epoll_ctl() failed",
+        );
+    }
+    core.add_timer(Ev::read(u), p.conf.read_timeout);
+    p.st = St::ReadHeader;
+    Turn::Again
+}
