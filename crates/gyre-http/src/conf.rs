@@ -151,6 +151,10 @@ pub struct LocSettings {
     pub send_timeout: Option<u64>,
     pub client_body_timeout: Option<u64>,
     pub client_max_body_size: Option<u64>,
+    /// `client_body_buffer_size` & co (crate::request_body).
+    pub body: crate::request_body::BodySet,
+    /// `dav_methods`, `create_full_put_path` (crate::dav).
+    pub dav: crate::dav::DavSet,
     pub sendfile: Option<bool>,
     pub tcp_nodelay: Option<bool>,
     pub absolute_redirect: Option<bool>,
@@ -241,6 +245,10 @@ pub struct LocConf {
     pub send_timeout: u64,
     pub client_body_timeout: u64,
     pub client_max_body_size: u64,
+    /// How a body read by a handler is kept (crate::request_body).
+    pub body: crate::request_body::BodyConf,
+    /// `dav_methods PUT` and its settings, when on (crate::dav).
+    pub dav: Option<crate::dav::DavConf>,
     pub sendfile: bool,
     pub tcp_nodelay: bool,
     /// `absolute_redirect` (on): a `Location` starting with `/` gets
@@ -358,6 +366,8 @@ pub struct HttpConf {
     pub upstreams: Arc<crate::upstream::set::UpstreamSet>,
     /// Per upstream, its `hash` key compiled.
     pub upstream_keys: Vec<Option<ComplexValue>>,
+    /// nginx's default `client_body_temp_path`: `PREFIX/client_body_temp`.
+    pub body_temp: Arc<crate::temp_file::TempPath>,
 }
 
 /// Which level a directive is at, from the enclosing blocks.
@@ -526,6 +536,8 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         send_timeout: pick(levels, |s| s.send_timeout).unwrap_or(60_000),
         client_body_timeout: pick(levels, |s| s.client_body_timeout).unwrap_or(60_000),
         client_max_body_size: pick(levels, |s| s.client_max_body_size).unwrap_or(1 << 20),
+        body: crate::request_body::resolve(levels),
+        dav: crate::dav::resolve(levels),
         sendfile: pick(levels, |s| s.sendfile).unwrap_or(true),
         tcp_nodelay: pick(levels, |s| s.tcp_nodelay).unwrap_or(true),
         absolute_redirect: pick(levels, |s| s.absolute_redirect).unwrap_or(true),
@@ -659,6 +671,9 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
     }
     let default_root = cx.full_path("html");
     let default_log = cx.full_path("logs/access.log");
+    c.body_temp = Arc::new(crate::temp_file::TempPath::new(
+        cx.full_path("client_body_temp"),
+    ));
     crate::proxy::init_upstreams(c)?;
     let http_set = c.set.clone();
     let http_srv = c.srv.clone();

@@ -281,6 +281,13 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Stat
         Content::None => return Status::Done,
         Content::Paced(p) => crate::static_handler::pace(cx, r, p),
         Content::Gzip(st) => crate::gzip::step(cx, r, st),
+        Content::ReadBody(post) => match post {
+            crate::request_body::Post::DavPut => match crate::dav::put_body_read(cx, r, out) {
+                Step::Respond => return send(cx, r, out),
+                Step::Error(code) => return run_error(cx, r, out, code),
+                other => other,
+            },
+        },
         // limit_req is done; the phase goes on with limit_conn.
         Content::Delayed => return run(cx, r, out),
         // Driven by the connection's handler, never resumed here.
@@ -492,6 +499,9 @@ fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
         let pooled = cx.proxies.and_then(|w| w.take());
         crate::proxy::handler::start(cx, r, &pc, pooled);
         return Step::Again;
+    }
+    if r.st.loc.dav.is_some() && r.st.req.method() == "PUT" {
+        return crate::dav::put(cx, r);
     }
     if r.st.loc.stub_status {
         return crate::static_handler::stub_status(cx, r, out);

@@ -38,11 +38,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("fastcgi_index", "no FastCGI module"),
     ("fastcgi_pass", "no FastCGI module"),
     ("fastcgi_read_timeout", "no FastCGI module"),
-    // Request-body buffering and temp files: not built yet.
-    (
-        "client_body_buffer_size",
-        "request bodies (client_body_temp_path & co)",
-    ),
     // ngx_http_sub_module and ngx_http_ssi_module: body filters gyre lacks.
     ("sub_filter", "no sub module"),
     ("sub_filter_once", "no sub module"),

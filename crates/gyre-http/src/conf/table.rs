@@ -448,6 +448,39 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::TAKE1,
         set_client_max_body_size,
     ),
+    // Request bodies (crate::request_body).
+    DirectiveSpec::new(
+        "client_body_buffer_size",
+        HSL,
+        Args::TAKE1,
+        crate::request_body::set_buffer_size,
+    ),
+    DirectiveSpec::new(
+        "client_body_temp_path",
+        HSL,
+        Args::TAKE1234,
+        crate::request_body::set_temp_path,
+    ),
+    DirectiveSpec::new(
+        "client_body_in_file_only",
+        HSL,
+        Args::TAKE1,
+        crate::request_body::set_in_file_only,
+    ),
+    DirectiveSpec::new(
+        "client_body_in_single_buffer",
+        HSL,
+        Args::FLAG,
+        crate::request_body::set_single_buffer,
+    ),
+    // ngx_http_dav_module's PUT (crate::dav).
+    DirectiveSpec::new("dav_methods", HSL, Args::ONE_MORE, crate::dav::set_methods),
+    DirectiveSpec::new(
+        "create_full_put_path",
+        HSL,
+        Args::FLAG,
+        crate::dav::set_create_full_put_path,
+    ),
     DirectiveSpec::new("sendfile", HSL, Args::FLAG, set_sendfile),
     DirectiveSpec::new("server_tokens", HSL, Args::TAKE1, set_server_tokens),
     DirectiveSpec::new("tcp_nodelay", HSL, Args::FLAG, set_tcp_nodelay),
