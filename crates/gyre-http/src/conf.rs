@@ -281,6 +281,15 @@ pub struct LocConf {
     pub gzip: Option<Arc<crate::gzip::GzipConf>>,
     /// `server_tokens` (on): `Server: gyre/VERSION`, pages signed so.
     pub server_tokens: bool,
+    /// `limit_except`: what the methods it does not name get.
+    pub limit_except: Option<Arc<crate::limit_except::LimitExceptConf>>,
+}
+
+impl LocConf {
+    /// This configuration and its `limit_except` one, if any.
+    pub fn with_limit_except(&self) -> impl Iterator<Item = &LocConf> {
+        std::iter::once(self).chain(self.limit_except.as_deref().map(|le| &*le.conf))
+    }
 }
 
 /// One `location`.
@@ -294,6 +303,8 @@ pub struct Location {
     pub children: Vec<Location>,
     /// Filled by `http_init`.
     pub conf: Option<Arc<LocConf>>,
+    /// `limit_except` (crate::limit_except).
+    pub limit_except: Option<crate::limit_except::LimitExcept>,
 }
 
 /// Server-level settings that do not inherit into locations.
@@ -431,8 +442,24 @@ impl HttpConf {
         Ok(match level(cx) {
             Level::Http => &mut self.set,
             Level::Server => &mut self.servers.last_mut().ok_or("no server")?.set,
+            Level::Location(d) if crate::limit_except::in_limit_except(cx) => {
+                &mut self
+                    .location(d)?
+                    .limit_except
+                    .as_mut()
+                    .ok_or("no limit_except")?
+                    .set
+            }
             Level::Location(d) => &mut self.location(d)?.set,
         })
+    }
+
+    /// The location a directive is in.
+    pub(crate) fn current_location(&mut self, cx: &ConfCtx) -> Result<&mut Location, String> {
+        match level(cx) {
+            Level::Location(d) => self.location(d),
+            _ => Err("not allowed here".into()),
+        }
     }
 
     fn server_settings(&mut self, cx: &ConfCtx) -> Result<&mut ServerSettings, String> {
@@ -590,6 +617,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         proxy: None,
         gzip: crate::gzip::resolve(levels),
         server_tokens: pick(levels, |s| s.server_tokens).unwrap_or(true),
+        limit_except: None,
         log_format: 0,
         log_if: levels
             .iter()
@@ -641,6 +669,29 @@ fn resolve_location(
     drop(refs);
     lc.regex = l.regex.clone();
     lc.script = Arc::from(l.script.clone());
+    if let Some(le) = &l.limit_except {
+        // The block's settings over the location's (nginx merges the
+        // block's configuration with its location's).
+        levels.push(le.set.clone());
+        let refs: Vec<&LocSettings> = levels.iter().collect();
+        let mut lmt = resolve(&refs, defaults.0, defaults.1);
+        lmt.log_format = log_format_of(&refs, formats)?;
+        lmt.extra_logs = extra_logs::resolve(&refs, formats)?;
+        drop(refs);
+        levels.pop();
+        lmt.name = lc.name.clone();
+        lmt.kind = lc.kind;
+        lmt.proxy = lc.proxy.clone();
+        lmt.regex = lc.regex.clone();
+        // No rewrite script: nginx's rewrite module does not inherit a
+        // location's into the block, so a limited method skips the
+        // location's `return` and `rewrite` (and meets the block's access
+        // rules).
+        lc.limit_except = Some(Arc::new(crate::limit_except::LimitExceptConf {
+            allowed: le.allowed,
+            conf: Arc::new(lmt),
+        }));
+    }
     let mut tree = LocTree::default();
     for child in &mut l.children {
         let c = resolve_location(child, levels, defaults, formats, named)?;

@@ -217,7 +217,8 @@ fn all_loc_confs(conf: &HttpConf) -> Vec<&LocConf> {
         v.extend(
             phases::all_locations(&s.locations)
                 .into_iter()
-                .filter_map(|l| l.conf.as_deref()),
+                .filter_map(|l| l.conf.as_deref())
+                .flat_map(LocConf::with_limit_except),
         );
     }
     v

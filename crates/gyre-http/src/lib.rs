@@ -26,6 +26,7 @@ pub mod gzip;
 pub mod gzip_static;
 pub mod htpasswd;
 pub mod limit_conn;
+pub mod limit_except;
 pub mod limit_req;
 pub mod limit_zone;
 pub mod location;

@@ -49,9 +49,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("ssl_trusted_certificate", "no OCSP stapling"),
     ("resolver", "no resolver"),
     ("resolver_timeout", "no resolver"),
-    // The core's limit_except (a method-limited block of access rules):
-    // not yet.
-    ("limit_except", "not yet"),
 ];
 
 /// Variables of the modules in [`REFUSED`] that the corpus uses: nginx

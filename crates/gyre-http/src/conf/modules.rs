@@ -256,6 +256,7 @@ pub(super) fn set_location(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Res
         script: Vec::new(),
         children: Vec::new(),
         conf: None,
+        limit_except: None,
     };
     match level(cx) {
         Level::Location(depth) => {

@@ -11,6 +11,8 @@ const HSL: Context = Context::HTTP.or(Context::SERVER).or(Context::LOCATION);
 const HS: Context = Context::HTTP.or(Context::SERVER);
 /// Inside `if ( ) { }` (nginx's `NGX_HTTP_SIF_CONF` / `LIF_CONF`).
 const IF: Context = Context::custom(0);
+/// Inside `limit_except … { }` (nginx's `NGX_HTTP_LMT_CONF`).
+const LMT: Context = Context::custom(1);
 
 pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     DirectiveSpec::block(
@@ -21,7 +23,20 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         true,
         crate::proxy::set_upstream,
     ),
-    DirectiveSpec::new("proxy_pass", L, Args::TAKE1, crate::proxy::conf::set_pass),
+    DirectiveSpec::new(
+        "proxy_pass",
+        L.or(LMT),
+        Args::TAKE1,
+        crate::limit_except::set_proxy_pass,
+    ),
+    DirectiveSpec::block(
+        "limit_except",
+        L,
+        Args::ONE_MORE,
+        Block::Context(LMT),
+        true,
+        crate::limit_except::set_limit_except,
+    ),
     DirectiveSpec::multi(
         "proxy_redirect",
         HSL,
@@ -244,8 +259,8 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::FLAG,
         rewrite::set_uninitialized_variable_warn,
     ),
-    DirectiveSpec::multi("allow", HSL, Args::TAKE1, crate::access::set_rule),
-    DirectiveSpec::multi("deny", HSL, Args::TAKE1, crate::access::set_rule),
+    DirectiveSpec::multi("allow", HSL.or(LMT), Args::TAKE1, crate::access::set_rule),
+    DirectiveSpec::multi("deny", HSL.or(LMT), Args::TAKE1, crate::access::set_rule),
     DirectiveSpec::new("satisfy", HSL, Args::TAKE1, crate::access::set_satisfy),
     // ngx_http_realip_module (crate::realip).
     DirectiveSpec::multi(
@@ -268,13 +283,13 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     ),
     DirectiveSpec::new(
         "auth_basic",
-        HSL,
+        HSL.or(LMT),
         Args::TAKE1,
         crate::auth_basic::set_auth_basic,
     ),
     DirectiveSpec::new(
         "auth_basic_user_file",
-        HSL,
+        HSL.or(LMT),
         Args::TAKE1,
         crate::auth_basic::set_user_file,
     ),
@@ -407,7 +422,7 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     ),
     DirectiveSpec::multi(
         "access_log",
-        HSL,
+        HSL.or(LMT),
         Args::ONE_MORE,
         crate::log_format::set_access_log,
     ),
