@@ -290,6 +290,16 @@ impl LocConf {
     pub fn with_limit_except(&self) -> impl Iterator<Item = &LocConf> {
         std::iter::once(self).chain(self.limit_except.as_deref().map(|le| &*le.conf))
     }
+
+    /// This configuration, its `limit_except` one and those of its `if`
+    /// blocks.
+    pub fn with_nested(&self) -> impl Iterator<Item = &LocConf> {
+        let ifs = self.script.iter().filter_map(|op| match op {
+            Op::If { conf: Some(c), .. } => Some(&**c),
+            _ => None,
+        });
+        self.with_limit_except().chain(ifs)
+    }
 }
 
 /// One `location`.
@@ -441,6 +451,12 @@ impl HttpConf {
     pub(crate) fn settings(&mut self, cx: &ConfCtx) -> Result<&mut LocSettings, String> {
         Ok(match level(cx) {
             Level::Http => &mut self.set,
+            Level::Location(d) if in_if(cx) => match self.location(d)?.script.last_mut() {
+                Some(Op::If { set, .. }) => set.get_or_insert_with(Default::default),
+                _ => return Err("no if".into()),
+            },
+            // nginx's "if in server" takes only the rewrite module's
+            // directives (the table says so); its flags go to the server.
             Level::Server => &mut self.servers.last_mut().ok_or("no server")?.set,
             Level::Location(d) if crate::limit_except::in_limit_except(cx) => {
                 &mut self
@@ -486,21 +502,6 @@ impl HttpConf {
         Ok(ops)
     }
 
-    /// The `if` block being read in a location (for `add_header` in it);
-    /// an `if` at server level takes none, as in nginx.
-    pub(crate) fn location_if(
-        &mut self,
-        cx: &ConfCtx,
-    ) -> Result<&mut Option<Vec<AddHeader>>, String> {
-        let Level::Location(d) = level(cx) else {
-            return Err("not allowed here".into());
-        };
-        match self.location(d)?.script.last_mut() {
-            Some(Op::If { add_header, .. }) => Ok(add_header),
-            _ => Err("no if".into()),
-        }
-    }
-
     /// The location a URI gets on `server`, by exact and prefix matching
     /// only (for records the machine made before routing, which need just
     /// their access log).
@@ -529,6 +530,10 @@ impl HttpConf {
         server.fallback.as_ref().unwrap_or(&EMPTY_FALLBACK.0)
     }
 }
+
+/// The settings of an `if` block that sets none.
+static EMPTY_SETTINGS: std::sync::LazyLock<LocSettings> =
+    std::sync::LazyLock::new(LocSettings::default);
 
 struct Fallback(Arc<LocConf>);
 
@@ -668,6 +673,31 @@ fn resolve_location(
     }
     drop(refs);
     lc.regex = l.regex.clone();
+    for op in &mut l.script {
+        if let Op::If { set, conf, .. } = op {
+            // Every `if` of a location is a configuration (one that sets
+            // nothing too: the last `if` that matched wins): its settings
+            // over the location's, with no try_files or rewrite script of
+            // its own (nginx's `if` is a location that inherits neither).
+            let set: &LocSettings = set.as_deref().unwrap_or(&EMPTY_SETTINGS);
+            levels.push(set.clone());
+            let refs: Vec<&LocSettings> = levels.iter().collect();
+            let mut ic = resolve(&refs, defaults.0, defaults.1);
+            ic.log_format = log_format_of(&refs, formats)?;
+            ic.extra_logs = extra_logs::resolve(&refs, formats)?;
+            ic.proxy = if set.proxy.pass.is_some() {
+                crate::proxy::conf::resolve(&refs, &lc.name, lc.kind)
+            } else {
+                lc.proxy.clone()
+            };
+            drop(refs);
+            levels.pop();
+            ic.name = lc.name.clone();
+            ic.kind = lc.kind;
+            ic.regex = lc.regex.clone();
+            *conf = Some(Arc::new(ic));
+        }
+    }
     lc.script = Arc::from(l.script.clone());
     if let Some(le) = &l.limit_except {
         // The block's settings over the location's (nginx merges the

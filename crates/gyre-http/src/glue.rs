@@ -218,7 +218,7 @@ fn all_loc_confs(conf: &HttpConf) -> Vec<&LocConf> {
             phases::all_locations(&s.locations)
                 .into_iter()
                 .filter_map(|l| l.conf.as_deref())
-                .flat_map(LocConf::with_limit_except),
+                .flat_map(LocConf::with_nested),
         );
     }
     v

@@ -97,14 +97,22 @@ pub fn set_limit_except(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result
 }
 
 /// `proxy_pass` inside `limit_except`: nginx allows it, gyre does not yet
-/// (the block would need its own content handler); elsewhere the proxy's
-/// setter.
+/// (the block would need its own content handler); inside `if`, without a
+/// URI part as nginx; elsewhere the proxy's setter.
 pub fn set_proxy_pass(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
     if in_limit_except(cx) {
         return Err(
             "\"proxy_pass\" inside \"limit_except\" is not supported by gyre; put the access rules in the block and proxy_pass in the location"
                 .into(),
         );
+    }
+    if cx.blocks().last().is_some_and(|n| n == "if") {
+        // nginx: a URL with a URI part cannot be used in an `if`.
+        let url = d.arg(0);
+        let rest = url.split_once("://").map_or(url, |(_, r)| r);
+        if rest.contains('/') {
+            return Err("\"proxy_pass\" cannot have URI part in location given by regular expression, or inside named location, or inside \"if\" statement, or inside \"limit_except\" block".into());
+        }
     }
     crate::proxy::conf::set_pass(c, d, cx)
 }

@@ -87,7 +87,7 @@ pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
     }
     if fallbacks()
         .chain(locs().filter_map(|l| l.conf.as_deref()))
-        .flat_map(LocConf::with_limit_except)
+        .flat_map(LocConf::with_nested)
         .any(crate::access::has_checks)
     {
         v.push(Phase::Access);
