@@ -652,6 +652,18 @@ fn log_format_of(
     }
 }
 
+/// What a nested configuration of a location (`if`, `limit_except`) keeps
+/// of the location's own, non-inherited settings, as nginx's merge and
+/// content handler do: the `alias` unless the block sets `root`, and the
+/// content handler (`stub_status`).
+fn keep_location_own(inner: &mut LocConf, loc: &LocConf, alias: bool) {
+    if alias {
+        inner.alias = loc.alias.clone();
+        inner.alias_cv = loc.alias_cv.clone();
+    }
+    inner.stub_status = loc.stub_status;
+}
+
 /// Resolves a location and its nested ones, inheriting from `levels`.
 fn resolve_location(
     l: &mut Location,
@@ -695,6 +707,7 @@ fn resolve_location(
             ic.name = lc.name.clone();
             ic.kind = lc.kind;
             ic.regex = lc.regex.clone();
+            keep_location_own(&mut ic, &lc, set.root.is_none());
             *conf = Some(Arc::new(ic));
         }
     }
@@ -713,6 +726,7 @@ fn resolve_location(
         lmt.kind = lc.kind;
         lmt.proxy = lc.proxy.clone();
         lmt.regex = lc.regex.clone();
+        keep_location_own(&mut lmt, &lc, true);
         // No rewrite script: nginx's rewrite module does not inherit a
         // location's into the block, so a limited method skips the
         // location's `return` and `rewrite` (and meets the block's access

@@ -33,6 +33,11 @@ fn http_conf(port: u16) -> String {
              if ($arg_l) {{ access_log logs/if.log; }}
              if ($arg_g) {{ return 200 \"g\"; }}
            }}
+           location /al/ {{
+             alias html/t/;
+             if ($arg_a) {{ add_header X-If al; }}
+             if ($arg_r) {{ root other; }}
+           }}
            location /tf/ {{
              try_files $uri /t/f.txt;
              if ($arg_x) {{ add_header X-If x; }}
@@ -92,6 +97,9 @@ fn if_blocks_match_nginx() {
         "/t/f.txt?l=1&a=1",
         "/t/f.txt?g=1",
         "/t/f.txt?a=1&g=1",
+        "/al/f.txt",
+        "/al/f.txt?a=1",
+        "/al/t/f.txt?r=1",
         "/tf/g.txt",
         "/tf/none.txt",
         "/tf/none.txt?x=1",
