@@ -151,6 +151,10 @@ pub struct LocSettings {
     pub send_timeout: Option<u64>,
     pub client_body_timeout: Option<u64>,
     pub client_max_body_size: Option<u64>,
+    /// `client_body_buffer_size` & co (crate::request_body).
+    pub body: crate::request_body::BodySet,
+    /// `dav_methods`, `create_full_put_path` (crate::dav).
+    pub dav: crate::dav::DavSet,
     pub sendfile: Option<bool>,
     pub tcp_nodelay: Option<bool>,
     pub absolute_redirect: Option<bool>,
@@ -241,6 +245,10 @@ pub struct LocConf {
     pub send_timeout: u64,
     pub client_body_timeout: u64,
     pub client_max_body_size: u64,
+    /// How a body read by a handler is kept (crate::request_body).
+    pub body: crate::request_body::BodyConf,
+    /// `dav_methods PUT` and its settings, when on (crate::dav).
+    pub dav: Option<crate::dav::DavConf>,
     pub sendfile: bool,
     pub tcp_nodelay: bool,
     /// `absolute_redirect` (on): a `Location` starting with `/` gets
@@ -273,6 +281,25 @@ pub struct LocConf {
     pub gzip: Option<Arc<crate::gzip::GzipConf>>,
     /// `server_tokens` (on): `Server: gyre/VERSION`, pages signed so.
     pub server_tokens: bool,
+    /// `limit_except`: what the methods it does not name get.
+    pub limit_except: Option<Arc<crate::limit_except::LimitExceptConf>>,
+}
+
+impl LocConf {
+    /// This configuration and its `limit_except` one, if any.
+    pub fn with_limit_except(&self) -> impl Iterator<Item = &LocConf> {
+        std::iter::once(self).chain(self.limit_except.as_deref().map(|le| &*le.conf))
+    }
+
+    /// This configuration, its `limit_except` one and those of its `if`
+    /// blocks.
+    pub fn with_nested(&self) -> impl Iterator<Item = &LocConf> {
+        let ifs = self.script.iter().filter_map(|op| match op {
+            Op::If { conf: Some(c), .. } => Some(&**c),
+            _ => None,
+        });
+        self.with_limit_except().chain(ifs)
+    }
 }
 
 /// One `location`.
@@ -286,6 +313,8 @@ pub struct Location {
     pub children: Vec<Location>,
     /// Filled by `http_init`.
     pub conf: Option<Arc<LocConf>>,
+    /// `limit_except` (crate::limit_except).
+    pub limit_except: Option<crate::limit_except::LimitExcept>,
 }
 
 /// Server-level settings that do not inherit into locations.
@@ -358,6 +387,8 @@ pub struct HttpConf {
     pub upstreams: Arc<crate::upstream::set::UpstreamSet>,
     /// Per upstream, its `hash` key compiled.
     pub upstream_keys: Vec<Option<ComplexValue>>,
+    /// nginx's default `client_body_temp_path`: `PREFIX/client_body_temp`.
+    pub body_temp: Arc<crate::temp_file::TempPath>,
 }
 
 /// Which level a directive is at, from the enclosing blocks.
@@ -420,9 +451,31 @@ impl HttpConf {
     pub(crate) fn settings(&mut self, cx: &ConfCtx) -> Result<&mut LocSettings, String> {
         Ok(match level(cx) {
             Level::Http => &mut self.set,
+            Level::Location(d) if in_if(cx) => match self.location(d)?.script.last_mut() {
+                Some(Op::If { set, .. }) => set.get_or_insert_with(Default::default),
+                _ => return Err("no if".into()),
+            },
+            // nginx's "if in server" takes only the rewrite module's
+            // directives (the table says so); its flags go to the server.
             Level::Server => &mut self.servers.last_mut().ok_or("no server")?.set,
+            Level::Location(d) if crate::limit_except::in_limit_except(cx) => {
+                &mut self
+                    .location(d)?
+                    .limit_except
+                    .as_mut()
+                    .ok_or("no limit_except")?
+                    .set
+            }
             Level::Location(d) => &mut self.location(d)?.set,
         })
+    }
+
+    /// The location a directive is in.
+    pub(crate) fn current_location(&mut self, cx: &ConfCtx) -> Result<&mut Location, String> {
+        match level(cx) {
+            Level::Location(d) => self.location(d),
+            _ => Err("not allowed here".into()),
+        }
     }
 
     fn server_settings(&mut self, cx: &ConfCtx) -> Result<&mut ServerSettings, String> {
@@ -447,21 +500,6 @@ impl HttpConf {
             };
         }
         Ok(ops)
-    }
-
-    /// The `if` block being read in a location (for `add_header` in it);
-    /// an `if` at server level takes none, as in nginx.
-    pub(crate) fn location_if(
-        &mut self,
-        cx: &ConfCtx,
-    ) -> Result<&mut Option<Vec<AddHeader>>, String> {
-        let Level::Location(d) = level(cx) else {
-            return Err("not allowed here".into());
-        };
-        match self.location(d)?.script.last_mut() {
-            Some(Op::If { add_header, .. }) => Ok(add_header),
-            _ => Err("no if".into()),
-        }
     }
 
     /// The location a URI gets on `server`, by exact and prefix matching
@@ -492,6 +530,10 @@ impl HttpConf {
         server.fallback.as_ref().unwrap_or(&EMPTY_FALLBACK.0)
     }
 }
+
+/// The settings of an `if` block that sets none.
+static EMPTY_SETTINGS: std::sync::LazyLock<LocSettings> =
+    std::sync::LazyLock::new(LocSettings::default);
 
 struct Fallback(Arc<LocConf>);
 
@@ -526,6 +568,8 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         send_timeout: pick(levels, |s| s.send_timeout).unwrap_or(60_000),
         client_body_timeout: pick(levels, |s| s.client_body_timeout).unwrap_or(60_000),
         client_max_body_size: pick(levels, |s| s.client_max_body_size).unwrap_or(1 << 20),
+        body: crate::request_body::resolve(levels),
+        dav: crate::dav::resolve(levels),
         sendfile: pick(levels, |s| s.sendfile).unwrap_or(true),
         tcp_nodelay: pick(levels, |s| s.tcp_nodelay).unwrap_or(true),
         absolute_redirect: pick(levels, |s| s.absolute_redirect).unwrap_or(true),
@@ -578,6 +622,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         proxy: None,
         gzip: crate::gzip::resolve(levels),
         server_tokens: pick(levels, |s| s.server_tokens).unwrap_or(true),
+        limit_except: None,
         log_format: 0,
         log_if: levels
             .iter()
@@ -607,6 +652,18 @@ fn log_format_of(
     }
 }
 
+/// What a nested configuration of a location (`if`, `limit_except`) keeps
+/// of the location's own, non-inherited settings, as nginx's merge and
+/// content handler do: the `alias` unless the block sets `root`, and the
+/// content handler (`stub_status`).
+fn keep_location_own(inner: &mut LocConf, loc: &LocConf, alias: bool) {
+    if alias {
+        inner.alias = loc.alias.clone();
+        inner.alias_cv = loc.alias_cv.clone();
+    }
+    inner.stub_status = loc.stub_status;
+}
+
 /// Resolves a location and its nested ones, inheriting from `levels`.
 fn resolve_location(
     l: &mut Location,
@@ -628,7 +685,57 @@ fn resolve_location(
     }
     drop(refs);
     lc.regex = l.regex.clone();
+    for op in &mut l.script {
+        if let Op::If { set, conf, .. } = op {
+            // Every `if` of a location is a configuration (one that sets
+            // nothing too: the last `if` that matched wins): its settings
+            // over the location's, with no try_files or rewrite script of
+            // its own (nginx's `if` is a location that inherits neither).
+            let set: &LocSettings = set.as_deref().unwrap_or(&EMPTY_SETTINGS);
+            levels.push(set.clone());
+            let refs: Vec<&LocSettings> = levels.iter().collect();
+            let mut ic = resolve(&refs, defaults.0, defaults.1);
+            ic.log_format = log_format_of(&refs, formats)?;
+            ic.extra_logs = extra_logs::resolve(&refs, formats)?;
+            ic.proxy = if set.proxy.pass.is_some() {
+                crate::proxy::conf::resolve(&refs, &lc.name, lc.kind)
+            } else {
+                lc.proxy.clone()
+            };
+            drop(refs);
+            levels.pop();
+            ic.name = lc.name.clone();
+            ic.kind = lc.kind;
+            ic.regex = lc.regex.clone();
+            keep_location_own(&mut ic, &lc, set.root.is_none());
+            *conf = Some(Arc::new(ic));
+        }
+    }
     lc.script = Arc::from(l.script.clone());
+    if let Some(le) = &l.limit_except {
+        // The block's settings over the location's (nginx merges the
+        // block's configuration with its location's).
+        levels.push(le.set.clone());
+        let refs: Vec<&LocSettings> = levels.iter().collect();
+        let mut lmt = resolve(&refs, defaults.0, defaults.1);
+        lmt.log_format = log_format_of(&refs, formats)?;
+        lmt.extra_logs = extra_logs::resolve(&refs, formats)?;
+        drop(refs);
+        levels.pop();
+        lmt.name = lc.name.clone();
+        lmt.kind = lc.kind;
+        lmt.proxy = lc.proxy.clone();
+        lmt.regex = lc.regex.clone();
+        keep_location_own(&mut lmt, &lc, true);
+        // No rewrite script: nginx's rewrite module does not inherit a
+        // location's into the block, so a limited method skips the
+        // location's `return` and `rewrite` (and meets the block's access
+        // rules).
+        lc.limit_except = Some(Arc::new(crate::limit_except::LimitExceptConf {
+            allowed: le.allowed,
+            conf: Arc::new(lmt),
+        }));
+    }
     let mut tree = LocTree::default();
     for child in &mut l.children {
         let c = resolve_location(child, levels, defaults, formats, named)?;
@@ -659,6 +766,9 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
     }
     let default_root = cx.full_path("html");
     let default_log = cx.full_path("logs/access.log");
+    c.body_temp = Arc::new(crate::temp_file::TempPath::new(
+        cx.full_path("client_body_temp"),
+    ));
     crate::proxy::init_upstreams(c)?;
     if c.set.proxy.temp_path.is_none() {
         // nginx's compiled-in `proxy_temp` under the prefix.

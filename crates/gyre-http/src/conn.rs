@@ -278,6 +278,10 @@ pub struct Connection {
     /// the glue so lines about the body name it as nginx's do (see
     /// [`Connection::keep_discarded`]).
     discarded: Option<Box<Request>>,
+    /// The status of a request whose body was being read when the machine
+    /// ended it itself (408 timed out, 400 the client left); see
+    /// [`Connection::ended_status`].
+    ended: Option<u16>,
 }
 
 /// A note about `req`'s body, naming it (when known) as nginx's lines
@@ -338,6 +342,7 @@ impl Connection {
             last_sent: (0, 0),
             notes: Vec::new(),
             discarded: None,
+            ended: None,
         }
     }
 
@@ -375,6 +380,7 @@ impl Connection {
         self.eof = false;
         self.disposition = Disposition::Open;
         self.notes.clear();
+        self.ended = None;
         if let Some(d) = self.discarded.take() {
             self.recycle(d);
         }
@@ -453,6 +459,7 @@ impl Connection {
                 self.logs.push(rec);
             }
             State::Pending => {
+                self.ended = Some(408);
                 if let Some(cur) = self.cur.take() {
                     let mut log = cur.log;
                     log.status = 408;
@@ -586,6 +593,13 @@ impl Connection {
         }
     }
 
+    /// The status the machine logged for the request it ended while its
+    /// body was being read (408: `client_body_timeout`, 400: the client
+    /// closed or reset the connection), for the handler that was reading.
+    pub fn ended_status(&self) -> Option<u16> {
+        self.ended
+    }
+
     /// Requests started on this connection so far.
     pub fn requests(&self) -> u64 {
         self.requests
@@ -655,6 +669,7 @@ impl Connection {
                 self.notes.push(n);
                 if let Some(cur) = self.cur.take() {
                     if self.state == State::Pending {
+                        self.ended = Some(400);
                         let mut log = cur.log;
                         log.status = 400;
                         log.end = now;
@@ -772,6 +787,7 @@ impl Connection {
         self.inbuf.drain(..end);
         self.head.reset(&self.st);
         self.requests += 1;
+        self.ended = None;
         let st = &self.st;
         if st.keepalive_timeout == 0
             || self.requests >= st.keepalive_requests
@@ -912,6 +928,7 @@ impl Connection {
                         // Client went away mid-body: nginx logs 400 and
                         // says so (the glue names the request).
                         self.notes.push(request_note(ErrKind::BodyClosed, None));
+                        self.ended = Some(400);
                         if let Some(cur) = self.cur.take() {
                             let mut log = cur.log;
                             log.status = 400;

@@ -217,7 +217,8 @@ fn all_loc_confs(conf: &HttpConf) -> Vec<&LocConf> {
         v.extend(
             phases::all_locations(&s.locations)
                 .into_iter()
-                .filter_map(|l| l.conf.as_deref()),
+                .filter_map(|l| l.conf.as_deref())
+                .flat_map(LocConf::with_nested),
         );
     }
     v
@@ -437,6 +438,17 @@ struct HttpConn {
 enum Flow {
     Continue,
     Closed,
+}
+
+/// What [`HttpConn::read_body`] got to.
+enum BodyRead {
+    /// Waiting for the client (a read event or the body timer).
+    Wait,
+    Done,
+    /// The machine ended the request with this status (logged).
+    Ended(u16),
+    /// Storing the body failed: finalize with 500.
+    Failed,
 }
 
 impl HttpConn {
@@ -870,10 +882,6 @@ impl HttpConn {
         // limit_conn counts end once the response is written.
         self.held.append(&mut r.st.held);
         self.log_note_about(core, _c, Some(&r));
-        if let Some(m) = self.m.as_mut() {
-            // Lines about a body still being discarded name the request.
-            m.keep_discarded(&mut r.st.req);
-        }
         let shared = self.shared.clone();
         if shared.any_access_log && (r.st.loc.log_format != 0 || r.st.loc.log_if.is_some()) {
             self.write_custom_log(core, &mut r, None);
@@ -884,6 +892,17 @@ impl HttpConn {
                 let sink = shared.path_sink(&e.path);
                 self.write_log_line(core, &mut r, None, e.format, e.cond.as_ref(), sink);
             }
+        }
+        if let Some(m) = self.m.as_mut() {
+            // Lines about a body still being discarded name the request
+            // (after the log lines: it takes the request's head, leaving
+            // the machine's spare one in its place).
+            m.keep_discarded(&mut r.st.req);
+        }
+        if let Some(b) = &mut r.st.body {
+            // A body's temporary file goes with its request (nginx's pool
+            // cleanup), not when the object is next used.
+            b.clear();
         }
         let mut pool = shared.requests.borrow_mut();
         if pool.len() < MACHINE_POOL {
@@ -903,6 +922,37 @@ impl HttpConn {
             if self.has_output() {
                 self.r = Some(r);
                 return true;
+            }
+            if let Some(Wake::Body) = r.wake {
+                match self.read_body(core, c, &mut r) {
+                    BodyRead::Wait => {
+                        self.r = Some(r);
+                        return true;
+                    }
+                    BodyRead::Ended(status) => {
+                        // The machine answered (400, 413) or closed (408,
+                        // the client left); only the log phase is left.
+                        r.content = crate::request::Content::None;
+                        r.wake = None;
+                        r.st.status = status;
+                        self.end_request(core, c, r);
+                        self.answer(core, c);
+                        return false;
+                    }
+                    BodyRead::Failed => {
+                        r.content = crate::request::Content::None;
+                        r.wake = None;
+                        match self.run_phases(core, &mut r, Start::Error(500)) {
+                            Status::Done => {
+                                self.end_request(core, c, r);
+                                self.answer(core, c);
+                            }
+                            Status::Again => self.r = Some(r),
+                        }
+                        return false;
+                    }
+                    BodyRead::Done => r.wake = None,
+                }
             }
             let now = core.now();
             if let Some(Wake::Yield) = r.wake {
@@ -941,6 +991,87 @@ impl HttpConn {
                 return false;
             }
         }
+    }
+
+    /// Reads the request body a handler asked for (crate::request_body):
+    /// what the machine has buffered, then the socket while it is
+    /// readable. Bounded: each turn takes input or stops.
+    fn read_body(&mut self, core: &mut Core, c: ConnId, r: &mut HttpRequest) -> BodyRead {
+        // Out of the request while it is filled, so `r` names the lines.
+        let Some(mut rb) = r.st.body.take() else {
+            return BodyRead::Failed;
+        };
+        let got = self.read_body_into(core, c, r, &mut rb);
+        r.st.body = Some(rb);
+        got
+    }
+
+    fn read_body_into(
+        &mut self,
+        core: &mut Core,
+        c: ConnId,
+        r: &HttpRequest,
+        rb: &mut crate::request_body::RequestBody,
+    ) -> BodyRead {
+        use crate::request_body::Pumped;
+        let shared = self.shared.clone();
+        for _ in 0..64 {
+            let now = core.now();
+            let Some(m) = self.m.as_mut() else {
+                return BodyRead::Ended(400);
+            };
+            let date = core.clock().http_date();
+            let mut lines: Vec<(bool, String)> = Vec::new();
+            let pumped = crate::request_body::pump(
+                m,
+                rb,
+                &shared.conf.body_temp,
+                now,
+                date,
+                &mut |crit, text| lines.push((crit, text.to_string())),
+            );
+            for (crit, text) in lines {
+                let cx = crate::log_error::req(&shared.conf, r);
+                if crit {
+                    gyre_core::log_ctx!(crit, &cx, "{text}");
+                } else {
+                    gyre_core::log_ctx!(gyre_core::errlog::WARN, &cx, "{text}");
+                }
+            }
+            match pumped {
+                Pumped::Done => return BodyRead::Done,
+                Pumped::Failed => return BodyRead::Failed,
+                Pumped::Ended(s) => return BodyRead::Ended(s),
+                Pumped::Again => {}
+            }
+            if m.has_output() {
+                // `100 Continue` goes out before the body is read on.
+                return BodyRead::Wait;
+            }
+            let ready = core.conn(c).is_some_and(|x| x.read.ready);
+            if !ready || !m.wants_read() {
+                return BodyRead::Wait;
+            }
+            let mut buf = shared.buf.borrow_mut();
+            match core.recv(c, &mut buf) {
+                Ok(0) => m.on_eof(now),
+                Ok(n) => m.on_read(&buf[..n], now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return BodyRead::Wait,
+                Err(e) => {
+                    drop(buf);
+                    self.log_recv_error(core, c, &e);
+                    if let Some(m) = self.m.as_mut() {
+                        m.on_recv_error(&e, now);
+                    }
+                }
+            }
+        }
+        // Yield to the other connections: the posted write event comes
+        // back here.
+        self.delayed = true;
+        core.del_timer(Ev::write(c));
+        core.post(Ev::write(c));
+        BodyRead::Wait
     }
 
     /// Writes the machine's output in place; true when all of it went

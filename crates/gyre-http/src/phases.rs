@@ -23,7 +23,7 @@ use gyre_core::errlog::ERROR;
 use gyre_core::event::Msec;
 use gyre_core::process::shm::SharedZone;
 
-use crate::conf::{HttpConf, TryLast};
+use crate::conf::{HttpConf, LocConf, TryLast};
 use crate::conn::Connection;
 use crate::log_error;
 use crate::regex::MatchCache;
@@ -87,6 +87,7 @@ pub fn build(conf: &HttpConf) -> Arc<[Phase]> {
     }
     if fallbacks()
         .chain(locs().filter_map(|l| l.conf.as_deref()))
+        .flat_map(LocConf::with_nested)
         .any(crate::access::has_checks)
     {
         v.push(Phase::Access);
@@ -281,6 +282,13 @@ pub fn resume(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Stat
         Content::None => return Status::Done,
         Content::Paced(p) => crate::static_handler::pace(cx, r, p),
         Content::Gzip(st) => crate::gzip::step(cx, r, st),
+        Content::ReadBody(post) => match post {
+            crate::request_body::Post::DavPut => match crate::dav::put_body_read(cx, r, out) {
+                Step::Respond => return send(cx, r, out),
+                Step::Error(code) => return run_error(cx, r, out, code),
+                other => other,
+            },
+        },
         // limit_req is done; the phase goes on with limit_conn.
         Content::Delayed => return run(cx, r, out),
         // Driven by the connection's handler, never resumed here.
@@ -330,6 +338,19 @@ fn find_config(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     let found = crate::location::find(&server.tree, &r.st.uri, cx.matches, &mut r.st.caps);
     r.st.valid_location = true;
     r.st.loc = found.unwrap_or_else(|| HttpConf::server_loc(server).clone());
+    if let Some(le) = &r.st.loc.limit_except {
+        // nginx's ngx_http_update_location_config: a method the block does
+        // not name gets the block's configuration (an error page's
+        // redirect is served as GET).
+        let method = if r.st.as_get {
+            "GET"
+        } else {
+            r.st.req.method()
+        };
+        if let Some(c) = le.for_method(method) {
+            r.st.loc = c.clone();
+        }
+    }
     if !r.st.caps.is_empty() {
         r.st.cap_src.clear();
         r.st.cap_src.push_str(&r.st.uri);
@@ -494,6 +515,9 @@ fn content(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step {
             Ok(()) => Step::Again,
             Err(status) => Step::Error(status),
         };
+    }
+    if r.st.loc.dav.is_some() && r.st.req.method() == "PUT" {
+        return crate::dav::put(cx, r);
     }
     if r.st.loc.stub_status {
         return crate::static_handler::stub_status(cx, r, out);

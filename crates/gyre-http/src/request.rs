@@ -74,6 +74,10 @@ pub struct ReqState {
     /// The response varies with Accept-Encoding (nginx's `r->gzip_vary`):
     /// `Vary` is added with `gzip_vary on`.
     pub gzip_vary: bool,
+    /// The request body, once a handler asked for it (crate::request_body;
+    /// nginx's `r->request_body`). Kept in the pooled object for its
+    /// buffer; `None` or not `done` for a request that did not read it.
+    pub body: Option<Box<crate::request_body::RequestBody>>,
 }
 
 /// A suspended content handler's state.
@@ -89,6 +93,9 @@ pub enum Content {
     Proxy(Box<crate::proxy::handler::Proxy>),
     /// A body being gzipped a slice per loop turn (crate::gzip).
     Gzip(Box<crate::gzip::Stream>),
+    /// The request body is being read (crate::request_body); then the
+    /// handler that asked goes on.
+    ReadBody(crate::request_body::Post),
 }
 
 /// When a suspended request wants to run again.
@@ -102,6 +109,9 @@ pub enum Wake {
     /// Once the output is written and the loop had a turn (work done in
     /// slices: other connections run between two).
     Yield,
+    /// Once the request body is read (the connection handler reads the
+    /// socket and calls crate::request_body::pump).
+    Body,
 }
 
 /// One request in the module.
@@ -153,6 +163,7 @@ impl HttpRequest {
                 valid_location: true,
                 upstream: Default::default(),
                 gzip_vary: false,
+                body: None,
             },
             vars: VarCache::default(),
             content: Content::None,
@@ -201,6 +212,11 @@ impl HttpRequest {
         self.content = Content::None;
         self.wake = None;
         self.resp_log = None;
+        if let Some(b) = &mut self.st.body {
+            // Drops the previous body's file (unlinked, or removed when
+            // `clean`), keeps the first buffer.
+            b.clear();
+        }
         self.init_uri();
         old
     }
@@ -250,6 +266,7 @@ impl ReqState {
             args_set: self.args_set,
             request_line: None,
             upstream: Some(&self.upstream),
+            body: self.body.as_deref(),
         }
     }
 

@@ -82,10 +82,14 @@ pub enum Op {
     If {
         cond: Cond,
         ops: Vec<Op>,
-        /// `add_header` inside a location's `if`: nginx makes the `if`
-        /// block the request's configuration when it matches, and its
-        /// `add_header` list replaces the location's.
-        add_header: Option<Vec<crate::conf::AddHeader>>,
+        /// The directives of a location's `if` other than the rewrite
+        /// module's (`root`, `add_header`, `expires`, `proxy_pass`, ...),
+        /// as read: nginx makes the block a configuration of its own,
+        /// merged over the location's.
+        set: Option<Box<crate::conf::LocSettings>>,
+        /// That configuration, resolved (`http_init`): the request's once
+        /// the condition holds (nginx's `ngx_http_script_if_code`).
+        conf: Option<Arc<crate::conf::LocConf>>,
     },
     Break,
 }
@@ -128,15 +132,11 @@ pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest, out: &mut Response)
                 r.vars.set(*var, e.scratch);
             }
             Op::If {
-                cond,
-                ops,
-                add_header,
+                cond, ops, conf, ..
             } => {
                 if test(cond, e, r) {
-                    if let Some(h) = add_header {
-                        let mut loc = (*r.st.loc).clone();
-                        loc.add_header = h.clone();
-                        r.st.loc = Arc::new(loc);
+                    if let Some(c) = conf {
+                        r.st.loc = c.clone();
                     }
                     match run(ops, e, r, out) {
                         End::Continue => {}
@@ -417,7 +417,8 @@ pub fn set_if(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), Strin
     c.script(cx)?.push(Op::If {
         cond,
         ops: Vec::new(),
-        add_header: None,
+        set: None,
+        conf: None,
     });
     Ok(())
 }

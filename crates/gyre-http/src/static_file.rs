@@ -172,6 +172,13 @@ impl FileCache {
         }
     }
 
+    /// Forgets what is known of `path` (this worker replaced the file: a
+    /// DAV PUT); other workers see the new file once their entry's
+    /// `open_file_cache_valid` runs out.
+    pub fn forget(&mut self, path: &Path) {
+        self.entries.remove(path.as_os_str().as_bytes());
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

@@ -1,36 +1,41 @@
-//! Temporary files (nginx's `ngx_create_temp_file`,
-//! `ngx_create_hashed_filename` and `ngx_create_path` in `ngx_file.c`):
-//! a `*_temp_path DIR [L1 [L2 [L3]]]` directory, the hashed sub-directory
-//! levels, the ten-digit numbered names, and files opened `O_EXCL` and
-//! unlinked at once, so they vanish with their last descriptor.
+//! Temporary files (nginx's `ngx_create_temp_file` and the `*_temp_path`
+//! directives): a directory with up to three levels of hashed
+//! subdirectories, files named by a ten-digit counter, created exclusively
+//! (`O_EXCL`) and, unless kept, unlinked right after the open so nothing is
+//! left behind whatever happens to the process.
 //!
-//! Shared by everything that spills to disk: the proxy's buffered upstream
-//! responses today (`proxy_temp_path`), client request bodies
-//! (`client_body_temp_path`) can use the same. It does not decide *when* to
-//! spill, nor log: callers log nginx's lines with the name this returns.
-//!
-//! Differences from nginx, on purpose: the number sequence is per process
-//! (nginx keeps it in shared memory); two workers that pick the same number
-//! collide on `O_EXCL` and the loser moves on by a random step, as nginx
-//! does after a collision. The base directory is created on first use when
-//! it is missing (nginx creates it at start); the level directories are
-//! created on demand as nginx does.
+//! It owns naming, the levels, creating missing directories and the
+//! file's removal; what is written and when is the caller's: the request
+//! body reader (crate::request_body, `client_body_temp_path`) and the
+//! proxy's buffered upstream responses (crate::proxy::pipe,
+//! `proxy_temp_path`). Neither spills on its own nor logs: errors carry
+//! nginx's `call() "path" failed (reason)` text for the caller's log line.
+//! Not a cache: files never outlive their owner except when asked to
+//! (`client_body_in_file_only on`).
 
-use std::cell::Cell;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A `*_temp_path` directive's value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// nginx's `NGX_MAX_PATH_LEVEL`.
+const MAX_LEVELS: usize = 3;
+
+/// Creation attempts before giving up (collisions with files of another
+/// process using the same directory).
+const MAX_TRIES: u32 = 32;
+
+/// `*_temp_path PATH [L1 [L2 [L3]]]`: where temporary files go.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TempPath {
     pub dir: PathBuf,
-    /// The sub-directory levels, each the count of name characters it uses.
+    /// Lengths of the subdirectory names, outermost first (each 1 or 2).
     pub levels: Vec<usize>,
 }
 
 impl TempPath {
+    /// A path without levels.
     pub fn new(dir: PathBuf) -> TempPath {
         TempPath {
             dir,
@@ -38,28 +43,31 @@ impl TempPath {
         }
     }
 
-    /// `DIR [L1 [L2 [L3]]]` (the directory already made absolute): nginx's
-    /// `ngx_conf_set_path_slot` rule, each level a positive number and all
-    /// of them at most the ten characters of a name; else its
-    /// `invalid value`.
-    pub fn parse(dir: PathBuf, levels: &[&str]) -> Result<TempPath, String> {
+    /// Parses the level arguments of a `*_temp_path` directive (nginx's
+    /// `ngx_conf_set_path_slot`): positive numbers, at most three (the
+    /// directive takes four arguments), their sum at most the ten digits
+    /// of a name. `Err` is nginx's reason, `invalid value`.
+    pub fn parse(dir: PathBuf, levels: &[&str]) -> Result<TempPath, &'static str> {
+        if levels.len() > MAX_LEVELS {
+            return Err("invalid number of arguments");
+        }
         let mut out = Vec::with_capacity(levels.len());
         for l in levels {
             match l.parse::<usize>() {
-                Ok(n) if n > 0 && l.bytes().all(|b| b.is_ascii_digit()) => out.push(n),
-                _ => return Err("invalid value".into()),
+                Ok(n) if n > 0 => out.push(n),
+                _ => return Err("invalid value"),
             }
         }
-        if out.iter().sum::<usize>() > NAME_DIGITS {
-            return Err("invalid value".into());
+        if out.iter().sum::<usize>() > 10 {
+            return Err("invalid value");
         }
         Ok(TempPath { dir, levels: out })
     }
 
-    /// The path of temp file number `n`: the levels take the name's last
-    /// characters, the first level the very last ones (nginx's
-    /// `ngx_create_hashed_filename`: `levels 1 2` puts `0000000123` in
-    /// `3/12/`).
+    /// The full name of file number `n`: the levels are taken from the
+    /// end of the ten-digit name, the first level the last characters
+    /// (nginx's `ngx_create_hashed_filename`: `1:2` puts `0000000435` in
+    /// `5/43/`).
     pub fn file_name(&self, n: u64) -> PathBuf {
         let name = format!("{:010}", n % 10_000_000_000);
         let mut p = self.dir.clone();
@@ -74,216 +82,266 @@ impl TempPath {
     }
 }
 
-/// The ten digits of a temp file's name.
-const NAME_DIGITS: usize = 10;
+/// What becomes of a temporary file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Unlinked right after the open: only the descriptor holds it.
+    Unlinked,
+    /// Kept under its name while its owner lives, removed when dropped
+    /// (`client_body_in_file_only clean`).
+    Clean,
+    /// Kept under its name (`client_body_in_file_only on`).
+    Persistent,
+}
 
-/// An open temp file: its descriptor, its name (for the log lines; the
-/// name itself is gone unless the file is persistent) and how much was
-/// written.
+/// The worker's file counter (nginx's `ngx_temp_number`), started from
+/// the pid and the time so two workers rarely collide; a collision moves
+/// it on by a larger step, as nginx's `ngx_next_temp_number(1)` does.
+static NUMBER: AtomicU64 = AtomicU64::new(0);
+
+fn next_number(collision: bool) -> u64 {
+    let seed = || {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        (t.wrapping_mul(1_000_003) ^ u64::from(std::process::id())) % 1_000_000_000
+    };
+    let _ = NUMBER.compare_exchange(0, seed() | 1, Ordering::Relaxed, Ordering::Relaxed);
+    let add = if collision {
+        u64::from(std::process::id()) | 1
+    } else {
+        1
+    };
+    NUMBER.fetch_add(add, Ordering::Relaxed)
+}
+
+/// One temporary file, written in order.
 #[derive(Debug)]
 pub struct TempFile {
-    pub file: File,
-    pub name: PathBuf,
-    pub offset: u64,
+    file: File,
+    path: PathBuf,
+    len: u64,
+    keep: Keep,
+    /// The name to remove when the file is dropped (`Keep::Clean` only).
+    clean: RemoveOnDrop,
 }
 
-/// Why a temp file could not be made: the call nginx names and the path.
+/// Removes a `Keep::Clean` file's name when its owner goes; a guard of its
+/// own so [`TempFile::into_parts`] can hand the descriptor on.
 #[derive(Debug)]
-pub struct CreateError {
-    pub call: &'static str,
-    pub path: PathBuf,
-    pub err: io::Error,
-}
+struct RemoveOnDrop(Option<PathBuf>);
 
-thread_local! {
-    /// nginx's `ngx_temp_number`.
-    static NUMBER: Cell<u64> = const { Cell::new(0) };
-}
-
-/// nginx's `ngx_next_temp_number`: the next number, or after a collision
-/// one a random step further.
-fn next_number(collision: bool) -> u64 {
-    NUMBER.with(|n| {
-        let step = if collision {
-            // nginx's ngx_random_number: time and pid mixed.
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos() as u64);
-            ((t << 16) + std::process::id() as u64) % 1_000_000 + 1
-        } else {
-            1
-        };
-        let v = n.get() + step;
-        n.set(v);
-        v
-    })
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 impl TempFile {
-    /// nginx's `ngx_create_temp_file`: a new file under `path`, created
-    /// `O_EXCL` with mode 0600, unlinked at once unless `persistent`.
-    pub fn create(path: &TempPath, persistent: bool) -> Result<TempFile, CreateError> {
+    /// Creates a new file under `tp` (its missing directories too, 0700),
+    /// with mode 0600, or 0660 when `group` (nginx's
+    /// `request_body_file_group_access`).
+    pub fn create(tp: &TempPath, keep: Keep, group: bool) -> io::Result<TempFile> {
+        let mode = if group { 0o660 } else { 0o600 };
         let mut n = next_number(false);
-        // Bounded: collisions move on; a missing directory is made once.
         let mut made_dirs = false;
-        for _ in 0..64 {
-            let name = path.file_name(n);
+        for _ in 0..MAX_TRIES {
+            let path = tp.file_name(n);
             match OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create_new(true)
-                .mode(0o600)
-                .open(&name)
+                .mode(mode)
+                .open(&path)
             {
                 Ok(file) => {
-                    if !persistent {
-                        if let Err(err) = std::fs::remove_file(&name) {
-                            return Err(CreateError {
-                                call: "unlink()",
-                                path: name,
-                                err,
-                            });
-                        }
+                    if keep == Keep::Unlinked {
+                        let _ = std::fs::remove_file(&path);
                     }
+                    let clean = RemoveOnDrop((keep == Keep::Clean).then(|| path.clone()));
                     return Ok(TempFile {
                         file,
-                        name,
-                        offset: 0,
+                        path,
+                        len: 0,
+                        keep,
+                        clean,
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => n = next_number(true),
                 Err(e) if e.kind() == io::ErrorKind::NotFound && !made_dirs => {
+                    // The same name again once its directories exist.
                     made_dirs = true;
-                    create_path(&name).map_err(|(p, err)| CreateError {
-                        call: "mkdir()",
-                        path: p,
-                        err,
-                    })?;
+                    if let Some(parent) = path.parent() {
+                        create_dirs(parent)?;
+                    }
                 }
-                Err(err) => {
-                    return Err(CreateError {
-                        call: "open()",
-                        path: name,
-                        err,
-                    })
-                }
+                Err(e) => return Err(named(e, "open()", &path)),
             }
         }
-        Err(CreateError {
-            call: "open()",
-            path: path.file_name(n),
-            err: io::Error::from(io::ErrorKind::AlreadyExists),
-        })
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("no free temporary file name in \"{}\"", tp.dir.display()),
+        ))
     }
 
-    /// Appends `b` (nginx's `ngx_write_chain_to_temp_file`, one pwrite).
-    pub fn append(&mut self, b: &[u8]) -> Result<(), CreateError> {
-        write_at(&self.file, &self.name, b, self.offset)?;
-        self.offset += b.len() as u64;
+    /// Appends `data`.
+    pub fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        if let Err(e) = self.file.write_all_at(data, self.len) {
+            return Err(named(e, "write()", &self.path));
+        }
+        self.len += data.len() as u64;
         Ok(())
     }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True before anything was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The name the file was created under (gone already when unlinked).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The open file, to read back (`read_at`) or send (sendfile).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Whether the file still has a name.
+    pub fn keep(&self) -> Keep {
+        self.keep
+    }
+
+    /// The file has been renamed away by its consumer (a DAV PUT moved
+    /// it into place): nothing to remove any more.
+    pub fn disown(&mut self) {
+        self.keep = Keep::Persistent;
+        self.clean.0 = None;
+    }
+
+    /// The descriptor and the name, for an owner that keeps the file open
+    /// elsewhere (the proxy hands it to the output chain to sendfile from).
+    /// A `Keep::Clean` name is removed now; the descriptor stays valid.
+    pub fn into_parts(self) -> (File, PathBuf) {
+        (self.file, self.path)
+    }
+
+    /// Reads `buf.len()` bytes at `offset` (all of them or an error).
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.file.read_exact_at(buf, offset)
+    }
 }
 
-/// Writes `b` at `offset` of a temp file held elsewhere (shared with the
-/// writer of the response); the error names the call as nginx's
-/// `pwrite() "…" failed` does.
-pub fn write_at(file: &File, name: &Path, b: &[u8], offset: u64) -> Result<(), CreateError> {
-    file.write_all_at(b, offset).map_err(|err| CreateError {
-        call: "pwrite()",
-        path: name.to_path_buf(),
-        err,
-    })
+/// Writes `data` at `offset` of a temp file whose descriptor lives
+/// elsewhere (see [`TempFile::into_parts`]); the error is nginx's
+/// `pwrite() "…" failed (…)`.
+pub fn write_at(file: &File, path: &Path, data: &[u8], offset: u64) -> io::Result<()> {
+    file.write_all_at(data, offset)
+        .map_err(|e| named(e, "pwrite()", path))
 }
 
-/// nginx's `ngx_create_path`: the directories above `file`, mode 0700.
-fn create_path(file: &Path) -> Result<(), (PathBuf, io::Error)> {
-    let Some(dir) = file.parent() else {
-        return Ok(());
-    };
+/// Creates `dir` and its missing parents with mode 0700 (nginx's
+/// `ngx_create_path`).
+fn create_dirs(dir: &Path) -> io::Result<()> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| (dir.to_path_buf(), e))
+        .map_err(|e| named(e, "mkdir()", dir))
+}
+
+/// nginx's `call() "path" failed` framing for an error.
+fn named(e: io::Error, call: &str, path: &Path) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!(
+            "{call} \"{}\" failed ({})",
+            path.display(),
+            gyre_core::sys_error_text(&e)
+        ),
+    )
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use std::io::Read;
 
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("gyre-temp-{}-{name}", std::process::id()));
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("gyre-tf-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d
     }
 
     #[test]
-    fn levels_take_the_last_characters_of_the_name() {
-        let p = TempPath::parse("/t".into(), &["1", "2"]).unwrap();
-        assert_eq!(p.file_name(123), PathBuf::from("/t/3/12/0000000123"));
-        let p = TempPath::parse("/t".into(), &[]).unwrap();
-        assert_eq!(p.file_name(1), PathBuf::from("/t/0000000001"));
-        let p = TempPath::parse("/t".into(), &["2", "2", "2"]).unwrap();
+    fn levels_come_from_the_end_of_the_name() {
+        let tp = TempPath::parse("/t".into(), &["1", "2"]).unwrap();
+        assert_eq!(tp.file_name(435), PathBuf::from("/t/5/43/0000000435"));
+        let tp = TempPath::parse("/t".into(), &["2", "2", "1"]).unwrap();
         assert_eq!(
-            p.file_name(9_876_543_210),
-            PathBuf::from("/t/10/32/54/9876543210")
+            tp.file_name(1_234_567_890),
+            PathBuf::from("/t/90/78/6/1234567890")
         );
-    }
-
-    #[test]
-    fn levels_are_checked_as_nginx_does() {
-        // nginx 1.22: `3 3 5` and `0` are "invalid value", `9 1` is fine.
-        assert!(TempPath::parse("/t".into(), &["3", "3", "5"]).is_err());
+        assert_eq!(
+            TempPath::new("/t".into()).file_name(7),
+            PathBuf::from("/t/0000000007")
+        );
+        assert!(TempPath::parse("/t".into(), &["3", "4", "3"]).is_ok());
+        assert!(TempPath::parse("/t".into(), &["3", "4", "4"]).is_err());
         assert!(TempPath::parse("/t".into(), &["0"]).is_err());
         assert!(TempPath::parse("/t".into(), &["x"]).is_err());
-        assert!(TempPath::parse("/t".into(), &["9", "1"]).is_ok());
-        assert!(TempPath::parse("/t".into(), &["3", "3", "3"]).is_ok());
+        assert!(TempPath::parse("/t".into(), &["1", "1", "1", "1"]).is_err());
     }
 
     #[test]
-    fn a_temp_file_is_unlinked_at_once_and_keeps_its_bytes() {
-        let d = tmp("unlink");
-        let p = TempPath::parse(d.clone(), &["1", "2"]).unwrap();
-        let mut a = TempFile::create(&p, false).unwrap();
-        let mut b = TempFile::create(&p, false).unwrap();
-        assert_ne!(a.name, b.name);
-        assert!(a.name.starts_with(&d));
-        assert!(!a.name.exists(), "unlinked right after open");
-        // The level directories were made.
-        assert!(a.name.parent().unwrap().is_dir());
-        a.append(b"hello ").unwrap();
-        a.append(b"world").unwrap();
-        b.append(b"x").unwrap();
-        assert_eq!(a.offset, 11);
-        let mut s = String::new();
-        (&a.file).read_to_string(&mut s).unwrap();
-        assert_eq!(s, "hello world");
+    fn unlinked_file_has_no_name_but_keeps_its_bytes() {
+        let d = dir("unlinked");
+        let tp = TempPath::parse(d.clone(), &["1", "2"]).unwrap();
+        let mut f = TempFile::create(&tp, Keep::Unlinked, false).unwrap();
+        assert!(!f.path().exists(), "unlinked after open");
+        assert!(f.path().starts_with(&d));
+        f.write(b"hello ").unwrap();
+        f.write(b"world").unwrap();
+        let mut b = vec![0; 11];
+        f.read_at(&mut b, 0).unwrap();
+        assert_eq!((&b[..], f.len()), (&b"hello world"[..], 11));
         let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
-    fn a_taken_number_is_skipped_and_persistent_files_stay() {
-        let d = tmp("collide");
-        let p = TempPath::new(d.clone());
-        let f = TempFile::create(&p, true).unwrap();
-        assert!(f.name.exists());
-        // Make the next numbers taken: creation moves past them.
-        let next = NUMBER.with(|n| n.get());
-        for k in 1..4 {
-            std::fs::write(p.file_name(next + k), b"").unwrap();
-        }
-        let g = TempFile::create(&p, true).unwrap();
-        assert!(g.name.exists());
-        assert_ne!(g.name, p.file_name(next + 1));
+    fn clean_file_is_removed_on_drop_persistent_stays() {
+        let d = dir("keep");
+        let tp = TempPath::new(d.clone());
+        let f = TempFile::create(&tp, Keep::Clean, false).unwrap();
+        let p = f.path().to_path_buf();
+        assert!(p.exists());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        drop(f);
+        assert!(!p.exists());
+        let f = TempFile::create(&tp, Keep::Persistent, false).unwrap();
+        let p = f.path().to_path_buf();
+        drop(f);
+        assert!(p.exists());
         let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
-    fn an_unwritable_directory_is_open_failed() {
-        let p = TempPath::new("/proc/gyre-no-such-dir/x".into());
-        let e = TempFile::create(&p, false).unwrap_err();
-        assert!(matches!(e.call, "mkdir()" | "open()"), "{e:?}");
+    fn two_files_get_two_names() {
+        let d = dir("two");
+        let tp = TempPath::new(d.clone());
+        let a = TempFile::create(&tp, Keep::Clean, false).unwrap();
+        let b = TempFile::create(&tp, Keep::Clean, false).unwrap();
+        assert_ne!(a.path(), b.path());
+        drop((a, b));
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -64,6 +64,8 @@ pub enum VarKind {
     Request,
     RequestMethod,
     RequestLength,
+    RequestBody,
+    RequestBodyFile,
     RequestTime,
     RequestFilename,
     ContentType,
@@ -269,6 +271,8 @@ fn builtin(n: &str) -> Option<VarKind> {
         "request" => VarKind::Request,
         "request_method" => VarKind::RequestMethod,
         "request_length" => VarKind::RequestLength,
+        "request_body" => VarKind::RequestBody,
+        "request_body_file" => VarKind::RequestBodyFile,
         "request_time" => VarKind::RequestTime,
         "request_filename" => VarKind::RequestFilename,
         "content_type" => VarKind::ContentType,
@@ -350,6 +354,9 @@ pub struct VarEnv<'a> {
     pub request_line: Option<&'a str>,
     /// A proxied request's upstream records.
     pub upstream: Option<&'a crate::proxy::vars::UpstreamVars>,
+    /// The request body a handler read (`$request_body`,
+    /// `$request_body_file`).
+    pub body: Option<&'a crate::request_body::RequestBody>,
 }
 
 const UNCOMPUTED: u32 = u32::MAX;
@@ -633,6 +640,19 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
         VarKind::RequestMethod if env.as_get => out.extend_from_slice(b"GET"),
         VarKind::RequestMethod => out.extend_from_slice(req.method().as_bytes()),
         VarKind::RequestLength => push_u64(out, req.head_len() as u64),
+        // nginx: found only once the body is read and in memory.
+        VarKind::RequestBody => match env.body.and_then(|b| b.in_memory()) {
+            Some(bufs) => {
+                for b in bufs {
+                    out.extend_from_slice(b);
+                }
+            }
+            None => return false,
+        },
+        VarKind::RequestBodyFile => match env.body.and_then(|b| b.file_name()) {
+            Some(p) => out.extend_from_slice(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str())),
+            None => return false,
+        },
         VarKind::RequestTime => {
             let ms = env.now.wrapping_sub(env.start);
             let _ = write!(out, "{}.{:03}", ms / 1000, ms % 1000);
@@ -865,6 +885,7 @@ mod eval_tests {
             args_set: false,
             request_line: None,
             upstream: None,
+            body: None,
         };
         let mut cache = VarCache::default();
         cache.reset(f.vars.len());
@@ -986,6 +1007,7 @@ mod eval_tests {
             args_set: false,
             request_line: None,
             upstream: None,
+            body: None,
         };
         let mut c = VarCache::default();
         c.reset(f.vars.len());

@@ -38,11 +38,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("fastcgi_index", "no FastCGI module"),
     ("fastcgi_pass", "no FastCGI module"),
     ("fastcgi_read_timeout", "no FastCGI module"),
-    // Request-body buffering and temp files: not built yet.
-    (
-        "client_body_buffer_size",
-        "request bodies (client_body_temp_path & co)",
-    ),
     // ngx_http_sub_module and ngx_http_ssi_module: body filters gyre lacks.
     ("sub_filter", "no sub module"),
     ("sub_filter_once", "no sub module"),
@@ -54,9 +49,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("ssl_trusted_certificate", "no OCSP stapling"),
     ("resolver", "no resolver"),
     ("resolver_timeout", "no resolver"),
-    // The core's limit_except (a method-limited block of access rules):
-    // not yet.
-    ("limit_except", "not yet"),
 ];
 
 /// Variables of the modules in [`REFUSED`] that the corpus uses: nginx

@@ -256,6 +256,7 @@ pub(super) fn set_location(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Res
         script: Vec::new(),
         children: Vec::new(),
         conf: None,
+        limit_except: None,
     };
     match level(cx) {
         Level::Location(depth) => {
@@ -390,15 +391,8 @@ pub(super) fn set_add_header(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> R
         Some(other) => return Err(format!("invalid parameter \"{other}\"")),
     };
     let value = ComplexValue::compile(d.arg(1), &mut c.vars)?;
-    if super::in_if(cx) {
-        let list = c
-            .location_if(cx)
-            .map_err(|_| d.error("is not allowed here"))?;
-        list.get_or_insert_with(Vec::new)
-            .push((d.arg(0).into(), value, always));
-        return Ok(());
-    }
-    c.settings(cx)?
+    c.settings(cx)
+        .map_err(|_| d.error("is not allowed here"))?
         .add_header
         .get_or_insert_with(Vec::new)
         .push((d.arg(0).into(), value, always));

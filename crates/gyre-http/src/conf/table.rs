@@ -9,8 +9,13 @@ const S: Context = Context::SERVER;
 const L: Context = Context::LOCATION;
 const HSL: Context = Context::HTTP.or(Context::SERVER).or(Context::LOCATION);
 const HS: Context = Context::HTTP.or(Context::SERVER);
-/// Inside `if ( ) { }` (nginx's `NGX_HTTP_SIF_CONF` / `LIF_CONF`).
+/// Inside a location's `if ( ) { }` (nginx's `NGX_HTTP_LIF_CONF`).
 const IF: Context = Context::custom(0);
+/// Inside a server's `if ( ) { }` (nginx's `NGX_HTTP_SIF_CONF`): the
+/// rewrite module's directives only.
+const SIF: Context = Context::custom(2);
+/// Inside `limit_except … { }` (nginx's `NGX_HTTP_LMT_CONF`).
+const LMT: Context = Context::custom(1);
 
 pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     DirectiveSpec::block(
@@ -21,7 +26,20 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         true,
         crate::proxy::set_upstream,
     ),
-    DirectiveSpec::new("proxy_pass", L, Args::TAKE1, crate::proxy::conf::set_pass),
+    DirectiveSpec::new(
+        "proxy_pass",
+        L.or(LMT).or(IF),
+        Args::TAKE1,
+        crate::limit_except::set_proxy_pass,
+    ),
+    DirectiveSpec::block(
+        "limit_except",
+        L,
+        Args::ONE_MORE,
+        Block::Context(LMT),
+        true,
+        crate::limit_except::set_limit_except,
+    ),
     DirectiveSpec::multi(
         "proxy_redirect",
         HSL,
@@ -210,23 +228,43 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         true,
         modules::set_location,
     ),
-    DirectiveSpec::new("root", HSL, Args::TAKE1, set_root),
+    DirectiveSpec::new("root", HSL.or(IF), Args::TAKE1, set_root),
     DirectiveSpec::new("alias", L, Args::TAKE1, set_alias),
     DirectiveSpec::new("index", HSL, Args::ONE_MORE, set_index),
     DirectiveSpec::new("default_type", HSL, Args::TAKE1, set_default_type),
     DirectiveSpec::block("types", HSL, Args::NOARGS, Block::Raw, false, set_types),
-    DirectiveSpec::multi("return", S.or(L).or(IF), Args::TAKE12, rewrite::set_return),
+    DirectiveSpec::multi(
+        "return",
+        S.or(L).or(IF).or(SIF),
+        Args::TAKE12,
+        rewrite::set_return,
+    ),
     DirectiveSpec::multi(
         "rewrite",
-        S.or(L).or(IF),
+        S.or(L).or(IF).or(SIF),
         Args::TAKE23,
         rewrite::set_rewrite,
     ),
-    DirectiveSpec::multi("set", S.or(L).or(IF), Args::TAKE2, rewrite::set_set),
-    DirectiveSpec::multi("break", S.or(L).or(IF), Args::NOARGS, rewrite::set_break),
+    DirectiveSpec::multi("set", S.or(L).or(IF).or(SIF), Args::TAKE2, rewrite::set_set),
+    DirectiveSpec::multi(
+        "break",
+        S.or(L).or(IF).or(SIF),
+        Args::NOARGS,
+        rewrite::set_break,
+    ),
+    // Two entries: an `if` of a server takes fewer directives than one
+    // of a location (the parser takes the first whose context fits).
     DirectiveSpec::block(
         "if",
-        S.or(L),
+        S,
+        Args::ONE_MORE,
+        Block::Context(SIF),
+        true,
+        rewrite::set_if,
+    ),
+    DirectiveSpec::block(
+        "if",
+        L,
         Args::ONE_MORE,
         Block::Context(IF),
         true,
@@ -234,18 +272,18 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     ),
     DirectiveSpec::new(
         "rewrite_log",
-        HSL.or(IF),
+        HSL.or(IF).or(SIF),
         Args::FLAG,
         rewrite::set_rewrite_log,
     ),
     DirectiveSpec::new(
         "uninitialized_variable_warn",
-        HSL.or(IF),
+        HSL.or(IF).or(SIF),
         Args::FLAG,
         rewrite::set_uninitialized_variable_warn,
     ),
-    DirectiveSpec::multi("allow", HSL, Args::TAKE1, crate::access::set_rule),
-    DirectiveSpec::multi("deny", HSL, Args::TAKE1, crate::access::set_rule),
+    DirectiveSpec::multi("allow", HSL.or(LMT), Args::TAKE1, crate::access::set_rule),
+    DirectiveSpec::multi("deny", HSL.or(LMT), Args::TAKE1, crate::access::set_rule),
     DirectiveSpec::new("satisfy", HSL, Args::TAKE1, crate::access::set_satisfy),
     // ngx_http_realip_module (crate::realip).
     DirectiveSpec::multi(
@@ -268,13 +306,13 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     ),
     DirectiveSpec::new(
         "auth_basic",
-        HSL,
+        HSL.or(LMT),
         Args::TAKE1,
         crate::auth_basic::set_auth_basic,
     ),
     DirectiveSpec::new(
         "auth_basic_user_file",
-        HSL,
+        HSL.or(LMT),
         Args::TAKE1,
         crate::auth_basic::set_user_file,
     ),
@@ -335,8 +373,13 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     ),
     DirectiveSpec::new("internal", L, Args::NOARGS, modules::set_internal),
     DirectiveSpec::new("try_files", S.or(L), Args::TWO_MORE, modules::set_try_files),
-    DirectiveSpec::new("limit_rate", HSL, Args::TAKE1, modules::set_limit_rate),
-    DirectiveSpec::new("expires", HSL, Args::TAKE12, modules::set_expires),
+    DirectiveSpec::new(
+        "limit_rate",
+        HSL.or(IF),
+        Args::TAKE1,
+        modules::set_limit_rate,
+    ),
+    DirectiveSpec::new("expires", HSL.or(IF), Args::TAKE12, modules::set_expires),
     DirectiveSpec::new("etag", HSL, Args::FLAG, modules::set_etag),
     DirectiveSpec::new("autoindex", HSL, Args::FLAG, modules::set_autoindex),
     DirectiveSpec::new(
@@ -363,10 +406,10 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::TAKE1,
         modules::set_if_modified_since,
     ),
-    DirectiveSpec::new("charset", HSL, Args::TAKE1, modules::set_charset),
+    DirectiveSpec::new("charset", HSL.or(IF), Args::TAKE1, modules::set_charset),
     DirectiveSpec::new(
         "limit_rate_after",
-        HSL,
+        HSL.or(IF),
         Args::TAKE1,
         modules::set_limit_rate_after,
     ),
@@ -398,7 +441,12 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::TAKE23,
         modules::set_add_header,
     ),
-    DirectiveSpec::multi("error_page", HSL, Args::TWO_MORE, modules::set_error_page),
+    DirectiveSpec::multi(
+        "error_page",
+        HSL.or(IF),
+        Args::TWO_MORE,
+        modules::set_error_page,
+    ),
     DirectiveSpec::new(
         "recursive_error_pages",
         HSL,
@@ -407,7 +455,7 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
     ),
     DirectiveSpec::multi(
         "access_log",
-        HSL,
+        HSL.or(LMT).or(IF),
         Args::ONE_MORE,
         crate::log_format::set_access_log,
     ),
@@ -448,7 +496,40 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::TAKE1,
         set_client_max_body_size,
     ),
-    DirectiveSpec::new("sendfile", HSL, Args::FLAG, set_sendfile),
+    // Request bodies (crate::request_body).
+    DirectiveSpec::new(
+        "client_body_buffer_size",
+        HSL,
+        Args::TAKE1,
+        crate::request_body::set_buffer_size,
+    ),
+    DirectiveSpec::new(
+        "client_body_temp_path",
+        HSL,
+        Args::TAKE1234,
+        crate::request_body::set_temp_path,
+    ),
+    DirectiveSpec::new(
+        "client_body_in_file_only",
+        HSL,
+        Args::TAKE1,
+        crate::request_body::set_in_file_only,
+    ),
+    DirectiveSpec::new(
+        "client_body_in_single_buffer",
+        HSL,
+        Args::FLAG,
+        crate::request_body::set_single_buffer,
+    ),
+    // ngx_http_dav_module's PUT (crate::dav).
+    DirectiveSpec::new("dav_methods", HSL, Args::ONE_MORE, crate::dav::set_methods),
+    DirectiveSpec::new(
+        "create_full_put_path",
+        HSL,
+        Args::FLAG,
+        crate::dav::set_create_full_put_path,
+    ),
+    DirectiveSpec::new("sendfile", HSL.or(IF), Args::FLAG, set_sendfile),
     DirectiveSpec::new("server_tokens", HSL, Args::TAKE1, set_server_tokens),
     DirectiveSpec::new("tcp_nodelay", HSL, Args::FLAG, set_tcp_nodelay),
     DirectiveSpec::new(

@@ -33,7 +33,7 @@ use super::next::close_upstream;
 use crate::request::HttpRequest;
 use crate::response::Body;
 use crate::static_file::FileInfo;
-use crate::temp_file::{self, CreateError, TempFile};
+use crate::temp_file::{self, Keep, TempFile};
 use crate::upstream::http_response::PREMATURE_CLOSE;
 use crate::upstream::Outcome;
 
@@ -253,14 +253,16 @@ fn read_room(
 /// (nginx's warning names it). The error is the log line.
 fn spill(env: &mut Env<'_, '_>, r: &HttpRequest, p: &mut Proxy) -> Result<(), String> {
     if p.spill.is_none() {
-        let tf = TempFile::create(&p.conf.temp_path, false).map_err(|e| failed(&e))?;
+        let tf = TempFile::create(&p.conf.temp_path, Keep::Unlinked, false)
+            .map_err(|e| e.to_string())?;
+        let (file, name) = tf.into_parts();
         let msg = format!(
             "an upstream response is buffered to a temporary file {}",
-            tf.name.display()
+            name.display()
         );
         log_line(env, r, p, WARN, READING, &msg);
         let info = Rc::new(FileInfo {
-            file: tf.file,
+            file,
             size: 0,
             mtime: 0,
             etag: Arc::from(""),
@@ -272,7 +274,7 @@ fn spill(env: &mut Env<'_, '_>, r: &HttpRequest, p: &mut Proxy) -> Result<(), St
         p.spill = Some(Spill {
             info,
             token,
-            name: tf.name,
+            name,
             written: 0,
             queued: 0,
         });
@@ -280,19 +282,9 @@ fn spill(env: &mut Env<'_, '_>, r: &HttpRequest, p: &mut Proxy) -> Result<(), St
     let Some(s) = p.spill.as_mut() else {
         return Ok(());
     };
-    temp_file::write_at(&s.info.file, &s.name, &p.out, s.written).map_err(|e| failed(&e))?;
+    temp_file::write_at(&s.info.file, &s.name, &p.out, s.written).map_err(|e| e.to_string())?;
     s.written += p.out.len() as u64;
     Ok(())
-}
-
-/// nginx's `[crit] open() "…" failed (…)` of a temp file.
-fn failed(e: &CreateError) -> String {
-    format!(
-        "{} \"{}\" failed ({})",
-        e.call,
-        e.path.display(),
-        sys_error_text(&e.err)
-    )
 }
 
 /// Hands the file's bytes not yet queued to the machine as one region;
