@@ -94,25 +94,25 @@ pub enum Keep {
     Persistent,
 }
 
-/// The worker's file counter (nginx's `ngx_temp_number`), started from
-/// the pid and the time so two workers rarely collide; a collision moves
-/// it on by a larger step, as nginx's `ngx_next_temp_number(1)` does.
+/// The worker's file counter (nginx's `ngx_temp_number`): it starts at
+/// zero, so a fresh worker's first file is `0000000001` as nginx's is
+/// (the differential tests compare the names in nginx's log lines). Per
+/// process where nginx shares it between workers: two workers that pick
+/// the same number collide on `O_EXCL`, and the loser moves on by a random
+/// step, as nginx's `ngx_next_temp_number(1)` does.
 static NUMBER: AtomicU64 = AtomicU64::new(0);
 
 fn next_number(collision: bool) -> u64 {
-    let seed = || {
+    let add = if collision {
+        // nginx's ngx_random_number: time and pid mixed.
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        (t.wrapping_mul(1_000_003) ^ u64::from(std::process::id())) % 1_000_000_000
-    };
-    let _ = NUMBER.compare_exchange(0, seed() | 1, Ordering::Relaxed, Ordering::Relaxed);
-    let add = if collision {
-        u64::from(std::process::id()) | 1
+            .map_or(0, |d| u64::from(d.subsec_nanos()));
+        ((t << 16) + u64::from(std::process::id())) % 1_000_000 + 1
     } else {
         1
     };
-    NUMBER.fetch_add(add, Ordering::Relaxed)
+    NUMBER.fetch_add(add, Ordering::Relaxed) + add
 }
 
 /// One temporary file, written in order.
