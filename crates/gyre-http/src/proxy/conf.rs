@@ -541,7 +541,7 @@ pub fn set_value(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), St
         "proxy_temp_file_write_size" => s.temp_file_write_size = Some(d.offset(0)?),
         "proxy_temp_path" => {
             let levels: Vec<&str> = d.args[1..].iter().map(String::as_str).collect();
-            let path = TempPath::parse(cx.full_path(d.arg(0)), &levels).map_err(|e| d.error(&e))?;
+            let path = TempPath::parse(cx.full_path(d.arg(0)), &levels).map_err(|e| d.error(e))?;
             s.temp_path = Some(Arc::new(path));
         }
         "proxy_buffers" => {
