@@ -352,7 +352,9 @@ fn arm_bgsave(s: &Rc<Shared>, core: &mut Core) {
     core.create_time_event(0, move |core, _| {
         let now = now_ms(core);
         if sh.server.borrow_mut().bgsave_slice(now) {
-            Next::Again(crate::persist::BGSAVE_SLICE_GAP_MS)
+            // Next turn of the loop: one slice per turn, after the
+            // clients' events (an idle loop runs them back to back).
+            Next::Again(0)
         } else {
             sh.saving.set(false);
             Next::NoMore
