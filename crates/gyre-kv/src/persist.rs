@@ -277,6 +277,9 @@ pub struct Loading {
     pub total_bytes: u64,
     pub started: Instant,
     pub started_ms: i64,
+    /// Part of an AOF (its base or preamble): the AOF's loading logs the
+    /// end of it.
+    pub of_aof: bool,
 }
 
 impl std::fmt::Debug for Loading {
@@ -693,6 +696,7 @@ impl Server {
             total_bytes,
             started: Instant::now(),
             started_ms: now_ms,
+            of_aof: false,
         });
         Ok(true)
     }
@@ -728,7 +732,7 @@ impl Server {
                         st.keys,
                         st.expired
                     );
-                    if self.aof.loading.is_none() {
+                    if !l.of_aof {
                         log::info!(
                             "DB loaded from disk: {:.3} seconds",
                             l.started.elapsed().as_secs_f64()

@@ -366,6 +366,7 @@ impl Server {
                 total_bytes: size,
                 started: Instant::now(),
                 started_ms: now_ms,
+                of_aof: true,
             });
             r.preamble = true;
         }
@@ -525,6 +526,7 @@ impl Server {
                     total_bytes: size,
                     started: Instant::now(),
                     started_ms: now_ms,
+                    of_aof: true,
                 });
                 base_size = size;
                 base_rdb = Some(name.clone());
