@@ -1548,7 +1548,9 @@ def sec_kv_persist():
 -P 16` overwrites random keys of the 1e6-string dataset: extra memory over the RSS
 before the save (redis: the server's RSS plus the fork child's private dirty pages,
 i.e. copy-on-write), and the round trips of a GET sent every millisecond on another
-connection, during the save and before it under the same load.
+connection, during the save and before it under the same load (3 rounds, gyre and
+redis back to back); SET rate and server CPU per SET (utime + stime from /proc) with
+`appendonly yes` and `appendfsync everysec` / `always`; BGREWRITEAOF time.
 
 """ + "\n".join(f"- {l}" for l in lines) + "\n"
     save("kv_persist", md, {"machine": m, "lines": lines, "stderr": out.stderr[-2000:]})

@@ -5,9 +5,16 @@
   of `value_bytes` and for `keys` small hashes (3 fields);
 * BGSAVE under a full-speed SET load: extra memory of gyre's forkless
   snapshot vs redis-server's fork (copy-on-write), the save time, and the
-  GET round trips of another client (one GET every ms) while it runs.
+  GET round trips of another client (one GET every ms) while it runs;
+  `rounds` times, gyre and redis back to back (the machine may be shared:
+  one round says little about a p99);
+* SET throughput and server CPU per SET (utime + stime of the whole
+  process, its threads included, from /proc) with `appendonly yes` and
+  `appendfsync everysec` / `always`, `redis-benchmark -t set -P 16`;
+* BGREWRITEAOF time of the `keys`-string dataset (command to INFO showing
+  no rewrite).
 
-    bench/kv_persist.py GYRE_BIN [keys] [value_bytes]
+    bench/kv_persist.py GYRE_BIN [keys] [value_bytes] [rounds]
 
 Loads `keys` strings (redis-benchmark's key names) into each server, starts
 `redis-benchmark -t set -r keys -P 16` against it, waits a second, runs
@@ -138,6 +145,79 @@ def measure(name, port, pid, keys, size, log=None):
             line += f"; redis's own log: {m[-1]} MB copy-on-write"
     print(line, flush=True)
 
+def cpu_ticks(pid):
+    """utime + stime of a process (all its threads), in clock ticks."""
+    try:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return int(f[11]) + int(f[12])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+def info_field(port, section, name):
+    m = re.search(rf"^{name}:(\S+)", cli(port, "INFO", section), re.M)
+    return m.group(1) if m else None
+
+def aof_set_cost(name, port, pid, n, policy):
+    """SET rate and server CPU per SET under redis-benchmark -P 16."""
+    t0, c0 = time.time(), cpu_ticks(pid)
+    out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set", "-r", "100000",
+                          "-P", "16", "-n", str(n), "-q"], capture_output=True, text=True, timeout=600).stdout
+    secs, ticks = time.time() - t0, cpu_ticks(pid) - c0
+    m = re.findall(r"SET: ([0-9.]+) requests per second", out)
+    rate = float(m[-1]) if m else n / secs
+    us = ticks * 1e6 / os.sysconf("SC_CLK_TCK") / n
+    size = info_field(port, "persistence", "aof_current_size")
+    print(f"{name}: appendfsync {policy}: SET -P 16 {rate:,.0f}/s, server CPU {us:.2f} us per SET "
+          f"({n} SETs; AOF {int(size or 0)/2**20:.1f} MiB)", flush=True)
+    return us
+
+def rewrite_time(name, port, keys, size):
+    load(port, keys, size)
+    t0 = time.time()
+    cli(port, "BGREWRITEAOF")
+    for _ in range(60000):
+        if (info_field(port, "persistence", "aof_rewrite_in_progress") == "0"
+                and info_field(port, "persistence", "aof_rewrite_scheduled") == "0"):
+            break
+        time.sleep(0.005)
+    secs = time.time() - t0
+    base = info_field(port, "persistence", "aof_base_size")
+    print(f"{name}: BGREWRITEAOF of {keys} strings x {size} B: {secs:.2f} s "
+          f"(base {int(base or 0)/2**20:.1f} MiB, status {info_field(port, 'persistence', 'aof_last_bgrewrite_status')})",
+          flush=True)
+    return secs
+
+def aof_rows(tmp, keys, size):
+    n = int(os.environ.get("BENCH_PERSIST_AOF_SETS", "2000000"))
+    cost = {}
+    for policy in ("everysec", "always"):
+        g, port, kvpid, _, _ = start_gyre(tmp, f"g-aof-{policy}",
+                                          f"    appendonly yes;\n    appendfsync {policy};")
+        try:
+            cost[("gyre", policy)] = aof_set_cost("gyre", port, kvpid, n if policy == "everysec" else n // 10, policy)
+        finally:
+            stop(g)
+        r, port, d, _ = start_redis(tmp, f"r-aof-{policy}", ["--appendonly", "yes", "--appendfsync", policy])
+        try:
+            cost[("redis", policy)] = aof_set_cost("redis-server 7.0", port, r.pid, n if policy == "everysec" else n // 10, policy)
+        finally:
+            stop(r)
+    for policy in ("everysec", "always"):
+        g, r = cost[("gyre", policy)], cost[("redis", policy)]
+        print(f"CPU per SET with appendfsync {policy}: gyre {g:.2f} us / redis {r:.2f} us "
+              f"({r/max(g,1e-9):.2f}x less)", flush=True)
+    g, port, _, _, _ = start_gyre(tmp, "g-rw", "    appendonly yes;")
+    try:
+        gs = rewrite_time("gyre", port, keys, size)
+    finally:
+        stop(g)
+    r, port, d, _ = start_redis(tmp, "r-rw", ["--appendonly", "yes"])
+    try:
+        rs = rewrite_time("redis-server 7.0", port, keys, size)
+    finally:
+        stop(r)
+    print(f"BGREWRITEAOF: gyre {gs:.2f} s / redis {rs:.2f} s ({rs/max(gs,1e-9):.2f}x)", flush=True)
+
 def start_gyre(tmp, name, extra=""):
     port = free_port()
     pre = f"{tmp}/{name}"
@@ -158,14 +238,14 @@ def start_gyre(tmp, name, extra=""):
         time.sleep(0.05)
     return g, port, kvpid, pre, ready
 
-def start_redis(tmp, name):
+def start_redis(tmp, name, extra=None):
     port = free_port()
     d = f"{tmp}/{name}"
     os.makedirs(d, exist_ok=True)
     t0 = time.time()
     r = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                          "--dir", d, "--logfile", f"{d}/log", "--appendonly", "no",
-                          "--hash-max-listpack-entries", "128"])
+                          "--dir", d, "--logfile", f"{d}/log",
+                          "--hash-max-listpack-entries", "128"] + (extra or ["--appendonly", "no"]))
     wait_ping(port)
     return r, port, d, time.time() - t0
 
@@ -217,20 +297,23 @@ def main():
     GYRE = sys.argv[1]
     keys = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
     size = int(sys.argv[3]) if len(sys.argv) > 3 else 100
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     tmp = tempfile.mkdtemp(prefix="gyre-kv-persist-")
     try:
         save_load(tmp, keys, size, False)
         save_load(tmp, keys, size, True)
-        g, port, kvpid, _, _ = start_gyre(tmp, "g-bg")
-        try:
-            measure("gyre (forkless)", port, kvpid, keys, size)
-        finally:
-            stop(g)
-        r, port, d, _ = start_redis(tmp, "r-bg")
-        try:
-            measure("redis-server 7.0 (fork)", port, r.pid, keys, size, log=f"{d}/log")
-        finally:
-            stop(r)
+        for i in range(rounds):
+            g, port, kvpid, _, _ = start_gyre(tmp, f"g-bg{i}")
+            try:
+                measure(f"gyre (forkless), round {i + 1}", port, kvpid, keys, size)
+            finally:
+                stop(g)
+            r, port, d, _ = start_redis(tmp, f"r-bg{i}")
+            try:
+                measure(f"redis-server 7.0 (fork), round {i + 1}", port, r.pid, keys, size, log=f"{d}/log")
+            finally:
+                stop(r)
+        aof_rows(tmp, keys, size)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -1,6 +1,5 @@
 //! Times BGREWRITEAOF's work for a dataset of strings, no sockets: the
-//! sweep's slices back to back (the kv process spaces them by
-//! `BGSAVE_SLICE_GAP_MS`, so its wall time is about twice this when idle)
+//! sweep's slices back to back (as the kv process runs them when idle)
 //! until the writer thread has the new base on disk and the manifest is
 //! swapped.
 //!

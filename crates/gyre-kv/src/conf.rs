@@ -24,6 +24,7 @@
 //!     rdbchecksum yes;
 //!     stop-writes-on-bgsave-error yes;
 //!     rdb-del-sync-files no;
+//!     bgsave-slice-us 250;             # gyre's: sweep time per loop turn of a BGSAVE
 //! }
 //! ```
 //!
@@ -291,6 +292,20 @@ fn set_stop_writes(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), Str
 
 fn set_del_sync(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     c.persist.rdb_del_sync_files = yes_no(d)?;
+    Ok(())
+}
+
+/// `bgsave-slice-us` (gyre's own, no Redis counterpart: Redis forks): the
+/// longest a background save's slice runs per loop turn, 10..1000000 µs.
+fn set_bgsave_slice(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    let n = d.number(0)?;
+    if !(10..=1_000_000).contains(&n) {
+        return Err(format!(
+            "invalid value \"{}\" in \"bgsave-slice-us\" directive, it must be between 10 and 1000000",
+            d.arg(0)
+        ));
+    }
+    c.persist.bgsave_slice_us = n;
     Ok(())
 }
 
@@ -565,6 +580,7 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
         set_stop_writes,
     ),
     DirectiveSpec::new("rdb-del-sync-files", KV, Args::TAKE1, set_del_sync),
+    DirectiveSpec::new("bgsave-slice-us", KV, Args::TAKE1, set_bgsave_slice),
     DirectiveSpec::new("appendonly", KV, Args::TAKE1, set_aof),
     DirectiveSpec::new("appendfsync", KV, Args::TAKE1, set_aof),
     DirectiveSpec::new("appendfilename", KV, Args::TAKE1, set_aof),

@@ -347,8 +347,10 @@ pub fn perform_evictions(server: &mut Server, now: i64) -> Outcome {
     if max == 0 {
         return Outcome::Ok;
     }
-    // Eviction writes: it waits out a CLIENT PAUSE (Redis's EVICT_OK).
-    if server.pause_pending() && server.writes_paused(now) {
+    // Eviction writes: it waits out a CLIENT PAUSE (Redis's EVICT_OK), and
+    // a load (`isSafeToPerformEvictions`: a command served between two
+    // loading slices must not evict keys the rest of the AOF still uses).
+    if (server.pause_pending() && server.writes_paused(now)) || server.is_loading() {
         return Outcome::Ok;
     }
     let used = server.used_memory_for_eviction();

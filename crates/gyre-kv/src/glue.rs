@@ -164,8 +164,10 @@ fn now_ms(core: &Core) -> i64 {
 
 /// Puts the KV protocol on `listeners` and registers serverCron.
 pub fn init(conf: &KvConf, core: &mut Core, listeners: Vec<Listener>) -> io::Result<()> {
+    let mut server = Server::new(config(conf), now_ms(core));
+    server.aof.group_commit = true;
     let shared = Rc::new(Shared {
-        server: RefCell::new(Server::new(config(conf), now_ms(core))),
+        server: RefCell::new(server),
         conns: RefCell::new(HashMap::new()),
         buf: RefCell::new(vec![0; READ_BUF]),
         out: RefCell::new(Vec::with_capacity(READ_BUF)),
@@ -354,7 +356,9 @@ fn arm_bgsave(s: &Rc<Shared>, core: &mut Core) {
     core.create_time_event(0, move |core, _| {
         let now = now_ms(core);
         if sh.server.borrow_mut().bgsave_slice(now) {
-            Next::Again(crate::persist::BGSAVE_SLICE_GAP_MS)
+            // Next turn of the loop: one slice per turn, after the
+            // clients' events (an idle loop runs them back to back).
+            Next::Again(0)
         } else {
             sh.saving.set(false);
             Next::NoMore
@@ -516,6 +520,20 @@ impl KvConn {
         flush_client(&self.shared, core, c, self.id)
     }
 
+    /// The connection ends (EOF, QUIT, closed) with replies waiting for
+    /// the turn's fsync: fsync now and send them first.
+    fn settle_held(&mut self, core: &mut Core, c: ConnId) {
+        let held = self.shared.server.borrow().output_held(self.id);
+        if held {
+            let now = now_ms(core);
+            let mut server = self.shared.server.borrow_mut();
+            server.aof_flush(true, now);
+            server.release_held();
+            drop(server);
+            let _ = self.flush(core, c);
+        }
+    }
+
     fn has_pending(&self) -> bool {
         !self
             .shared
@@ -545,6 +563,7 @@ impl KvConn {
                 return Ok(true);
             }
             if self.close_after {
+                self.settle_held(core, c);
                 return Ok(false);
             }
             let waiting = {
@@ -569,7 +588,11 @@ impl KvConn {
             let shared = self.shared.clone();
             let mut buf = shared.buf.borrow_mut();
             let n = match core.recv(c, &mut buf) {
-                Ok(0) => return Ok(false),
+                Ok(0) => {
+                    drop(buf);
+                    self.settle_held(core, c);
+                    return Ok(false);
+                }
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
                 Err(e) => return Err(e),
@@ -630,6 +653,14 @@ impl KvConn {
                 core.add_timer(Ev::read(c), ms);
             }
         }
+        if shared.server.borrow().aof_hold_replies() {
+            // appendfsync always: out after the turn's fsync (before_wait).
+            shared.server.borrow_mut().hold_output(self.id, &out, now);
+            if out.capacity() > REPLY_BUF_KEEP {
+                *out = Vec::with_capacity(READ_BUF);
+            }
+            return Ok(());
+        }
         let sent = send_all(core, c, &out)?;
         if sent < out.len() {
             shared
@@ -661,6 +692,7 @@ impl Handler for KvConn {
     fn handle(&mut self, core: &mut Core, ev: Ev) {
         let c = ev.conn;
         if core.conn(c).is_some_and(|x| x.close) && !self.has_pending() {
+            self.settle_held(core, c);
             self.close(core, c);
             return;
         }

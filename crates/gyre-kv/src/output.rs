@@ -165,8 +165,12 @@ impl Server {
         self.check_output_limits(id, now_ms);
     }
 
-    /// Bytes waiting for client `id`'s socket.
+    /// Bytes waiting for client `id`'s socket (none while they wait for
+    /// the AOF's fsync: [`Server::hold_output`]).
     pub fn pending_output(&self, id: ClientId) -> &[u8] {
+        if self.output_held(id) {
+            return &[];
+        }
         self.clients.get(&id).map_or(&[], |c| c.pending_output())
     }
 

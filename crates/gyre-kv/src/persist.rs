@@ -7,15 +7,30 @@
 //! Redis forks and lets the child write the snapshot; under writes every
 //! touched page is copied (copy-on-write), so extra memory grows with the
 //! write rate up to the whole dataset. gyre's kv process instead sweeps
-//! its own keyspace in slices (a time event, about 1 ms of work per turn,
-//! see [`Server::bgsave_slice`]) and keeps the snapshot point-in-time by
+//! its own keyspace in slices and keeps the snapshot point-in-time by
 //! saving a key's old value just before a write changes it (per key, not
 //! per page: [`crate::db`]'s `snapshot` module). The serialized records go
 //! to a writer thread (`BgWriter`) through a bounded channel, which owns
 //! the file: writes, CRC64, fsync, rename and the directory fsync never
 //! block the loop. Extra memory is the channel (at most
 //! `WRITER_QUEUE` × `CHUNK` bytes), the records not yet handed over, and one
-//! `u64` per key written during the save. (README: measurements.)
+//! `u32` per key written ahead of the sweep. (README: measurements.)
+//!
+//! # What one loop turn pays
+//!
+//! A slice ([`Server::bgsave_slice`]) runs once per turn of the loop,
+//! after the clients' events, for at most `bgsave-slice-us` (250 µs by
+//! default; the clock is read every [`SWEEP_STEP`] keys), and never waits
+//! for the writer: a full queue leaves the chunk for the next slice, and
+//! written chunks come back to be filled again (no 256 KiB allocation or
+//! page faults per chunk). A write to a key ahead of the sweep only copies
+//! the old key and value bytes (strings; an aggregate is serialized); the
+//! next slice serializes and compresses the copies. So a client waits at
+//! most one slice behind the save per turn, and under a full load the save
+//! takes about `bgsave-slice-us` of every turn; an idle loop runs slices
+//! back to back. Measured with `examples/bgsave_ticks.rs` (the turn and the
+//! slice, before and during a save under a SET load) and
+//! `bench/run.sh kv-persist`.
 
 use std::io;
 use std::path::PathBuf;
@@ -36,11 +51,10 @@ pub const BGSAVE_RETRY_DELAY_SECS: i64 = 5;
 const CHUNK: usize = 256 * 1024;
 /// Chunks the writer may have queued.
 const WRITER_QUEUE: usize = 8;
-/// Work per background-save slice.
-pub const BGSAVE_SLICE: Duration = Duration::from_millis(1);
-/// Pause between two slices (ms): the save takes at most about half the
-/// loop's time while clients are waiting.
-pub const BGSAVE_SLICE_GAP_MS: u64 = 1;
+/// `bgsave-slice-us`'s default.
+pub const DEFAULT_BGSAVE_SLICE_US: u64 = 250;
+/// Keys a slice serializes between two looks at the clock.
+pub const SWEEP_STEP: usize = 32;
 /// Keys loaded per loading slice.
 pub const LOAD_SLICE_KEYS: u64 = 2000;
 
@@ -61,6 +75,9 @@ pub struct PersistConfig {
     pub stop_writes_on_bgsave_error: bool,
     /// `rdb-del-sync-files` (accepted: there is no replication to sync).
     pub rdb_del_sync_files: bool,
+    /// `bgsave-slice-us` (gyre's own): the longest a background save's
+    /// slice runs on the loop per turn, in microseconds.
+    pub bgsave_slice_us: u64,
     /// The append-only file's settings.
     pub aof: crate::aof::AofConfig,
 }
@@ -80,6 +97,7 @@ impl Default for PersistConfig {
             rdbchecksum: true,
             stop_writes_on_bgsave_error: true,
             rdb_del_sync_files: false,
+            bgsave_slice_us: DEFAULT_BGSAVE_SLICE_US,
             aof: crate::aof::AofConfig::default(),
         }
     }
@@ -162,6 +180,10 @@ pub enum SaveKind {
 /// The thread that owns a background save's file.
 struct BgWriter {
     tx: SyncSender<Msg>,
+    /// Written chunks coming back, emptied, to be filled again: the loop
+    /// allocates (and faults in) no new 256 KiB buffer per chunk, and the
+    /// writer frees none (an munmap would interrupt the loop's CPU too).
+    spare: Receiver<Vec<u8>>,
     handle: JoinHandle<io::Result<u64>>,
 }
 
@@ -171,6 +193,7 @@ impl BgWriter {
     /// (BGSAVE still answers "started"; INFO and MISCONF tell the rest).
     fn spawn(path: PathBuf, tag: String, checksum: bool, raw: bool) -> io::Result<BgWriter> {
         let (tx, rx) = sync_channel::<Msg>(WRITER_QUEUE);
+        let (spare_tx, spare) = sync_channel::<Vec<u8>>(WRITER_QUEUE + 2);
         let handle = std::thread::Builder::new()
             .name("gyre-bgsave".into())
             .spawn(move || {
@@ -182,20 +205,33 @@ impl BgWriter {
                         path.parent().map_or_else(String::new, |p| p.display().to_string())
                     );
                 })?;
-                write_loop(file, rx)
+                write_loop(file, rx, spare_tx)
             })?;
-        Ok(BgWriter { tx, handle })
+        Ok(BgWriter { tx, spare, handle })
+    }
+
+    /// An empty chunk buffer: one the writer gave back, or a new one.
+    fn buffer(&self) -> Vec<u8> {
+        self.spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK + 64 * 1024))
     }
 }
 
-fn write_loop(mut file: DumpFile, rx: Receiver<Msg>) -> io::Result<u64> {
+fn write_loop(
+    mut file: DumpFile,
+    rx: Receiver<Msg>,
+    spare: SyncSender<Vec<u8>>,
+) -> io::Result<u64> {
     loop {
         match rx.recv() {
-            Ok(Msg::Data(b)) => {
+            Ok(Msg::Data(mut b)) => {
                 if let Err(e) = file.write(&b) {
                     file.abort();
                     return Err(e);
                 }
+                b.clear();
+                let _ = spare.try_send(b);
             }
             Ok(Msg::Commit) => return file.commit(),
             Err(_) => {
@@ -221,7 +257,10 @@ pub struct Bgsave {
     /// A chunk the queue had no room for.
     held: Option<Vec<u8>>,
     chunk: Vec<u8>,
+    /// The sweep is over: what is left is the writer's.
     committed: bool,
+    /// The writer was told to commit.
+    commit_sent: bool,
     started: Instant,
     pub started_ms: i64,
 }
@@ -238,6 +277,9 @@ pub struct Loading {
     pub total_bytes: u64,
     pub started: Instant,
     pub started_ms: i64,
+    /// Part of an AOF (its base or preamble): the AOF's loading logs the
+    /// end of it.
+    pub of_aof: bool,
 }
 
 impl std::fmt::Debug for Loading {
@@ -271,6 +313,9 @@ pub struct PersistState {
     pub load_failed: bool,
     /// `rdb_last_load_keys_loaded` / `_expired`.
     pub last_load_keys: u64,
+    /// Where the last RDB loaded ended in its file (an AOF's RDB preamble
+    /// is followed by commands).
+    pub last_load_offset: u64,
     pub last_load_expired: u64,
 }
 
@@ -289,6 +334,7 @@ impl Default for PersistState {
             shutdown_asked: false,
             load_failed: false,
             last_load_keys: 0,
+            last_load_offset: 0,
             last_load_expired: 0,
         }
     }
@@ -458,19 +504,23 @@ impl Server {
             held: None,
             chunk,
             committed: false,
+            commit_sent: false,
             started: Instant::now(),
             started_ms: now_ms,
         });
         Ok(())
     }
 
-    /// One slice of the background save (about [`BGSAVE_SLICE`] of work);
-    /// false once it finished (the driver stops scheduling slices).
+    /// One slice of the background save: at most `bgsave-slice-us` of
+    /// sweeping (checked every [`SWEEP_STEP`] keys), handing full chunks
+    /// to the writer without ever waiting for it; false once it finished
+    /// (the driver stops scheduling slices).
     pub fn bgsave_slice(&mut self, now_ms: i64) -> bool {
         let Some(mut bg) = self.persist.bgsave.take() else {
             return false;
         };
         let t0 = Instant::now();
+        let budget = Duration::from_micros(self.config.persist.bgsave_slice_us.max(1));
         // Finished writing?
         if bg.writer.as_ref().is_some_and(|w| w.handle.is_finished()) {
             let r = match bg.writer.take().map(|w| w.handle.join()) {
@@ -480,50 +530,53 @@ impl Server {
             self.bgsave_done(&bg, r, now_ms);
             return false;
         }
-        if !bg.committed {
-            if !self.flush_held(&mut bg) {
-                self.persist.bgsave = Some(bg);
-                return true;
-            }
+        if !bg.committed && self.flush_held(&mut bg) {
             loop {
-                let swept = bg.db >= self.dbs.len();
-                if !swept && self.dbs[bg.db].snapshot_step(256) {
+                if bg.db < self.dbs.len() && self.dbs[bg.db].snapshot_step(SWEEP_STEP) {
                     bg.db += 1;
                 }
                 self.gather(&mut bg);
-                if bg.chunk.len() >= CHUNK || bg.db >= self.dbs.len() {
-                    let c = std::mem::replace(&mut bg.chunk, Vec::with_capacity(CHUNK + 1024));
-                    bg.held = Some(c);
+                let swept = bg.db >= self.dbs.len();
+                if bg.chunk.len() >= CHUNK || swept {
+                    let next = bg.writer.as_ref().map_or_else(Vec::new, BgWriter::buffer);
+                    bg.held = Some(std::mem::replace(&mut bg.chunk, next));
                     if !self.flush_held(&mut bg) {
                         break;
                     }
                 }
-                if bg.db >= self.dbs.len() {
-                    let (mut saved, mut copied) = (0, 0);
-                    for db in &mut self.dbs {
-                        let (s, c) = db.snapshot_end();
-                        saved += s;
-                        copied += c;
-                    }
-                    self.persist.last_copied = copied;
-                    log::debug!(
-                        "background save swept {saved} keys, {copied} saved before a write"
-                    );
-                    if let Some(w) = &bg.writer {
-                        // The queue is bounded: a blocking send waits only
-                        // for the writer to take one chunk.
-                        let _ = w.tx.send(Msg::Commit);
-                    }
+                if swept {
+                    self.sweep_end();
                     bg.committed = true;
                     break;
                 }
-                if t0.elapsed() >= BGSAVE_SLICE {
+                if t0.elapsed() >= budget {
                     break;
                 }
             }
         }
+        if bg.committed && !bg.commit_sent {
+            // The queue is bounded and the loop never waits for the
+            // writer: a full queue is tried again next slice.
+            bg.commit_sent = match &bg.writer {
+                Some(w) => !matches!(w.tx.try_send(Msg::Commit), Err(TrySendError::Full(_))),
+                None => true,
+            };
+        }
         self.persist.bgsave = Some(bg);
         true
+    }
+
+    /// The sweep passed every database: end it (the writer gets the
+    /// commit next).
+    fn sweep_end(&mut self) {
+        let (mut saved, mut copied) = (0, 0);
+        for db in &mut self.dbs {
+            let (s, c) = db.snapshot_end();
+            saved += s;
+            copied += c;
+        }
+        self.persist.last_copied = copied;
+        log::debug!("background save swept {saved} keys, {copied} saved before a write");
     }
 
     /// Move every database's pending records into the chunk.
@@ -532,7 +585,6 @@ impl Server {
             if db.snapshot_pending() == 0 {
                 continue;
             }
-            let recs = db.snapshot_take();
             if bg.out_db != Some(i) {
                 if bg.kind == (SaveKind::AofBase { rdb: false }) {
                     let n = i.to_string();
@@ -544,7 +596,7 @@ impl Server {
                 }
                 bg.out_db = Some(i);
             }
-            bg.chunk.extend_from_slice(&recs);
+            db.snapshot_drain_into(&mut bg.chunk);
         }
     }
 
@@ -644,6 +696,7 @@ impl Server {
             total_bytes,
             started: Instant::now(),
             started_ms: now_ms,
+            of_aof: false,
         });
         Ok(true)
     }
@@ -662,6 +715,7 @@ impl Server {
             Ok(false) => Ok(false),
             Ok(true) => {
                 if let Some(l) = self.persist.loading.take() {
+                    self.persist.last_load_offset = l.loader.offset();
                     let st = &l.loader.stats;
                     self.persist.last_load_keys = st.keys;
                     self.persist.last_load_expired = st.expired;
@@ -678,7 +732,7 @@ impl Server {
                         st.keys,
                         st.expired
                     );
-                    if self.aof.loading.is_none() {
+                    if !l.of_aof {
                         log::info!(
                             "DB loaded from disk: {:.3} seconds",
                             l.started.elapsed().as_secs_f64()
@@ -749,10 +803,20 @@ impl Server {
         }
     }
 
+    /// A load in progress: its start (ms), total bytes and bytes loaded,
+    /// over every file of an AOF.
+    fn loading_progress(&self) -> Option<(i64, u64, u64)> {
+        let rdb = self.persist.loading.as_ref();
+        if let Some(a) = &self.aof.loading {
+            let loaded = a.loaded_bytes(rdb.map(|l| l.loader.offset()));
+            return Some((a.started_ms, a.total_bytes, loaded));
+        }
+        rdb.map(|l| (l.started_ms, l.total_bytes, l.loader.offset()))
+    }
+
     /// INFO persistence's fields.
     pub fn persistence_info(&self, now_ms: i64) -> Vec<(&'static str, String)> {
         let p = &self.persist;
-        let loading = p.loading.as_ref();
         let mut v = vec![
             ("loading", u8::from(self.is_loading()).to_string()),
             ("async_loading", "0".into()),
@@ -776,20 +840,27 @@ impl Server {
                     .to_string(),
             ),
         ];
-        if let Some(l) = loading {
-            let loaded = l.loader.offset();
-            let perc = if l.total_bytes > 0 {
-                loaded as f64 * 100.0 / l.total_bytes as f64
+        if let Some((start_ms, total, loaded)) = self.loading_progress() {
+            let perc = if total > 0 {
+                loaded as f64 * 100.0 / total as f64
             } else {
                 0.0
             };
+            // Redis's: elapsed seconds times the bytes left over the bytes
+            // loaded, 1 until something was loaded.
+            let elapsed = (now_ms - start_ms) / 1000;
+            let eta = if elapsed <= 0 || loaded == 0 {
+                1
+            } else {
+                (elapsed as f64 * total.saturating_sub(loaded) as f64 / loaded as f64) as u64
+            };
             v.extend([
-                ("loading_start_time", (l.started_ms / 1000).to_string()),
-                ("loading_total_bytes", l.total_bytes.to_string()),
+                ("loading_start_time", (start_ms / 1000).to_string()),
+                ("loading_total_bytes", total.to_string()),
                 ("loading_rdb_used_mem", "0".into()),
                 ("loading_loaded_bytes", loaded.to_string()),
                 ("loading_loaded_perc", format!("{perc:.2}")),
-                ("loading_eta_seconds", "1".into()),
+                ("loading_eta_seconds", eta.to_string()),
             ]);
         }
         v.extend([
@@ -903,6 +974,18 @@ mod tests {
         assert!(!s.config.persist.rdbcompression);
         assert_eq!(run(&mut s, &["CONFIG", "SET", "save", ""], 0), "+OK\r\n");
         assert!(s.config.persist.save.is_empty());
+        // gyre's own slice budget, checked as Redis checks an integer.
+        assert_eq!(
+            run(&mut s, &["CONFIG", "GET", "bgsave-slice-us"], 0),
+            "*2\r\n$15\r\nbgsave-slice-us\r\n$3\r\n250\r\n"
+        );
+        assert_eq!(
+            run(&mut s, &["CONFIG", "SET", "bgsave-slice-us", "80"], 0),
+            "+OK\r\n"
+        );
+        assert_eq!(s.config.persist.bgsave_slice_us, 80);
+        assert!(run(&mut s, &["CONFIG", "SET", "bgsave-slice-us", "5"], 0)
+            .contains("argument must be between 10 and 1000000 inclusive"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -39,6 +39,102 @@ fn kill9_and_wait(kv: &Kv) -> redis::Connection {
     connect(kv.addr)
 }
 
+/// One RESP line (a simple reply, an error or a bulk header) and, for a
+/// bulk, its body.
+fn reply(r: &mut std::io::BufReader<std::net::TcpStream>) -> String {
+    use std::io::{BufRead, Read};
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    if let Some(n) = line
+        .strip_prefix('$')
+        .and_then(|n| n.trim().parse::<usize>().ok())
+    {
+        let mut body = vec![0; n + 2];
+        r.read_exact(&mut body).unwrap();
+        line.push_str(&String::from_utf8_lossy(&body));
+    }
+    line
+}
+
+/// A big AOF after kill -9: the respawned kv process replays it in slices
+/// and serves between them; every answer before the data is in is
+/// `-LOADING` (never a partial or empty dataset), INFO's progress stays
+/// within the files' size, and then everything is there.
+#[test]
+fn a_big_aof_replays_in_slices_answering_loading_until_it_is_in() {
+    use std::io::Write;
+    let kv = start(
+        "kv-aof-bigload",
+        "save \"\";\nappendonly yes;\naof-use-rdb-preamble no;",
+    );
+    let mut c = connect(kv.addr);
+    const N: usize = 200_000;
+    for chunk in 0..(N / 10_000) {
+        let mut p = redis::pipe();
+        for i in chunk * 10_000..(chunk + 1) * 10_000 {
+            p.cmd("SET")
+                .arg(format!("key:{i}"))
+                .arg("v".repeat(100))
+                .ignore();
+        }
+        let _: () = p.query(&mut c).unwrap();
+    }
+    let pid = kv_pid(&kv);
+    Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kv.s.logged(
+        &format!("kv process {pid} exited on signal 9"),
+        Duration::from_secs(5)
+    ));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let s = loop {
+        assert!(Instant::now() < deadline, "{}", kv.s.log());
+        match std::net::TcpStream::connect(kv.addr) {
+            Ok(s) => break s,
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut w = s.try_clone().unwrap();
+    let mut r = std::io::BufReader::new(s);
+    let last = format!("key:{}", N - 1);
+    let mut loading = 0;
+    loop {
+        assert!(Instant::now() < deadline, "{}", kv.s.log());
+        w.write_all(format!("GET {last}\r\nINFO persistence\r\n").as_bytes())
+            .unwrap();
+        let got = reply(&mut r);
+        let info = reply(&mut r);
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                .map(|v| v.trim().parse::<u64>().unwrap())
+        };
+        if got.starts_with("-LOADING Redis is loading the dataset in memory") {
+            loading += 1;
+            // INFO is served while loading (it carries the loading flag).
+            if field("loading") == Some(1) {
+                let (done, total) = (
+                    field("loading_loaded_bytes").unwrap(),
+                    field("loading_total_bytes").unwrap(),
+                );
+                assert!(done <= total && total > 20_000_000, "{done} {total}");
+            }
+            continue;
+        }
+        assert_eq!(got, format!("$100\r\n{}\r\n", "v".repeat(100)), "{loading}");
+        assert_eq!(field("loading"), Some(0));
+        break;
+    }
+    println!("{loading} answers were -LOADING before the AOF was in");
+    let mut c = connect(kv.addr);
+    let n: usize = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, N);
+    assert!(kv.s.log().contains("DB loaded from append only file"));
+}
+
 #[test]
 fn every_type_comes_back_after_a_restart() {
     let kv = start("kv-aof-restart", "save \"\";\nappendonly yes;");

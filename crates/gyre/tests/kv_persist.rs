@@ -285,6 +285,108 @@ fn bgsave_is_a_point_in_time_snapshot_under_writes() {
     assert_eq!(n, 0);
 }
 
+/// The sliced save with a tiny per-turn budget (`bgsave-slice-us 20`:
+/// many slices) while another connection keeps writing every type: the
+/// dump is the dataset as it was at BGSAVE, redis-check-rdb accepts it and
+/// redis-server loads exactly that.
+#[test]
+fn a_finely_sliced_bgsave_under_writes_loads_identically_in_redis() {
+    if !have(REDIS) || !have(CHECK_RDB) {
+        return;
+    }
+    let kv = start("kv-persist-sliced", "save \"\";\nbgsave-slice-us 20;");
+    let mut c = connect(kv.addr);
+    let slice: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("bgsave-slice-us")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(slice, ["bgsave-slice-us", "20"]);
+    populate(&mut c, true);
+    let mut p = redis::pipe();
+    for i in 0..30_000 {
+        // Compressible values (the LZF path) and some TTLs.
+        p.cmd("SET")
+            .arg(format!("s:{i}"))
+            .arg(format!("{i}-{}", "x".repeat(i % 200)))
+            .ignore();
+        if i % 7 == 0 {
+            p.cmd("PEXPIREAT")
+                .arg(format!("s:{i}"))
+                .arg(4_000_000_000_000i64 + i as i64)
+                .ignore();
+        }
+    }
+    for i in 0..300 {
+        p.cmd("HSET")
+            .arg(format!("h:{i}"))
+            .arg("f")
+            .arg(i)
+            .arg("g")
+            .arg("y".repeat(80))
+            .ignore();
+        p.cmd("RPUSH")
+            .arg(format!("l:{i}"))
+            .arg("a")
+            .arg(i)
+            .ignore();
+        p.cmd("ZADD").arg(format!("z:{i}")).arg(i).arg("m").ignore();
+    }
+    let _: () = p.query(&mut c).unwrap();
+    let want = contents(&mut c);
+    let _: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+    // Writes of every kind until the save is over (bounded).
+    let mut round = 0;
+    while info_field(&mut c, "rdb_bgsave_in_progress") == "1" {
+        assert!(round < 10_000, "the save did not end: {}", kv.s.log());
+        let mut w = redis::pipe();
+        for j in 0..50 {
+            let i = (round * 50 + j) % 30_000;
+            w.cmd("SET").arg(format!("s:{i}")).arg("new").ignore();
+            w.cmd("DEL")
+                .arg(format!("s:{}", (i + 13) % 30_000))
+                .ignore();
+            w.cmd("SET")
+                .arg(format!("fresh:{round}:{j}"))
+                .arg("x")
+                .ignore();
+        }
+        let i = round % 300;
+        w.cmd("HSET")
+            .arg(format!("h:{i}"))
+            .arg("f")
+            .arg("new")
+            .ignore();
+        w.cmd("RPUSH").arg(format!("l:{i}")).arg("more").ignore();
+        w.cmd("ZINCRBY")
+            .arg(format!("z:{i}"))
+            .arg(1)
+            .arg("m")
+            .ignore();
+        w.cmd("EXPIRE")
+            .arg(format!("h:{}", (i + 1) % 300))
+            .arg(1000)
+            .ignore();
+        let _: () = w.query(&mut c).unwrap();
+        round += 1;
+    }
+    assert!(
+        round > 3,
+        "the save ended too soon to overlap the writes ({round})"
+    );
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    let dump = kv.p.dir.join("dump.rdb");
+    let check = Command::new(CHECK_RDB).arg(&dump).output().unwrap();
+    let text = String::from_utf8_lossy(&check.stdout).to_string();
+    assert!(
+        check.status.success() && text.contains("RDB looks OK"),
+        "{text}"
+    );
+    let r = Redis::start(&kv.p.dir, "dump.rdb");
+    let mut cr = connect(r.addr);
+    same(&contents(&mut cr), &want);
+}
+
 #[test]
 fn the_respawned_kv_process_loads_the_last_snapshot() {
     let kv = start("kv-persist-respawn", "save \"\";");

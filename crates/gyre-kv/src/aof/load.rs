@@ -3,10 +3,14 @@
 //! (`aofOpenIfNeededOnServerStart`).
 //!
 //! The manifest names the base (an RDB, or commands) and the incremental
-//! files. An RDB base is read in slices by the RDB loader (clients get
-//! `-LOADING` meanwhile, INFO shows the progress); then the command files
-//! are replayed in order, in one go, through the command table, as by a
-//! client with no connection (no propagation: the AOF is not yet open).
+//! files. An RDB base is read in slices by the RDB loader; then the
+//! command files are replayed in order through the command table, as by a
+//! client with no connection (no propagation: the AOF is not yet open),
+//! [`AOF_LOAD_SLICE_CMDS`] commands per slice, streamed from the file in
+//! [`READ_CHUNK`] reads (memory: the largest command, not the file). The
+//! loop serves clients between slices, as Redis's
+//! `processEventsWhileBlocked` every 1024 commands: they get `-LOADING`,
+//! INFO shows `loading:1` and the progress over all the files.
 //! A MULTI … EXEC is executed at its EXEC, so a transaction torn at the
 //! end is not half applied. A file that ends inside a command is a
 //! truncated AOF: with `aof-load-truncated yes` and in the last file, it
@@ -14,7 +18,9 @@
 //! otherwise, as any malformed or unknown command, the start stops with
 //! Redis's message (never a silently empty dataset).
 
-use std::path::Path;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use super::manifest::{self, Manifest};
@@ -23,14 +29,105 @@ use crate::cmd::Ctx;
 use crate::resp::Argv;
 use crate::server::Server;
 
+/// Commands replayed per loading slice (Redis serves clients every 1024
+/// commands while it loads an AOF).
+pub const AOF_LOAD_SLICE_CMDS: usize = 1024;
+/// Bytes read from a command file at a time.
+const READ_CHUNK: usize = 1024 * 1024;
+
 /// An AOF being loaded: the files after the RDB base.
 #[derive(Debug)]
 pub struct AofLoad {
     manifest: Manifest,
     files: Vec<(String, bool)>,
+    /// The next of `files` to open.
+    next: usize,
+    /// The command file being replayed.
+    replay: Option<Replay>,
     base_rdb: Option<String>,
+    base_size: u64,
+    /// Bytes of the files loaded so far (`aof_current_size` at the end).
     total: u64,
+    /// Bytes of every file, for INFO's `loading_total_bytes`.
+    pub(crate) total_bytes: u64,
+    pub(crate) started: Instant,
+    pub(crate) started_ms: i64,
+}
+
+impl AofLoad {
+    /// INFO's `loading_loaded_bytes`: the finished files and the position
+    /// in the current one (an RDB base or preamble: the RDB loader's).
+    pub(crate) fn loaded_bytes(&self, rdb_offset: Option<u64>) -> u64 {
+        let cur = match (&self.replay, rdb_offset) {
+            (Some(r), Some(o)) if r.preamble => o,
+            (Some(r), _) => r.off + r.pos as u64,
+            (None, o) => o.unwrap_or(0),
+        };
+        self.total + cur
+    }
+}
+
+/// A command file being replayed, streamed.
+#[derive(Debug)]
+struct Replay {
+    name: String,
+    path: PathBuf,
+    is_base: bool,
+    /// The last file (the only one `aof-load-truncated` may cut).
+    last: bool,
+    file: File,
+    /// Bytes read and not yet consumed start at `buf[pos]`; `buf[0]` is
+    /// at file offset `off`.
+    buf: Vec<u8>,
+    pos: usize,
+    off: u64,
+    eof: bool,
+    /// An RDB preamble (an old single-file AOF) is being loaded by the
+    /// RDB loader first.
+    preamble: bool,
+    db: usize,
+    /// An open MULTI: its file offset and the commands queued.
+    multi: Option<(u64, Vec<Vec<Vec<u8>>>)>,
     started: Instant,
+}
+
+impl Replay {
+    /// Read more of the file; false at its end.
+    fn fill(&mut self) -> std::io::Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.off += self.pos as u64;
+            self.pos = 0;
+        }
+        let have = self.buf.len();
+        self.buf.resize(have + READ_CHUNK, 0);
+        let n = loop {
+            match self.file.read(&mut self.buf[have..]) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => break r,
+            }
+        };
+        let n = match n {
+            Ok(n) => n,
+            Err(e) => {
+                self.buf.truncate(have);
+                return Err(e);
+            }
+        };
+        self.buf.truncate(have + n);
+        if n == 0 {
+            self.eof = true;
+        }
+        Ok(n > 0)
+    }
+
+    /// File offset of `buf[i]`.
+    fn at(&self, i: usize) -> u64 {
+        self.off + i as u64
+    }
 }
 
 /// How one command file ended.
@@ -137,94 +234,192 @@ impl Server {
         Ok(())
     }
 
-    /// Replay a command file; how it ended.
-    fn aof_load_commands(
+    /// Replay up to `max` commands of the current file; `Ok(None)` when
+    /// the slice ended before the file did.
+    fn aof_replay_slice(
         &mut self,
-        path: &Path,
-        name: &str,
+        r: &mut Replay,
         now_ms: i64,
-    ) -> Result<Ending, String> {
-        let b = std::fs::read(path).map_err(|e| {
-            format!("Fatal error: can't open the append log file {name} for reading: {e}")
-        })?;
+        max: usize,
+    ) -> Result<Option<Ending>, String> {
+        let name = r.name.clone();
         let bad = || {
             format!("Bad file format reading the append only file {name}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>")
         };
-        let mut pos = 0;
-        let mut db = 0usize;
-        let mut multi: Option<(usize, Vec<Vec<Vec<u8>>>)> = None;
-        if b.starts_with(b"REDIS") {
-            // An RDB preamble then commands: an old single-file AOF.
-            log::info!("Reading RDB preamble from AOF file...");
-            let lim = self.config.encodings;
-            let check = self.config.persist.rdbchecksum;
-            let mut l = crate::rdb::load::Loader::start(&b[..]).map_err(|e| {
-                format!("Error reading the RDB preamble of the AOF file {name}, AOF loading aborted: {e}")
-            })?;
-            while !l.step(&mut self.dbs, &lim, now_ms, check, u64::MAX).map_err(|e| {
-                format!("Error reading the RDB preamble of the AOF file {name}, AOF loading aborted: {e}")
-            })? {}
-            pos = l.offset() as usize;
-            log::info!("Reading the remaining AOF tail...");
-        }
-        while pos < b.len() {
-            if b[pos] == b'#' {
+        let io_err = |e: std::io::Error| {
+            format!("Unrecoverable error reading the append only file {name}: {e}")
+        };
+        let mut done = 0;
+        while done < max {
+            if r.pos >= r.buf.len() && !r.fill().map_err(io_err)? {
+                break;
+            }
+            if r.buf[r.pos] == b'#' {
                 // An annotation (`#TS:...`): skip the line.
-                match b[pos..].windows(2).position(|w| w == b"\r\n") {
+                match r.buf[r.pos..].windows(2).position(|w| w == b"\r\n") {
                     Some(e) => {
-                        pos += e + 2;
+                        r.pos += e + 2;
                         continue;
                     }
+                    None if r.fill().map_err(io_err)? => continue,
                     None => {
-                        return Ok(Ending::Truncated {
-                            valid: pos as u64,
+                        return Ok(Some(Ending::Truncated {
+                            valid: r.at(r.pos),
                             multi: false,
-                        })
+                        }))
                     }
                 }
             }
-            let start = pos;
-            let (argv, next) = match parse_command(&b, pos) {
-                Ok(Some(c)) => c,
+            let start = r.at(r.pos);
+            let argv = match parse_command(&r.buf, r.pos) {
+                Ok(Some((argv, next))) => {
+                    r.pos = next;
+                    argv
+                }
+                Ok(None) if r.fill().map_err(io_err)? => continue,
                 Ok(None) => {
-                    return Ok(match multi {
+                    return Ok(Some(match r.multi.take() {
                         Some((m, _)) => Ending::Truncated {
-                            valid: m as u64,
+                            valid: m,
                             multi: true,
                         },
                         None => Ending::Truncated {
-                            valid: start as u64,
+                            valid: start,
                             multi: false,
                         },
-                    })
+                    }))
                 }
                 Err(()) => return Err(bad()),
             };
-            pos = next;
+            done += 1;
             if is(&argv[0], "multi") {
-                multi = Some((start, Vec::new()));
+                r.multi = Some((start, Vec::new()));
                 continue;
             }
             if is(&argv[0], "exec") {
-                if let Some((_, q)) = multi.take() {
+                if let Some((_, q)) = r.multi.take() {
                     for c in q {
-                        self.aof_replay(&mut db, &c, now_ms, name)?;
+                        self.aof_replay(&mut r.db, &c, now_ms, &name)?;
                     }
                 }
                 continue;
             }
-            match multi.as_mut() {
+            match r.multi.as_mut() {
                 Some((_, q)) => q.push(argv),
-                None => self.aof_replay(&mut db, &argv, now_ms, name)?,
+                None => self.aof_replay(&mut r.db, &argv, now_ms, &name)?,
             }
         }
-        Ok(match multi {
-            Some((m, _)) => Ending::Truncated {
-                valid: m as u64,
-                multi: true,
-            },
-            None => Ending::Clean,
-        })
+        if done < max {
+            // The file ended.
+            return Ok(Some(match r.multi.take() {
+                Some((m, _)) => Ending::Truncated {
+                    valid: m,
+                    multi: true,
+                },
+                None => Ending::Clean,
+            }));
+        }
+        Ok(None)
+    }
+
+    /// Open command file `name` for replaying; an RDB preamble (an old
+    /// single-file AOF) goes to the RDB loader first.
+    fn aof_replay_open(
+        &mut self,
+        name: &str,
+        is_base: bool,
+        last: bool,
+        now_ms: i64,
+    ) -> Result<Replay, String> {
+        let path = self.aof_dir().join(name);
+        let open_err =
+            |e| format!("Fatal error: can't open the append log file {name} for reading: {e}");
+        let file = File::open(&path).map_err(open_err)?;
+        let mut r = Replay {
+            name: name.to_string(),
+            path: path.clone(),
+            is_base,
+            last,
+            file,
+            buf: Vec::new(),
+            pos: 0,
+            off: 0,
+            eof: false,
+            preamble: false,
+            db: 0,
+            multi: None,
+            started: Instant::now(),
+        };
+        while r.buf.len() < 5 && r.fill().map_err(&open_err)? {}
+        if r.buf.starts_with(b"REDIS") {
+            log::info!("Reading RDB preamble from AOF file...");
+            let f = File::open(&path).map_err(open_err)?;
+            let size = f.metadata().map_or(0, |m| m.len());
+            let loader =
+                crate::rdb::load::Loader::start(std::io::BufReader::with_capacity(256 * 1024, f))
+                    .map_err(|e| {
+                        format!("Error reading the RDB preamble of the AOF file {name}, AOF loading aborted: {e}")
+                    })?
+                    .with_size(size);
+            self.persist.loading = Some(crate::persist::Loading {
+                loader,
+                total_bytes: size,
+                started: Instant::now(),
+                started_ms: now_ms,
+                of_aof: true,
+            });
+            r.preamble = true;
+        }
+        Ok(r)
+    }
+
+    /// The RDB preamble of the file being replayed was loaded: go on with
+    /// the commands after it.
+    fn aof_preamble_done(&mut self, r: &mut Replay) -> Result<(), String> {
+        let end = self.persist.last_load_offset;
+        r.preamble = false;
+        r.buf.clear();
+        r.pos = 0;
+        r.off = end;
+        r.file.seek(SeekFrom::Start(end)).map_err(|e| {
+            format!(
+                "Unrecoverable error reading the append only file {}: {e}",
+                r.name
+            )
+        })?;
+        log::info!("Reading the remaining AOF tail...");
+        Ok(())
+    }
+
+    /// A command file was replayed to its end: a torn tail is cut when
+    /// allowed, with Redis's log lines; its size is counted.
+    fn aof_replay_finish(&mut self, r: &Replay, ending: Ending) -> Result<u64, String> {
+        let name = &r.name;
+        if let Ending::Truncated { valid, multi } = ending {
+            if !r.last || !self.config.persist.aof.load_truncated {
+                return Err(format!("Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."));
+            }
+            if multi {
+                log::warn!("Revert incomplete MULTI/EXEC transaction in AOF file {name}");
+            } else {
+                log::warn!("!!! Warning: short read while loading the AOF file {name}!!!");
+            }
+            log::warn!("!!! Truncating the AOF {name} at offset {valid} !!!");
+            let t = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&r.path)
+                .and_then(|f| f.set_len(valid).and_then(|()| f.sync_all()));
+            if let Err(e) = t {
+                return Err(format!("Error truncating the AOF file {name}: {e}"));
+            }
+            log::warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
+        }
+        log::info!(
+            "DB loaded from {} file {name}: {:.3} seconds",
+            if r.is_base { "base" } else { "incr" },
+            r.started.elapsed().as_secs_f64()
+        );
+        Ok(std::fs::metadata(&r.path).map_or(0, |m| m.len()))
     }
 
     /// The manifest on disk (`aofLoadManifestFromDisk`), if any.
@@ -284,9 +479,8 @@ impl Server {
     /// Start loading the AOF named by the manifest (`loadAppendOnlyFiles`).
     /// `Ok(false)`: there is no AOF yet (an empty dataset, as Redis: with
     /// `appendonly yes` the RDB file is not read). `Err`: the start must
-    /// stop, with the message to log. An RDB base is loaded in slices by
-    /// [`Server::load_slice`] (clients get `-LOADING` meanwhile); the
-    /// command files follow in [`Server::aof_load_slice`]'s last call.
+    /// stop, with the message to log. The loading itself is
+    /// [`Server::aof_load_slice`]'s, called until it returns `Ok(true)`.
     pub fn aof_load_begin(&mut self, now_ms: i64) -> Result<bool, String> {
         let dir = self.aof_dir();
         let m = match self.aof_read_manifest()? {
@@ -306,7 +500,11 @@ impl Server {
                 return Err(format!("The AOF file {name} doesn't exist"));
             }
         }
-        let mut total = 0;
+        let total_bytes = files
+            .iter()
+            .map(|(n, _)| std::fs::metadata(dir.join(n)).map_or(0, |m| m.len()))
+            .sum();
+        let mut base_size = 0;
         let mut base_rdb = None;
         if let Some((name, true)) = files.first() {
             if name.ends_with(manifest::RDB_EXT) {
@@ -328,8 +526,9 @@ impl Server {
                     total_bytes: size,
                     started: Instant::now(),
                     started_ms: now_ms,
+                    of_aof: true,
                 });
-                total = size;
+                base_size = size;
                 base_rdb = Some(name.clone());
                 files.remove(0);
             }
@@ -337,91 +536,112 @@ impl Server {
         self.aof.loading = Some(AofLoad {
             manifest: m,
             files,
+            next: 0,
+            replay: None,
             base_rdb,
-            total,
+            base_size,
+            total: 0,
+            total_bytes,
             started: Instant::now(),
+            started_ms: now_ms,
         });
         Ok(true)
     }
 
-    /// One loading slice; `Ok(true)` when the AOF is loaded and open for
-    /// appending.
+    /// One loading slice (a slice of the RDB base or preamble, or
+    /// [`AOF_LOAD_SLICE_CMDS`] commands); `Ok(true)` when the AOF is
+    /// loaded and open for appending.
     pub fn aof_load_slice(&mut self, now_ms: i64) -> Result<bool, String> {
+        let Some(mut l) = self.aof.loading.take() else {
+            return Ok(true);
+        };
+        let r = self.aof_load_step(&mut l, now_ms);
+        match r {
+            Ok(false) => {
+                self.aof.loading = Some(l);
+                Ok(false)
+            }
+            Ok(true) => {
+                self.aof.manifest = std::mem::take(&mut l.manifest);
+                self.aof.current_size = l.total;
+                self.aof.base_size = l.total;
+                self.dirty = 0;
+                log::info!(
+                    "DB loaded from append only file: {:.3} seconds",
+                    l.started.elapsed().as_secs_f64()
+                );
+                self.aof_open_at_start(now_ms)?;
+                self.sync_propagation();
+                Ok(true)
+            }
+            Err(e) => {
+                self.persist.loading = None;
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Server::aof_load_slice`]'s work on the load `l` (taken out of
+    /// the server while commands run); `Ok(true)` once every file is in.
+    fn aof_load_step(&mut self, l: &mut AofLoad, now_ms: i64) -> Result<bool, String> {
         if self.persist.loading.is_some() {
-            let name = self
-                .aof
-                .loading
-                .as_ref()
-                .and_then(|l| l.base_rdb.clone())
-                .unwrap_or_default();
+            let preamble = l.replay.as_ref().is_some_and(|r| r.preamble);
+            let what = if preamble {
+                "the RDB preamble of the AOF file"
+            } else {
+                "the RDB base file"
+            };
+            let name = match &l.replay {
+                Some(r) => r.name.clone(),
+                None => l.base_rdb.clone().unwrap_or_default(),
+            };
             match self.load_slice(now_ms) {
                 Ok(false) => return Ok(false),
-                Ok(true) => log::info!("RDB is base AOF"),
+                Ok(true) if preamble => {}
+                Ok(true) => {
+                    log::info!("RDB is base AOF");
+                    l.total += l.base_size;
+                }
                 Err(e) => {
                     return Err(format!(
-                        "Error reading the RDB base file {name}, AOF loading aborted: {e}"
+                        "Error reading {what} {name}, AOF loading aborted: {e}"
                     ))
                 }
             }
-        }
-        let Some(l) = self.aof.loading.take() else {
-            return Ok(true);
-        };
-        let dir = self.aof_dir();
-        let mut total = l.total;
-        let files = l.files;
-        let last = files.len().saturating_sub(1);
-        for (n, (name, is_base)) in files.iter().enumerate() {
-            let path = dir.join(name);
-            let t0 = Instant::now();
-            {
-                match self.aof_load_commands(&path, name, now_ms)? {
-                    Ending::Clean => {}
-                    Ending::Truncated { valid, multi } => {
-                        if n != last || !self.config.persist.aof.load_truncated {
-                            return Err(format!("Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."));
-                        }
-                        if multi {
-                            log::warn!(
-                                "Revert incomplete MULTI/EXEC transaction in AOF file {name}"
-                            );
-                        } else {
-                            log::warn!(
-                                "!!! Warning: short read while loading the AOF file {name}!!!"
-                            );
-                        }
-                        log::warn!("!!! Truncating the AOF {name} at offset {valid} !!!");
-                        let r = std::fs::OpenOptions::new()
-                            .write(true)
-                            .open(&path)
-                            .and_then(|f| f.set_len(valid).and_then(|()| f.sync_all()));
-                        if let Err(e) = r {
-                            return Err(format!("Error truncating the AOF file {name}: {e}"));
-                        }
-                        log::warn!(
-                            "AOF {name} loaded anyway because aof-load-truncated is enabled"
-                        );
-                    }
-                }
+            if let Some(mut r) = l.replay.take() {
+                let done = self.aof_preamble_done(&mut r);
+                l.replay = Some(r);
+                done?;
             }
-            total += std::fs::metadata(&path).map_or(0, |m| m.len());
-            log::info!(
-                "DB loaded from {} file {name}: {:.3} seconds",
-                if *is_base { "base" } else { "incr" },
-                t0.elapsed().as_secs_f64()
-            );
+            return Ok(false);
         }
-        self.aof.manifest = l.manifest;
-        self.aof.current_size = total;
-        self.aof.base_size = total;
-        self.dirty = 0;
-        log::info!(
-            "DB loaded from append only file: {:.3} seconds",
-            l.started.elapsed().as_secs_f64()
-        );
-        self.aof_open_at_start(now_ms)?;
-        self.sync_propagation();
-        Ok(true)
+        let mut r = match l.replay.take() {
+            Some(r) => r,
+            None => {
+                let Some((name, is_base)) = l.files.get(l.next).cloned() else {
+                    return Ok(true);
+                };
+                let last = l.next + 1 == l.files.len();
+                l.next += 1;
+                let r = self.aof_replay_open(&name, is_base, last, now_ms)?;
+                if r.preamble {
+                    l.replay = Some(r);
+                    return Ok(false);
+                }
+                r
+            }
+        };
+        match self.aof_replay_slice(&mut r, now_ms, AOF_LOAD_SLICE_CMDS) {
+            Ok(None) => {
+                l.replay = Some(r);
+                Ok(false)
+            }
+            Ok(Some(ending)) => {
+                l.total += self.aof_replay_finish(&r, ending)?;
+                Ok(l.next >= l.files.len())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Open the AOF for appending at start
@@ -544,6 +764,159 @@ mod tests {
         b.aof_flush(true, 3_000);
         let incr = std::fs::read(dir.join("appendonlydir/appendonly.aof.1.incr.aof")).unwrap();
         assert!(incr.ends_with(b"$2\r\nk2\r\n$1\r\nx\r\n"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn info_field(s: &mut Server, name: &str) -> Option<u64> {
+        let info = run(s, &["INFO", "persistence"]);
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("gyre-aof-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Replays `b` to the end, checking what clients see between slices;
+    /// the number of slices.
+    fn load_in_slices(b: &mut Server) -> usize {
+        assert!(b.aof_load_begin(3_000).unwrap());
+        let total = info_field(b, "loading_total_bytes").unwrap();
+        let mut last = 0;
+        let mut slices = 0;
+        while !b.aof_load_slice(3_000).unwrap() {
+            slices += 1;
+            assert!(slices < 100_000);
+            // Served between slices, as Redis's processEventsWhileBlocked.
+            assert_eq!(
+                run(b, &["GET", "k1"]),
+                "-LOADING Redis is loading the dataset in memory\r\n"
+            );
+            assert_eq!(info_field(b, "loading"), Some(1));
+            let loaded = info_field(b, "loading_loaded_bytes").unwrap();
+            assert!(loaded >= last && loaded <= total, "{last} {loaded} {total}");
+            assert_eq!(info_field(b, "loading_total_bytes"), Some(total));
+            last = loaded;
+        }
+        assert_eq!(info_field(b, "loading"), Some(0));
+        assert_eq!(info_field(b, "loading_total_bytes"), None);
+        slices
+    }
+
+    #[test]
+    fn a_big_incr_file_replays_in_slices_streamed_and_a_torn_tail_is_cut() {
+        let dir = tmp("replay");
+        let mut a = server_in(&dir);
+        a.config.persist.aof.use_rdb_preamble = false;
+        a.aof_open_at_start(2_000).unwrap();
+        a.sync_propagation();
+        // Over 5 slices of commands and over two READ_CHUNKs of bytes, so
+        // commands straddle the reads.
+        let n = 5 * AOF_LOAD_SLICE_CMDS + 17;
+        let val = "v".repeat(500);
+        for i in 0..n {
+            assert_eq!(run(&mut a, &["SET", &format!("k{i}"), &val]), "+OK\r\n");
+        }
+        a.aof_flush(true, 2_000);
+        drop(a);
+        let incr = dir.join("appendonlydir/appendonly.aof.1.incr.aof");
+        // A transaction as Redis writes one, changing the database inside.
+        let mut t = Vec::new();
+        for c in [
+            &[&b"MULTI"[..]][..],
+            &[b"INCR", b"counter"],
+            &[b"SELECT", b"3"],
+            &[b"SET", b"in3", b"x"],
+            &[b"EXEC"],
+        ] {
+            super::super::propagate::cat_command(&mut t, c);
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&incr)
+            .unwrap();
+        std::io::Write::write_all(&mut f, &t).unwrap();
+        drop(f);
+        let clean = std::fs::metadata(&incr).unwrap().len();
+        assert!(clean > 2 * READ_CHUNK as u64);
+        // A torn command at the end.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&incr)
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"*3\r\n$3\r\nSET\r\n$4\r\ntorn\r\n$5\r\nab").unwrap();
+        drop(f);
+        let mut b = server_in(&dir);
+        let slices = load_in_slices(&mut b);
+        assert!(slices >= 5, "{slices} slices");
+        assert_eq!(std::fs::metadata(&incr).unwrap().len(), clean);
+        assert_eq!(b.dbs[0].len(), n + 1);
+        assert_eq!(run(&mut b, &["GET", "counter"]), "$1\r\n1\r\n");
+        assert_eq!(run(&mut b, &["GET", "torn"]), "$-1\r\n");
+        assert_eq!(
+            run(&mut b, &["GET", &format!("k{}", n - 1)]),
+            format!("${}\r\n{val}\r\n", val.len())
+        );
+        assert_eq!(b.dbs[3].len(), 1);
+        // Without aof-load-truncated the same tear stops the start.
+        drop(b);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&incr)
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"*1\r\n$4\r\nPI").unwrap();
+        drop(f);
+        let mut c = server_in(&dir);
+        c.config.persist.aof.load_truncated = false;
+        assert!(c.aof_load_begin(3_000).unwrap());
+        let err = loop {
+            match c.aof_load_slice(3_000) {
+                Ok(false) => {}
+                Ok(true) => panic!("loaded a torn file"),
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            err.starts_with(
+                "Unexpected end of file reading the append only file appendonly.aof.1.incr.aof"
+            ),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_old_aof_with_an_rdb_preamble_loads_in_slices_then_its_tail() {
+        let dir = tmp("preamble");
+        let mut a = server_in(&dir);
+        let n = 3 * crate::persist::LOAD_SLICE_KEYS;
+        for i in 0..n {
+            a.dbs[0].set(format!("k{i}").as_bytes(), b"v".to_vec(), false);
+        }
+        let old = dir.join("appendonly.aof");
+        a.rdb_save_to(&old, true, 2_000).unwrap();
+        let mut tail = Vec::new();
+        for i in 0..(2 * AOF_LOAD_SLICE_CMDS) {
+            let k = format!("t{i}");
+            super::super::propagate::cat_command(&mut tail, &[b"SET", k.as_bytes(), b"w"]);
+        }
+        super::super::propagate::cat_command(&mut tail, &[b"SET", b"k1", b"tail"]);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&old).unwrap();
+        std::io::Write::write_all(&mut f, &tail).unwrap();
+        drop(f);
+        let mut b = server_in(&dir);
+        let slices = load_in_slices(&mut b);
+        assert!(slices >= 4, "{slices} slices");
+        assert_eq!(
+            run(&mut b, &["DBSIZE"]),
+            format!(":{}\r\n", n as usize + 2 * AOF_LOAD_SLICE_CMDS)
+        );
+        assert_eq!(run(&mut b, &["GET", "k1"]), "$4\r\ntail\r\n");
+        assert!(dir.join("appendonlydir/appendonly.aof").exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

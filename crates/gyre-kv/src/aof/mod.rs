@@ -11,8 +11,12 @@
 //!
 //! Commands append to `buf`; [`Server::aof_flush`] writes it
 //! (`flushAppendOnlyFile`). With `always` the server flushes and fsyncs at
-//! the end of every read's batch of commands, before the glue sends their
-//! replies: an acknowledged write is on disk. With `everysec` and `no` the
+//! the end of every read's batch of commands, before their replies go out
+//! (an acknowledged write is on disk); in the kv process (group commit,
+//! [`AofState::group_commit`]) the replies of a turn's reads are held
+//! instead and the buffer is written and fsynced once, before the loop
+//! sleeps, then the replies go out, as Redis's `beforeSleep` does: one
+//! fsync per loop turn, not one per client read. With `everysec` and `no` the
 //! buffer is written before the loop sleeps and from serverCron; everysec
 //! queues one fsync per second on the [`bio`] thread and, while an fsync
 //! is still running, postpones the write up to two seconds (Redis's rule,
@@ -145,6 +149,13 @@ pub struct AofState {
     pub(crate) last_ts: u64,
     /// The AOF being loaded at start.
     pub(crate) loading: Option<load::AofLoad>,
+    /// `appendfsync always` commits once per loop turn: the driver holds
+    /// the replies ([`Server::hold_output`]) until [`Server::before_sleep`]
+    /// fsynced what they acknowledge. Off, each read's batch is fsynced
+    /// before its replies are returned (the sans-I/O callers).
+    pub group_commit: bool,
+    /// Clients whose replies wait for the turn's fsync.
+    pub(crate) held: Vec<crate::server::ClientId>,
 }
 
 impl Default for AofState {
@@ -174,6 +185,8 @@ impl Default for AofState {
             rewrite: None,
             last_ts: 0,
             loading: None,
+            group_commit: false,
+            held: Vec::new(),
         }
     }
 }
@@ -368,8 +381,48 @@ impl Server {
     /// `appendfsync always` makes them durable first.
     #[inline]
     pub(crate) fn aof_after_batch(&mut self, now_ms: i64) {
-        if !self.aof.buf.is_empty() && self.config.persist.aof.appendfsync == Fsync::Always {
+        if !self.aof.buf.is_empty()
+            && self.config.persist.aof.appendfsync == Fsync::Always
+            && !self.aof.group_commit
+        {
             self.aof_flush(true, now_ms);
+        }
+    }
+
+    /// Replies must wait for this turn's fsync: `appendfsync always` with
+    /// group commit and commands not yet on disk.
+    pub fn aof_hold_replies(&self) -> bool {
+        self.aof.group_commit
+            && !self.aof.buf.is_empty()
+            && self.aof.status != AofStatus::Off
+            && self.config.persist.aof.appendfsync == Fsync::Always
+    }
+
+    /// Keep a read's replies in client `id`'s output, unsent (its pending
+    /// output looks empty), until [`Server::release_held`].
+    pub fn hold_output(&mut self, id: crate::server::ClientId, bytes: &[u8], now_ms: i64) {
+        if !self.aof.held.contains(&id) {
+            self.aof.held.push(id);
+        }
+        self.queue_output(id, bytes, now_ms);
+    }
+
+    /// Whether client `id`'s output waits for the turn's fsync.
+    #[inline]
+    pub fn output_held(&self, id: crate::server::ClientId) -> bool {
+        !self.aof.held.is_empty() && self.aof.held.contains(&id)
+    }
+
+    /// After the turn's write and fsync: the held replies go out (their
+    /// clients are listed for the driver to write to).
+    pub(crate) fn release_held(&mut self) {
+        if self.aof.held.is_empty() || self.aof_hold_replies() {
+            return;
+        }
+        for id in std::mem::take(&mut self.aof.held) {
+            if !self.pending_output(id).is_empty() {
+                self.writers.push(id);
+            }
         }
     }
 
@@ -580,5 +633,69 @@ impl Server {
             ]);
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// `appendfsync always` with group commit: a read's replies wait
+    /// until the turn's write and fsync, and nothing of them shows before.
+    #[test]
+    fn group_commit_holds_replies_until_the_turns_fsync() {
+        let dir = std::env::temp_dir().join(format!("gyre-aof-group-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut config = crate::server::Config::default();
+        config.persist.dir = dir.clone();
+        config.persist.aof.appendonly = true;
+        config.persist.aof.appendfsync = Fsync::Always;
+        let mut s = Server::new(config, 1_000);
+        s.aof.status = AofStatus::On;
+        s.aof.group_commit = true;
+        s.aof_open_at_start(1_000).unwrap();
+        s.sync_propagation();
+        let a = s
+            .connect("127.0.0.1:1", "127.0.0.1:6379", 7, 1_000)
+            .unwrap();
+        let b = s
+            .connect("127.0.0.1:2", "127.0.0.1:6379", 8, 1_000)
+            .unwrap();
+        let incr = dir.join("appendonlydir/appendonly.aof.1.incr.aof");
+        let mut out = Vec::new();
+        s.feed(
+            a,
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n",
+            1_000,
+            &mut out,
+        );
+        assert_eq!(out, b"+OK\r\n");
+        assert!(s.aof_hold_replies());
+        s.hold_output(a, &out, 1_000);
+        // A read-only client in the same turn waits too (its replies may
+        // show the write).
+        out.clear();
+        s.feed(b, b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", 1_000, &mut out);
+        assert!(s.aof_hold_replies());
+        s.hold_output(b, &out, 1_000);
+        assert!(s.pending_output(a).is_empty() && s.pending_output(b).is_empty());
+        assert_eq!(std::fs::metadata(&incr).unwrap().len(), 0);
+        s.before_sleep(1_000);
+        assert!(std::fs::read(&incr)
+            .unwrap()
+            .ends_with(b"$1\r\nk\r\n$1\r\nv\r\n"));
+        assert!(!s.aof_hold_replies());
+        let mut w = s.take_writers();
+        w.sort();
+        assert_eq!(w, vec![a, b]);
+        assert_eq!(s.pending_output(a), b"+OK\r\n");
+        assert_eq!(s.pending_output(b), b"$1\r\nv\r\n");
+        // No write in a turn: nothing is held.
+        out.clear();
+        s.feed(b, b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", 1_000, &mut out);
+        assert!(!s.aof_hold_replies());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

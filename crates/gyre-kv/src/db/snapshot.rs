@@ -33,6 +33,11 @@ pub(crate) struct Sweep {
     /// Map keys ([`super::map_key`]) of the chains saved.
     done: HashSet<u32, BuildHasherDefault<IdHasher>>,
     out: Vec<u8>,
+    /// Old strings a write copied ahead of the sweep, raw (key length,
+    /// key, value length, value, expire): the write only copies bytes;
+    /// the next slice serializes and compresses them
+    /// ([`Db::snapshot_drain_into`]), inside its time budget.
+    raw: Vec<u8>,
     compress: bool,
     /// Records as AOF commands instead of RDB key/value pairs.
     aof: bool,
@@ -40,6 +45,41 @@ pub(crate) struct Sweep {
     pub(crate) saved: u64,
     /// Records saved ahead of the sweep because a write came first.
     pub(crate) copied: u64,
+}
+
+/// A string record in `Sweep::raw`'s layout.
+fn put_raw(raw: &mut Vec<u8>, key: &[u8], val: &[u8], e: Option<i64>) {
+    raw.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    raw.extend_from_slice(key);
+    raw.extend_from_slice(&(val.len() as u32).to_le_bytes());
+    raw.extend_from_slice(val);
+    raw.extend_from_slice(&e.unwrap_or(-1).to_le_bytes());
+}
+
+/// Serialize every record of `raw` into `out`.
+fn drain_raw(raw: &[u8], out: &mut Vec<u8>, compress: bool, aof: bool) {
+    fn take<'a>(raw: &'a [u8], p: &mut usize, n: usize) -> &'a [u8] {
+        let b = raw.get(*p..*p + n).unwrap_or_default();
+        *p += n;
+        b
+    }
+    let len = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as usize;
+    let mut p = 0;
+    while p < raw.len() {
+        let kl = len(take(raw, &mut p, 4));
+        let key = take(raw, &mut p, kl);
+        let vl = len(take(raw, &mut p, 4));
+        let val = take(raw, &mut p, vl);
+        let e = i64::from_le_bytes(take(raw, &mut p, 8).try_into().unwrap_or([0xff; 8]));
+        put_record(
+            out,
+            key,
+            Ref::Str(val),
+            (e >= 0).then_some(e),
+            compress,
+            aof,
+        );
+    }
 }
 
 /// One key in the sweep's format.
@@ -129,10 +169,22 @@ impl Db {
 
     /// Bytes of records produced so far (taken out).
     pub fn snapshot_take(&mut self) -> Vec<u8> {
-        self.snap
-            .as_mut()
-            .map(|s| std::mem::take(&mut s.out))
-            .unwrap_or_default()
+        let mut v = Vec::new();
+        self.snapshot_drain_into(&mut v);
+        v
+    }
+
+    /// Move the records produced so far to the end of `out` (the output
+    /// keeps its capacity for the next ones).
+    pub fn snapshot_drain_into(&mut self, out: &mut Vec<u8>) {
+        if let Some(s) = self.snap.as_mut() {
+            out.extend_from_slice(&s.out);
+            s.out.clear();
+            if !s.raw.is_empty() {
+                drain_raw(&s.raw, out, s.compress, s.aof);
+                s.raw.clear();
+            }
+        }
     }
 
     /// Records saved so far by the running sweep.
@@ -140,9 +192,9 @@ impl Db {
         self.snap.as_ref().map_or(0, |s| s.saved)
     }
 
-    /// Bytes waiting in the output.
+    /// Bytes waiting in the output (raw copies included).
     pub fn snapshot_pending(&self) -> usize {
-        self.snap.as_ref().map_or(0, |s| s.out.len())
+        self.snap.as_ref().map_or(0, |s| s.out.len() + s.raw.len())
     }
 
     /// End the sweep; (records saved, of which saved before a write).
@@ -150,10 +202,12 @@ impl Db {
         self.snap.take().map_or((0, 0), |s| (s.saved, s.copied))
     }
 
-    /// Before node `i` changes or goes.
+    /// Before node `i` changes or goes. A node below the cursor is saved
+    /// already (or new): nothing to do, and its chain stays out of `done`
+    /// (the set grows only with writes ahead of the sweep).
     #[inline]
     pub(super) fn cow(&mut self, i: usize) {
-        if self.snap.is_some() {
+        if self.snap.as_ref().is_some_and(|s| i >= s.cursor) {
             let h = self.nodes[i].hash;
             self.cow_hash(h);
         }
@@ -175,17 +229,12 @@ impl Db {
         let mut j = head;
         while let Some(n) = self.nodes.get(j as usize) {
             if j as usize >= s.cursor {
-                put_record(
-                    &mut s.out,
-                    n.key.as_slice(),
-                    n.value.as_ref(),
-                    {
-                        let e = expire_of(&self.ttl, n);
-                        (e >= 0).then_some(e)
-                    },
-                    s.compress,
-                    s.aof,
-                );
+                let e = expire_of(&self.ttl, n);
+                let e = (e >= 0).then_some(e);
+                match n.value.as_ref() {
+                    Ref::Str(v) => put_raw(&mut s.raw, n.key.as_slice(), v, e),
+                    v => put_record(&mut s.out, n.key.as_slice(), v, e, s.compress, s.aof),
+                }
                 s.saved += 1;
                 s.copied += 1;
             }

@@ -22,12 +22,25 @@ fn hash3(b: &[u8]) -> usize {
 /// Compress `input`; `None` unless the output is at most `max_out` bytes
 /// (Redis saves a string compressed only when that saves 4+ bytes).
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(max_out.min(input.len() + input.len() / 16 + 8));
+    compress_into(input, max_out, &mut out).then_some(out)
+}
+
+/// [`compress`] appending to `out` (the RDB writer's buffer: no
+/// allocation per string); false, with `out` as it was, when the result
+/// would exceed `max_out` bytes.
+pub fn compress_into(input: &[u8], max_out: usize, out: &mut Vec<u8>) -> bool {
     TABLE.with(|t| {
         let mut t = t.borrow_mut();
         if t.is_empty() {
             t.resize(1 << HLOG, u32::MAX);
         }
-        compress_with(input, max_out, &mut t)
+        let base = out.len();
+        let ok = compress_with(input, base + max_out, &mut t, out);
+        if !ok {
+            out.truncate(base);
+        }
+        ok
     })
 }
 
@@ -39,8 +52,28 @@ thread_local! {
     static TABLE: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn compress_with(input: &[u8], max_out: usize, table: &mut [u32]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(max_out.min(input.len() + input.len() / 16 + 8));
+/// Length of the common prefix of `input[r..]` and `input[i..]` (r < i),
+/// at most `max`: eight bytes per step, then the rest.
+#[inline]
+fn match_len(input: &[u8], r: usize, i: usize, max: usize) -> usize {
+    let mut len = 0;
+    while len + 8 <= max {
+        let a = u64::from_le_bytes(input[r + len..r + len + 8].try_into().unwrap_or([0; 8]));
+        let b = u64::from_le_bytes(input[i + len..i + len + 8].try_into().unwrap_or([0; 8]));
+        let x = a ^ b;
+        if x != 0 {
+            return len + (x.trailing_zeros() / 8) as usize;
+        }
+        len += 8;
+    }
+    while len < max && input[r + len] == input[i + len] {
+        len += 1;
+    }
+    len
+}
+
+/// The compressor proper; `limit`: the longest `out` may grow.
+fn compress_with(input: &[u8], limit: usize, table: &mut [u32], out: &mut Vec<u8>) -> bool {
     let mut lit_start = 0;
     let mut i = 0;
     let flush_lits = |out: &mut Vec<u8>, from: usize, to: usize| {
@@ -61,11 +94,8 @@ fn compress_with(input: &[u8], max_out: usize, table: &mut [u32]) -> Option<Vec<
             let off = i - r - 1;
             if off < MAX_OFF && input[r..r + 3] == input[i..i + 3] {
                 let maxlen = (input.len() - i).min(MAX_REF);
-                let mut len = 3;
-                while len < maxlen && input[r + len] == input[i + len] {
-                    len += 1;
-                }
-                flush_lits(&mut out, lit_start, i);
+                let len = 3 + match_len(input, r + 3, i + 3, maxlen - 3);
+                flush_lits(out, lit_start, i);
                 let l = len - 2;
                 if l < 7 {
                     out.push(((l << 5) | (off >> 8)) as u8);
@@ -74,25 +104,27 @@ fn compress_with(input: &[u8], max_out: usize, table: &mut [u32]) -> Option<Vec<
                     out.push((l - 7) as u8);
                 }
                 out.push(off as u8);
-                // Index the positions inside the match too (cheap, helps runs).
+                // Index the match's last two positions only, as Redis's
+                // liblzf (`VERY_FAST`): indexing every position inside a
+                // long match cost most of the time on repetitive values.
                 let end = i + len;
-                let mut j = i + 1;
-                while j < end && j + 2 < input.len() {
-                    table[hash3(&input[j..])] = j as u32;
-                    j += 1;
+                for j in end.saturating_sub(2).max(i + 1)..end {
+                    if j + 2 < input.len() {
+                        table[hash3(&input[j..])] = j as u32;
+                    }
                 }
                 i = end;
                 lit_start = i;
-                if out.len() > max_out {
-                    return None;
+                if out.len() > limit {
+                    return false;
                 }
                 continue;
             }
         }
         i += 1;
     }
-    flush_lits(&mut out, lit_start, input.len());
-    (out.len() <= max_out).then_some(out)
+    flush_lits(out, lit_start, input.len());
+    out.len() <= limit
 }
 
 /// Decompress into exactly `out_len` bytes; `None` on a malformed stream.
@@ -162,6 +194,25 @@ mod tests {
         let long = vec![b'x'; 10_000];
         assert!(compress(&long, 200).unwrap().len() < 200);
         assert_eq!(compress(b"abcdefghijklmnopqrstuvwxyz", 20), None);
+        // Appending keeps what the buffer held, and a failure leaves it so.
+        let mut out = b"head".to_vec();
+        assert!(compress_into(&long, 200, &mut out));
+        assert_eq!(&out[..4], b"head");
+        assert_eq!(decompress(&out[4..], long.len()).unwrap(), long);
+        let before = out.clone();
+        assert!(!compress_into(b"abcdefghijklmnopqrstuvwxyz", 20, &mut out));
+        assert_eq!(out, before);
+    }
+
+    #[test]
+    fn matches_of_every_length_round_trip() {
+        for n in 0..300 {
+            let mut v = b"0123456789abcdef".to_vec();
+            v.extend(std::iter::repeat_n(b'q', n));
+            v.extend_from_slice(b"0123456789abcdef!");
+            let c = compress(&v, v.len() + 64).unwrap();
+            assert_eq!(decompress(&c, v.len()).unwrap(), v, "{n}");
+        }
     }
 
     #[test]

@@ -18,16 +18,28 @@ const LIST_NODE_BYTES: usize = 8 * 1024;
 
 /// Redis's `rdbSaveLen`.
 pub fn put_len(out: &mut Vec<u8>, n: u64) {
+    let mut b = [0u8; 9];
+    let k = len_into(&mut b, n);
+    out.extend_from_slice(&b[..k]);
+}
+
+/// [`put_len`] into a fixed buffer (at least 9 bytes); bytes written.
+fn len_into(b: &mut [u8], n: u64) -> usize {
     if n < 1 << 6 {
-        out.push(n as u8);
+        b[0] = n as u8;
+        1
     } else if n < 1 << 14 {
-        out.extend_from_slice(&[0x40 | (n >> 8) as u8, n as u8]);
+        b[0] = 0x40 | (n >> 8) as u8;
+        b[1] = n as u8;
+        2
     } else if n <= u64::from(u32::MAX) {
-        out.push(0x80);
-        out.extend_from_slice(&(n as u32).to_be_bytes());
+        b[0] = 0x80;
+        b[1..5].copy_from_slice(&(n as u32).to_be_bytes());
+        5
     } else {
-        out.push(0x81);
-        out.extend_from_slice(&n.to_be_bytes());
+        b[0] = 0x81;
+        b[1..9].copy_from_slice(&n.to_be_bytes());
+        9
     }
 }
 
@@ -53,13 +65,25 @@ pub fn put_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
         }
     }
     if compress && s.len() > 20 {
-        if let Some(c) = lzf::compress(s, s.len() - 4) {
-            out.push(0xc0 | ENC_LZF);
-            put_len(out, c.len() as u64);
-            put_len(out, s.len() as u64);
-            out.extend_from_slice(&c);
+        // Compressed straight into `out` after room for the header (the
+        // type byte and two lengths, at most 1 + 5 + 5 bytes for a string
+        // under 4 GiB), which is then written and the bytes moved back.
+        const ROOM: usize = 1 + 9 + 9;
+        let at = out.len();
+        out.resize(at + ROOM, 0);
+        if lzf::compress_into(s, s.len() - 4, out) {
+            let clen = out.len() - at - ROOM;
+            let mut head = [0u8; ROOM];
+            head[0] = 0xc0 | ENC_LZF;
+            let mut n = 1;
+            n += len_into(&mut head[n..], clen as u64);
+            n += len_into(&mut head[n..], s.len() as u64);
+            out.copy_within(at + ROOM.., at + n);
+            out.truncate(at + n + clen);
+            out[at..at + n].copy_from_slice(&head[..n]);
             return;
         }
+        out.truncate(at);
     }
     put_len(out, s.len() as u64);
     out.extend_from_slice(s);

@@ -204,6 +204,7 @@ impl Server {
             self.propagate_expired_keys();
             self.aof_before_sleep(now_ms);
         }
+        self.release_held();
         st
     }
 
