@@ -58,6 +58,10 @@ struct Waiter {
     keys: Vec<Vec<u8>>,
     op: BlockOp,
     proto: u8,
+    /// The blocking command's id and the time its call took (ns): its
+    /// latency is recorded when it is served, as Redis's
+    /// `updateStatsOnUnblock` does (a timeout records none).
+    call: Option<(u32, u64)>,
 }
 
 /// The blocked clients and the keys they wait on.
@@ -126,6 +130,13 @@ impl BlockState {
         Some(w)
     }
 
+    /// The command that blocked client `id` and its call's time.
+    pub(crate) fn set_call(&mut self, id: ClientId, cmd: u32, ns: u64) {
+        if let Some(w) = self.clients.get_mut(&id) {
+            w.call = Some((cmd, ns));
+        }
+    }
+
     /// Keys with waiters (tests: nothing left behind).
     pub fn waited_keys(&self) -> usize {
         self.queues.len()
@@ -182,6 +193,7 @@ impl Server {
             keys: keys.map(|i| ctx.arg(i).to_vec()).collect(),
             op,
             proto: ctx.proto,
+            call: None,
         };
         self.blocked.block(ctx.client_id, w);
         self.blocked.just_blocked = Some(timeout_ms);
@@ -217,7 +229,12 @@ impl Server {
                 };
                 let mut out = Vec::new();
                 let dirty_before = self.dirty;
+                let t0 = crate::cmdstats::clock_ns();
                 self.serve(id, &w, &key, now, &mut out);
+                if let (Some((cmd, ns)), true) = (w.call, self.cmdstats.tracking) {
+                    let served = crate::cmdstats::clock_ns().saturating_sub(t0);
+                    self.cmdstats.record_latency(cmd, ns + served);
+                }
                 if self.prop.on {
                     self.propagate_served(&w, &key, dirty_before);
                 }

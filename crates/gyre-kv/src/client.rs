@@ -288,13 +288,19 @@ pub(crate) fn client_line_as(
         .map(|m| (m.len() as i64, m.bytes))
         .or(c.exec_view)
         .unwrap_or((-1, 0));
-    let omem = c.obuf.capacity();
+    // Output waiting (Redis's reply list); an emptied buffer kept for
+    // reuse counts in tot-mem only, as Redis's static reply buffer does.
+    let omem = if c.pending_output().is_empty() {
+        0
+    } else {
+        c.obuf.capacity()
+    };
     format!(
         "id={id} addr={} laddr={} fd={} name={name} age={age} idle={idle} flags={flags} db={db} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem={multi_mem} rbs=0 rbp=0 obl=0 oll=0 omem={omem} tot-mem={} events=r cmd={cmd} user={} redir=-1 resp={resp}",
         c.addr,
         c.laddr,
         c.fd,
-        2048 + c.parser.buffered_capacity() + omem + multi_mem as usize,
+        2048 + c.parser.buffered_capacity() + c.obuf.capacity() + multi_mem as usize,
         c.user
     )
 }

@@ -81,6 +81,17 @@ impl CommandStats {
     /// Command `id` ran (`failed`: it replied with an error).
     #[inline]
     pub fn ran(&mut self, id: u32, failed: bool) {
+        let ns = self.ran_untimed(id, failed);
+        if self.tracking {
+            self.record_latency(id, ns);
+        }
+    }
+
+    /// [`CommandStats::ran`] without the latency histogram (a command
+    /// that blocked: Redis records its latency when it is served); the
+    /// call's time in ns.
+    #[inline]
+    pub fn ran_untimed(&mut self, id: u32, failed: bool) -> u64 {
         let now = clock_ns();
         let ns = now.saturating_sub(self.clock);
         self.clock = now;
@@ -89,13 +100,12 @@ impl CommandStats {
             s.nanos += ns;
             s.failed += u64::from(failed);
         }
-        if self.tracking {
-            self.record_latency(id, ns);
-        }
+        ns
     }
 
+    /// Put one call of command `id` that took `ns` in its histogram.
     #[inline]
-    fn record_latency(&mut self, id: u32, ns: u64) {
+    pub(crate) fn record_latency(&mut self, id: u32, ns: u64) {
         if let Some(slot) = self.latency.get_mut(id as usize) {
             slot.get_or_insert_with(Box::default).record(ns);
         }

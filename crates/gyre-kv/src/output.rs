@@ -47,6 +47,10 @@ pub const DEFAULT_LIMITS: ObufLimits = [
 
 pub const CLASS_NAMES: [&str; 3] = ["normal", "replica", "pubsub"];
 
+/// An emptied output buffer up to this capacity is kept for reuse (Redis
+/// keeps a 16 KiB reply buffer in every client).
+const OBUF_KEEP: usize = 4096;
+
 /// Class index of a client (Redis's `getClientType`: pub/sub when it has
 /// subscriptions).
 fn class_of(c: &Client) -> usize {
@@ -179,7 +183,14 @@ impl Server {
         if let Some(c) = self.clients.get_mut(&id) {
             c.obuf_off += n;
             if c.obuf_off >= c.obuf.len() {
-                c.obuf = Vec::new();
+                // A small buffer is kept for the next messages (a
+                // subscriber gets some every batch: no malloc, growth and
+                // free each time); a big one goes back.
+                if c.obuf.capacity() <= OBUF_KEEP {
+                    c.obuf.clear();
+                } else {
+                    c.obuf = Vec::new();
+                }
                 c.obuf_off = 0;
                 c.obuf_soft_since = None;
             } else if c.obuf_off > 64 * 1024 && c.obuf_off * 2 > c.obuf.len() {

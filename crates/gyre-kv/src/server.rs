@@ -933,7 +933,13 @@ impl Server {
         self.stats.total_error_replies += ctx.errors;
         // EXEC's queued commands counted their own errors.
         let own_errors = ctx.errors > std::mem::take(&mut self.cmdstats.nested_errors);
-        self.cmdstats.ran(cmd.id, own_errors);
+        if self.blocked.just_blocked.is_some() {
+            // Counted now; its latency when it is served.
+            let ns = self.cmdstats.ran_untimed(cmd.id, own_errors);
+            self.blocked.set_call(id, cmd.id, ns);
+        } else {
+            self.cmdstats.ran(cmd.id, own_errors);
+        }
         if own_errors {
             self.cmdstats.errors_in(&ctx.out[mark..]);
         }

@@ -68,6 +68,31 @@ fn latency_tracking_matches_redis() {
     );
 }
 
+/// A blocking command is counted in commandstats whether it is served or
+/// times out, but has its latency recorded only when served (redis-server
+/// 7.0.15 records none for a timeout); refused commands (unknown, wrong
+/// arity) get none.
+#[test]
+fn blocked_and_refused_commands_match_redis() {
+    differential(
+        "kvdiff-latency-blocked",
+        &[],
+        "",
+        "
+        0> CONFIG RESETSTAT
+        1>0 BLPOP q 0
+        sleep 50
+        0> LPUSH q a
+        sync 1
+        2> BLPOP none 0.05
+        0> NOSUCH
+        0> GET
+        0>h LATENCY HISTOGRAM blpop lpush get nosuch ping
+        0>i INFO commandstats
+        ",
+    );
+}
+
 /// INFO's default sections leave latencystats out, `all` and
 /// `everything` have it between errorstats and cluster, as Redis; LATENCY
 /// HELP names the subcommands this server has.
