@@ -388,8 +388,7 @@ pub struct HttpConf {
     /// Per upstream, its `hash` key compiled.
     pub upstream_keys: Vec<Option<ComplexValue>>,
     /// nginx's default `client_body_temp_path`: `PREFIX/client_body_temp`.
-    /// (`None` only before `http_init`.)
-    pub body_temp: Option<Arc<crate::temp_file::TempPath>>,
+    pub body_temp: Arc<crate::temp_file::TempPath>,
 }
 
 /// Which level a directive is at, from the enclosing blocks.
@@ -767,9 +766,9 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
     }
     let default_root = cx.full_path("html");
     let default_log = cx.full_path("logs/access.log");
-    c.body_temp = Some(Arc::new(crate::temp_file::TempPath::new(
+    c.body_temp = Arc::new(crate::temp_file::TempPath::new(
         cx.full_path("client_body_temp"),
-    )));
+    ));
     crate::proxy::init_upstreams(c)?;
     let http_set = c.set.clone();
     let http_srv = c.srv.clone();

@@ -16,8 +16,9 @@ use crate::conf::{HttpConf, LocSettings};
 use crate::log_error;
 use crate::phases::{Ctx, Step};
 use crate::request::HttpRequest;
-use crate::request_body::{Keep, Post, Want};
+use crate::request_body::{Post, Want};
 use crate::response::Response;
+use crate::temp_file::Keep;
 
 /// The DAV directives of one level.
 #[derive(Debug, Clone, Default)]
@@ -96,6 +97,7 @@ pub fn put(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     }
     let want = Want {
         in_file: Some(Keep::Clean),
+        group_access: true,
         log_file: false,
     };
     crate::request_body::start(cx, r, want, Post::DavPut)

@@ -1006,10 +1006,6 @@ impl HttpConn {
     ) -> BodyRead {
         use crate::request_body::Pumped;
         let shared = self.shared.clone();
-        let default_temp = match &shared.conf.body_temp {
-            Some(t) => t.clone(),
-            None => Arc::new(crate::temp_file::TempPath::new("client_body_temp".into())),
-        };
         for _ in 0..64 {
             let now = core.now();
             let Some(m) = self.m.as_mut() else {
@@ -1017,10 +1013,14 @@ impl HttpConn {
             };
             let date = core.clock().http_date();
             let mut lines: Vec<(bool, String)> = Vec::new();
-            let pumped =
-                crate::request_body::pump(m, rb, &default_temp, now, date, &mut |crit, text| {
-                    lines.push((crit, text.to_string()))
-                });
+            let pumped = crate::request_body::pump(
+                m,
+                rb,
+                &shared.conf.body_temp,
+                now,
+                date,
+                &mut |crit, text| lines.push((crit, text.to_string())),
+            );
             for (crit, text) in lines {
                 let cx = crate::log_error::req(&shared.conf, r);
                 if crit {

@@ -26,7 +26,7 @@ use gyre_core::event::Msec;
 
 use crate::body::BodyKind;
 use crate::conn::{Connection, Event};
-use crate::temp_file::{TempFile, TempPath};
+use crate::temp_file::{Keep, TempFile, TempPath};
 
 /// `client_body_in_file_only`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -75,85 +75,14 @@ pub fn resolve(levels: &[&crate::conf::LocSettings]) -> BodyConf {
     }
 }
 
-/// What becomes of a body's temporary file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Keep {
-    /// Unlinked right after the open: only the descriptor holds it.
-    Unlinked,
-    /// Kept under its name until the request ends (`client_body_in_file_only
-    /// clean`, a DAV PUT's file until it is renamed).
-    Clean,
-    /// Kept under its name (`client_body_in_file_only on`).
-    Persistent,
-}
-
-/// A body's temporary file (crate::temp_file) and what becomes of it.
-#[derive(Debug)]
-pub struct BodyFile {
-    /// The file; `tf.offset` is the body's length once it is complete.
-    pub tf: TempFile,
-    keep: Keep,
-}
-
-impl BodyFile {
-    /// The name the file was created under (gone already when unlinked).
-    pub fn path(&self) -> &std::path::Path {
-        &self.tf.name
-    }
-
-    /// Bytes written.
-    pub fn len(&self) -> u64 {
-        self.tf.offset
-    }
-
-    /// True before anything was written.
-    pub fn is_empty(&self) -> bool {
-        self.tf.offset == 0
-    }
-
-    /// Whether the file still has a name.
-    pub fn keep(&self) -> Keep {
-        self.keep
-    }
-
-    /// The file was renamed away by its consumer (a DAV PUT moved it into
-    /// place): nothing to remove any more.
-    pub fn disown(&mut self) {
-        self.keep = Keep::Persistent;
-    }
-
-    fn write(&mut self, b: &[u8]) -> io::Result<()> {
-        self.tf.append(b).map_err(failed)
-    }
-}
-
-impl Drop for BodyFile {
-    fn drop(&mut self) {
-        if self.keep == Keep::Clean {
-            let _ = std::fs::remove_file(&self.tf.name);
-        }
-    }
-}
-
-/// A temp-file error as nginx's line says it: `open() "NAME" failed (…)`.
-fn failed(e: crate::temp_file::CreateError) -> io::Error {
-    io::Error::new(
-        e.err.kind(),
-        format!(
-            "{} \"{}\" failed ({})",
-            e.call,
-            e.path.display(),
-            gyre_core::sys_error_text(&e.err)
-        ),
-    )
-}
-
 /// How a handler wants its body kept, beyond the location's settings
 /// (nginx's `r->request_body_in_*` flags a module sets before reading).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Want {
     /// In a file whatever its size (a DAV PUT renames it into place).
     pub in_file: Option<Keep>,
+    /// The file readable by the group (0660).
+    pub group_access: bool,
     /// Log the temporary file's name at warn (nginx's default; a module
     /// that expects the file turns it off).
     pub log_file: bool,
@@ -164,6 +93,7 @@ impl Default for Want {
     fn default() -> Want {
         Want {
             in_file: None,
+            group_access: false,
             log_file: true,
         }
     }
@@ -177,7 +107,7 @@ pub struct RequestBody {
     pub bufs: Vec<Vec<u8>>,
     /// The temporary file holding the whole body, when it did not fit in
     /// memory (or a file was wanted).
-    pub file: Option<BodyFile>,
+    pub file: Option<TempFile>,
     /// Payload bytes received.
     pub len: u64,
     /// The whole body was received.
@@ -186,6 +116,7 @@ pub struct RequestBody {
     limit: u64,
     single: bool,
     in_file: Option<Keep>,
+    group_access: bool,
     log_file: bool,
     temp_path: Option<Arc<TempPath>>,
 }
@@ -236,6 +167,7 @@ impl RequestBody {
             InFileOnly::On => Some(Keep::Persistent),
             InFileOnly::Clean => Some(Keep::Clean),
         });
+        self.group_access = want.group_access;
         self.log_file = want.log_file && conf.in_file_only == InFileOnly::Off;
         self.temp_path = conf.temp_path.clone();
     }
@@ -313,8 +245,7 @@ impl RequestBody {
     fn spill(&mut self, default_path: &TempPath) -> io::Result<PathBuf> {
         let tp = self.temp_path.as_deref().unwrap_or(default_path);
         let keep = self.in_file.unwrap_or(Keep::Unlinked);
-        let tf = TempFile::create(tp, keep != Keep::Unlinked).map_err(failed)?;
-        let mut f = BodyFile { tf, keep };
+        let mut f = TempFile::create(tp, keep, self.group_access)?;
         for b in &self.bufs {
             f.write(b)?;
         }
@@ -332,7 +263,7 @@ impl RequestBody {
         self.file
             .as_ref()
             .filter(|f| f.keep() != Keep::Unlinked)
-            .map(BodyFile::path)
+            .map(TempFile::path)
     }
 
     /// The whole body in memory, for a consumer that wants it so (reads
@@ -340,7 +271,7 @@ impl RequestBody {
     pub fn to_vec(&self) -> io::Result<Vec<u8>> {
         if let Some(f) = &self.file {
             let mut v = vec![0; f.len() as usize];
-            std::os::unix::fs::FileExt::read_exact_at(&f.tf.file, &mut v, 0)?;
+            f.read_at(&mut v, 0)?;
             return Ok(v);
         }
         Ok(self.bufs.concat())
@@ -365,7 +296,7 @@ pub fn set_temp_path(
     cx: &gyre_core::conf::ConfCtx,
 ) -> Result<(), String> {
     let levels: Vec<&str> = d.args.iter().skip(1).map(String::as_str).collect();
-    let tp = TempPath::parse(cx.full_path(d.arg(0)), &levels).map_err(|e| d.error(&e))?;
+    let tp = TempPath::parse(cx.full_path(d.arg(0)), &levels).map_err(|e| d.error(e))?;
     c.settings(cx)?.body.temp_path = Some(Arc::new(tp));
     Ok(())
 }

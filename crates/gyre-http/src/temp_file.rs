@@ -1,18 +1,13 @@
 //! Temporary files (nginx's `ngx_create_temp_file` and the `*_temp_path`
 //! directives): a directory with up to three levels of hashed
 //! subdirectories, files named by a ten-digit counter, created exclusively
-//! (`O_EXCL`, mode 0600) and, unless persistent, unlinked right after the
-//! open so nothing is left behind whatever happens to the process.
+//! (`O_EXCL`) and, unless kept, unlinked right after the open so nothing is
+//! left behind whatever happens to the process.
 //!
-//! It owns naming, the levels and creating missing directories; what is
-//! written and when, logging, and removing a persistent file are the
-//! caller's (the request body reader, crate::request_body).
-//!
-//! The API is the same as the proxy branch's `temp_file.rs` (helper
-//! "proxy", written in parallel): `TempPath::{new, parse, file_name}`,
-//! `TempFile { file, name, offset }` with `create(path, persistent)` and
-//! `append`, `write_at`, `CreateError { call, path, err }`; either file
-//! serves both users.
+//! It owns naming, the levels, creating missing directories and the
+//! file's removal; what is written and when is the caller's (the request
+//! body reader, crate::request_body). Not a cache: files never outlive
+//! their owner except when asked to (`client_body_in_file_only on`).
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -20,18 +15,18 @@ use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The ten digits of a name.
-const NAME_DIGITS: usize = 10;
+/// nginx's `NGX_MAX_PATH_LEVEL`.
+const MAX_LEVELS: usize = 3;
 
 /// Creation attempts before giving up (collisions with files of another
 /// process using the same directory).
-const MAX_TRIES: u32 = 64;
+const MAX_TRIES: u32 = 32;
 
 /// `*_temp_path PATH [L1 [L2 [L3]]]`: where temporary files go.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TempPath {
     pub dir: PathBuf,
-    /// Lengths of the subdirectory names, outermost first.
+    /// Lengths of the subdirectory names, outermost first (each 1 or 2).
     pub levels: Vec<usize>,
 }
 
@@ -45,19 +40,22 @@ impl TempPath {
     }
 
     /// Parses the level arguments of a `*_temp_path` directive (nginx's
-    /// `ngx_conf_set_path_slot`): positive numbers whose sum is at most the
-    /// ten digits of a name (the directive's table allows three). `Err` is
-    /// nginx's reason, `invalid value`.
-    pub fn parse(dir: PathBuf, levels: &[&str]) -> Result<TempPath, String> {
+    /// `ngx_conf_set_path_slot`): positive numbers, at most three (the
+    /// directive takes four arguments), their sum at most the ten digits
+    /// of a name. `Err` is nginx's reason, `invalid value`.
+    pub fn parse(dir: PathBuf, levels: &[&str]) -> Result<TempPath, &'static str> {
+        if levels.len() > MAX_LEVELS {
+            return Err("invalid number of arguments");
+        }
         let mut out = Vec::with_capacity(levels.len());
         for l in levels {
             match l.parse::<usize>() {
-                Ok(n) if n > 0 && l.bytes().all(|b| b.is_ascii_digit()) => out.push(n),
-                _ => return Err("invalid value".into()),
+                Ok(n) if n > 0 => out.push(n),
+                _ => return Err("invalid value"),
             }
         }
-        if out.iter().sum::<usize>() > NAME_DIGITS {
-            return Err("invalid value".into());
+        if out.iter().sum::<usize>() > 10 {
+            return Err("invalid value");
         }
         Ok(TempPath { dir, levels: out })
     }
@@ -80,21 +78,16 @@ impl TempPath {
     }
 }
 
-/// An open temporary file: its descriptor, the name it was created under
-/// (gone already unless persistent) and how much was written.
-#[derive(Debug)]
-pub struct TempFile {
-    pub file: File,
-    pub name: PathBuf,
-    pub offset: u64,
-}
-
-/// What failed: the call nginx's line names, and the path.
-#[derive(Debug)]
-pub struct CreateError {
-    pub call: &'static str,
-    pub path: PathBuf,
-    pub err: io::Error,
+/// What becomes of a temporary file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Unlinked right after the open: only the descriptor holds it.
+    Unlinked,
+    /// Kept under its name while its owner lives, removed when dropped
+    /// (`client_body_in_file_only clean`).
+    Clean,
+    /// Kept under its name (`client_body_in_file_only on`).
+    Persistent,
 }
 
 /// The worker's file counter (nginx's `ngx_temp_number`), started from
@@ -111,92 +104,141 @@ fn next_number(collision: bool) -> u64 {
     };
     let _ = NUMBER.compare_exchange(0, seed() | 1, Ordering::Relaxed, Ordering::Relaxed);
     let add = if collision {
-        u64::from(std::process::id()) % 1_000_000 + 1
+        u64::from(std::process::id()) | 1
     } else {
         1
     };
     NUMBER.fetch_add(add, Ordering::Relaxed)
 }
 
+/// One temporary file, written in order.
+#[derive(Debug)]
+pub struct TempFile {
+    file: File,
+    path: PathBuf,
+    len: u64,
+    keep: Keep,
+}
+
 impl TempFile {
-    /// Creates a new file under `path` (its missing directories too,
-    /// 0700), mode 0600, unlinked at once unless `persistent`.
-    pub fn create(path: &TempPath, persistent: bool) -> Result<TempFile, CreateError> {
+    /// Creates a new file under `tp` (its missing directories too, 0700),
+    /// with mode 0600, or 0660 when `group` (nginx's
+    /// `request_body_file_group_access`).
+    pub fn create(tp: &TempPath, keep: Keep, group: bool) -> io::Result<TempFile> {
+        let mode = if group { 0o660 } else { 0o600 };
         let mut n = next_number(false);
         let mut made_dirs = false;
         for _ in 0..MAX_TRIES {
-            let name = path.file_name(n);
+            let path = tp.file_name(n);
             match OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create_new(true)
-                .mode(0o600)
-                .open(&name)
+                .mode(mode)
+                .open(&path)
             {
                 Ok(file) => {
-                    if !persistent {
-                        if let Err(err) = std::fs::remove_file(&name) {
-                            return Err(CreateError {
-                                call: "unlink()",
-                                path: name,
-                                err,
-                            });
-                        }
+                    if keep == Keep::Unlinked {
+                        let _ = std::fs::remove_file(&path);
                     }
                     return Ok(TempFile {
                         file,
-                        name,
-                        offset: 0,
+                        path,
+                        len: 0,
+                        keep,
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => n = next_number(true),
                 Err(e) if e.kind() == io::ErrorKind::NotFound && !made_dirs => {
                     // The same name again once its directories exist.
                     made_dirs = true;
-                    if let Some(dir) = name.parent() {
-                        std::fs::DirBuilder::new()
-                            .recursive(true)
-                            .mode(0o700)
-                            .create(dir)
-                            .map_err(|err| CreateError {
-                                call: "mkdir()",
-                                path: dir.to_path_buf(),
-                                err,
-                            })?;
+                    if let Some(parent) = path.parent() {
+                        create_dirs(parent)?;
                     }
                 }
-                Err(err) => {
-                    return Err(CreateError {
-                        call: "open()",
-                        path: name,
-                        err,
-                    })
-                }
+                Err(e) => return Err(named(e, "open()", &path)),
             }
         }
-        Err(CreateError {
-            call: "open()",
-            path: path.file_name(n),
-            err: io::Error::from(io::ErrorKind::AlreadyExists),
-        })
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("no free temporary file name in \"{}\"", tp.dir.display()),
+        ))
     }
 
-    /// Appends `b` (one pwrite).
-    pub fn append(&mut self, b: &[u8]) -> Result<(), CreateError> {
-        write_at(&self.file, &self.name, b, self.offset)?;
-        self.offset += b.len() as u64;
+    /// Appends `data`.
+    pub fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        if let Err(e) = self.file.write_all_at(data, self.len) {
+            return Err(named(e, "write()", &self.path));
+        }
+        self.len += data.len() as u64;
         Ok(())
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True before anything was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The name the file was created under (gone already when unlinked).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The open file, to read back (`read_at`) or send (sendfile).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Whether the file still has a name.
+    pub fn keep(&self) -> Keep {
+        self.keep
+    }
+
+    /// The file has been renamed away by its consumer (a DAV PUT moved
+    /// it into place): nothing to remove any more.
+    pub fn disown(&mut self) {
+        self.keep = Keep::Persistent;
+    }
+
+    /// Reads `buf.len()` bytes at `offset` (all of them or an error).
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.file.read_exact_at(buf, offset)
     }
 }
 
-/// Writes `b` at `offset` of a temporary file; the error names the call as
-/// nginx's `pwrite() "…" failed` does.
-pub fn write_at(file: &File, name: &Path, b: &[u8], offset: u64) -> Result<(), CreateError> {
-    file.write_all_at(b, offset).map_err(|err| CreateError {
-        call: "pwrite()",
-        path: name.to_path_buf(),
-        err,
-    })
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if self.keep == Keep::Clean {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Creates `dir` and its missing parents with mode 0700 (nginx's
+/// `ngx_create_path`).
+fn create_dirs(dir: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| named(e, "mkdir()", dir))
+}
+
+/// nginx's `call() "path" failed` framing for an error.
+fn named(e: io::Error, call: &str, path: &Path) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!(
+            "{call} \"{}\" failed ({})",
+            path.display(),
+            gyre_core::sys_error_text(&e)
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -226,37 +268,51 @@ mod tests {
         assert!(TempPath::parse("/t".into(), &["3", "4", "4"]).is_err());
         assert!(TempPath::parse("/t".into(), &["0"]).is_err());
         assert!(TempPath::parse("/t".into(), &["x"]).is_err());
-        assert!(TempPath::parse("/t".into(), &["+1"]).is_err());
+        assert!(TempPath::parse("/t".into(), &["1", "1", "1", "1"]).is_err());
     }
 
     #[test]
     fn unlinked_file_has_no_name_but_keeps_its_bytes() {
         let d = dir("unlinked");
         let tp = TempPath::parse(d.clone(), &["1", "2"]).unwrap();
-        let mut f = TempFile::create(&tp, false).unwrap();
-        assert!(!f.name.exists(), "unlinked after open");
-        assert!(f.name.starts_with(&d));
-        f.append(b"hello ").unwrap();
-        f.append(b"world").unwrap();
+        let mut f = TempFile::create(&tp, Keep::Unlinked, false).unwrap();
+        assert!(!f.path().exists(), "unlinked after open");
+        assert!(f.path().starts_with(&d));
+        f.write(b"hello ").unwrap();
+        f.write(b"world").unwrap();
         let mut b = vec![0; 11];
-        f.file.read_exact_at(&mut b, 0).unwrap();
-        assert_eq!((&b[..], f.offset), (&b"hello world"[..], 11));
+        f.read_at(&mut b, 0).unwrap();
+        assert_eq!((&b[..], f.len()), (&b"hello world"[..], 11));
         let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
-    fn persistent_file_stays_with_mode_0600() {
-        use std::os::unix::fs::PermissionsExt;
+    fn clean_file_is_removed_on_drop_persistent_stays() {
         let d = dir("keep");
         let tp = TempPath::new(d.clone());
-        let a = TempFile::create(&tp, true).unwrap();
-        let b = TempFile::create(&tp, true).unwrap();
-        assert_ne!(a.name, b.name);
-        let mode = std::fs::metadata(&a.name).unwrap().permissions().mode() & 0o777;
+        let f = TempFile::create(&tp, Keep::Clean, false).unwrap();
+        let p = f.path().to_path_buf();
+        assert!(p.exists());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        let name = a.name.clone();
+        drop(f);
+        assert!(!p.exists());
+        let f = TempFile::create(&tp, Keep::Persistent, false).unwrap();
+        let p = f.path().to_path_buf();
+        drop(f);
+        assert!(p.exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn two_files_get_two_names() {
+        let d = dir("two");
+        let tp = TempPath::new(d.clone());
+        let a = TempFile::create(&tp, Keep::Clean, false).unwrap();
+        let b = TempFile::create(&tp, Keep::Clean, false).unwrap();
+        assert_ne!(a.path(), b.path());
         drop((a, b));
-        assert!(name.exists());
         let _ = std::fs::remove_dir_all(&d);
     }
 }
