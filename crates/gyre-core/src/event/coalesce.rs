@@ -8,7 +8,8 @@
 //! kernel sends an IPI to this process's CPU (on a VM a trap to the host).
 //! Measured on loopback with wrk and `Connection: close`, the client's
 //! connect(2) woke a server that had caught up once every 3–6 requests,
-//! and each wake-up cost the client ~10 µs of its own CPU: the faster the
+//! and each wake-up cost the client an estimated ~10 µs of its own CPU
+//! (the IPI's share of its profile): the faster the
 //! server, the more often it caught up, so a server using less CPU than
 //! nginx completed fewer requests per second (issue 16).
 //!
