@@ -554,6 +554,7 @@ impl Core {
             self.coalesce.waited(ready.len());
             return Ok(());
         }
+        self.coalesce.polled_empty();
         Coalesce::sleep();
         let r = self.actions.process_events(Some(0), ready);
         self.coalesce.slept(ready.len());
