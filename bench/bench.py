@@ -387,7 +387,7 @@ def sleeps(pids):
 
 SYSCALLS = ["accept4", "recvfrom", "read", "sendto", "sendmsg", "writev", "write", "sendfile64",
             "close", "shutdown", "epoll_ctl", "epoll_wait", "epoll_pwait", "setsockopt", "openat",
-            "newfstatat", "statx", "newfstat", "pread64"]
+            "newfstatat", "statx", "newfstat", "pread64", "nanosleep", "clock_nanosleep"]
 
 
 def perf_works():

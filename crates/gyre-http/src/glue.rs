@@ -373,6 +373,7 @@ impl Protocol for HttpProtocol {
             lingering: false,
             nodelay: !fallback.tcp_nodelay,
             last_call: false,
+            head_alone: true,
         }))
     }
 }
@@ -433,6 +434,19 @@ struct HttpConn {
     /// The worker is shutting down gracefully: answer at most one more
     /// request, with `Connection: close`, or close after a short wait.
     last_call: bool,
+    /// Nothing has been sent yet: the first response's head goes in a
+    /// segment of its own even when a file follows. The client's TCP sizes
+    /// its quick-ACK budget by the first data segment it receives
+    /// (`tcp_incr_quickack`: receive window / 2 × that segment's size):
+    /// after a ~250-byte head it quick-ACKs the next 16 segments as they
+    /// arrive, in our send's context; after a head merged into a 32 KiB
+    /// segment it quick-ACKs one, and a 64 KiB file's later segments are
+    /// ACKed from the client's own read(2) instead (measured on loopback
+    /// under wrk with `Connection: close`: one more packet per request in
+    /// the client's context, with our retransmit queue freed there too —
+    /// 3.3 µs of client CPU per request, 9% of it). Later responses merge
+    /// head and file with MSG_MORE: by then the budget is spent either way.
+    head_alone: bool,
 }
 
 enum Flow {
@@ -1085,13 +1099,14 @@ impl HttpConn {
             match chunk {
                 Chunk::Bytes(b) => {
                     let want = b.len();
-                    let sent = if m.file_follows() {
+                    let sent = if m.file_follows() && !self.head_alone {
                         core.send_more(c, b)
                     } else {
                         core.send(c, b)
                     };
                     match sent {
                         Ok(n) => {
+                            self.head_alone = false;
                             m.consume_output(n as u64);
                             if n < want {
                                 // A short write: the socket buffer is full.

@@ -2,6 +2,7 @@
 
 pub mod actions;
 pub mod clock;
+pub mod coalesce;
 pub mod connect;
 pub mod core;
 pub mod epoll;

@@ -11,9 +11,11 @@
 //!   variables, map): nginx's static hash tables; gyre's lookups are
 //!   `HashMap`s and sorted tables that need no sizing.
 //! - `tcp_nopush`: nginx sets `TCP_CORK` around `sendfile` so the header and
-//!   the file's first bytes share a segment; gyre always sends a head that a
-//!   file follows with `MSG_MORE`, which does the same, so `on` is what gyre
-//!   does and `off` changes only how bytes are cut into segments.
+//!   the file's first bytes share a segment; gyre sends a head that a file
+//!   follows with `MSG_MORE`, which does the same, except on a connection's
+//!   first response, whose head goes alone so the client quick-ACKs the file
+//!   (see `HttpConn::head_alone`); either way only how bytes are cut into
+//!   segments changes.
 //! - `aio`, `directio`, `directio_alignment`, `output_buffers`,
 //!   `postpone_output`: how nginx reads files and batches output; gyre reads
 //!   files with `sendfile`/`read` on its loop and writes what it has.

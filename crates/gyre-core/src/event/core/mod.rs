@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use super::actions::{Actions, Backend, Interest, Readiness, Trigger};
 use super::clock::{monotonic_ms, msec_diff, Clock, Msec};
+use super::coalesce::{Coalesce, Wait};
 use super::posted::{Posted, Queue};
 use super::time_event::{Next, TimeEventId, TimeEvents, UnknownTimeEvent};
 use super::timer::TimerWheel;
@@ -24,6 +25,11 @@ use crate::conn::listener::{Listener, ListenerId, Protocol};
 use crate::conn::pool::{ConnId, Connection, Event, Kind, Pool};
 use crate::process::shm::SharedZone;
 use crate::sys::notify::{EventFd, TimerFd};
+
+mod accept_mutex;
+mod connection;
+mod event_timer;
+mod listeners;
 
 /// Tokens above every possible connection token (slots are < 2^32 - 1).
 const NOTIFY_TOKEN: u64 = u64::MAX;
@@ -138,6 +144,9 @@ pub struct CoreOptions {
     pub exclusive_accept: bool,
     /// Added to the monotonic clock (tests of wraparound).
     pub clock_offset: Msec,
+    /// Coalesce events while they keep coming (src/event/coalesce.rs);
+    /// off, every wait blocks until the first event.
+    pub coalesce: bool,
 }
 
 impl Default for CoreOptions {
@@ -151,6 +160,7 @@ impl Default for CoreOptions {
             timer_resolution: 0,
             exclusive_accept: false,
             clock_offset: 0,
+            coalesce: true,
         }
     }
 }
@@ -229,6 +239,8 @@ pub struct Core {
     /// The TLS ciphertext buffer of no connection: taken by the one that
     /// reads, given back when drained (`tls_record::Tls::release_idle`).
     pub(crate) tls_spare: Vec<u8>,
+    /// Whether the next wait blocks or polls and sleeps.
+    coalesce: Coalesce,
 }
 
 impl Core {
@@ -281,6 +293,7 @@ impl Core {
             tls_scratch: Vec::new(),
             connect_error: None,
             tls_spare: Vec::new(),
+            coalesce: Coalesce::new(opts.coalesce),
             opts,
         })
     }
@@ -460,7 +473,7 @@ impl Core {
     fn process_events(&mut self, timer: Option<u64>, post_events: bool) -> io::Result<()> {
         let mut ready = std::mem::take(&mut self.ready);
         ready.clear();
-        let r = self.actions.process_events(timer, &mut ready);
+        let r = self.wait(timer, post_events, &mut ready);
         if self.tick.is_none() {
             self.clock.update();
         }
@@ -519,6 +532,33 @@ impl Core {
         }
         self.ready = ready;
         Ok(())
+    }
+
+    /// The wait itself: blocking as asked, or, while events keep coming,
+    /// a poll and a short sleep off the wait queues (coalesce.rs says which
+    /// and why). Holding the accept mutex, or with a timer due, the loop
+    /// waits as asked: a sleep would keep the lock from the others.
+    fn wait(
+        &mut self,
+        timer: Option<u64>,
+        holding: bool,
+        ready: &mut Vec<Readiness>,
+    ) -> io::Result<()> {
+        if holding || timer == Some(0) || self.coalesce.how() == Wait::Block {
+            let r = self.actions.process_events(timer, ready);
+            self.coalesce.waited(ready.len());
+            return r;
+        }
+        self.actions.process_events(Some(0), ready)?;
+        if !ready.is_empty() {
+            self.coalesce.waited(ready.len());
+            return Ok(());
+        }
+        self.coalesce.polled_empty();
+        Coalesce::sleep();
+        let r = self.actions.process_events(Some(0), ready);
+        self.coalesce.slept(ready.len());
+        r
     }
 
     /// Runs a connection's handler for one event.
@@ -613,198 +653,6 @@ impl Core {
         }
     }
 
-    // ----------------------------------------------------------------- timers
-
-    fn event_mut(&mut self, c: ConnId, kind: EvKind) -> Option<&mut Event> {
-        let x = self.pool.get_mut(c)?;
-        Some(match kind {
-            EvKind::Read => &mut x.read,
-            EvKind::Write => &mut x.write,
-        })
-    }
-
-    /// Arms `ev`'s timer `ms` from now (nginx's `ngx_add_timer`). Re-arming
-    /// within [`TIMER_LAZY_DELAY`] (or `ms / 4`, if smaller) of the current
-    /// deadline does nothing.
-    pub fn add_timer(&mut self, ev: Ev, ms: u64) {
-        let mut key = self.clock.now().wrapping_add(ms);
-        if self.in_expire && ms == 0 {
-            // Added while timers are being expired: run it in the next
-            // iteration (whose wait will not block) rather than loop here.
-            key = key.wrapping_add(1);
-        }
-        let idx = Ev::index(ev.conn, ev.kind);
-        let Some(e) = self.event_mut(ev.conn, ev.kind) else {
-            return;
-        };
-        let old = e.timer.take();
-        let cancelable = e.cancelable;
-        if let Some(t) = old {
-            if let Some(d) = self.timers.deadline(t) {
-                if msec_diff(key, d).unsigned_abs() < TIMER_LAZY_DELAY.min(ms / 4) {
-                    if let Some(e) = self.event_mut(ev.conn, ev.kind) {
-                        e.timer = Some(t);
-                    }
-                    return;
-                }
-            }
-            self.timers.remove(t);
-            if !cancelable {
-                self.noncancelable_timers -= 1;
-            }
-        }
-        let t = self.timers.insert(key, idx);
-        if !cancelable {
-            self.noncancelable_timers += 1;
-        }
-        if let Some(e) = self.event_mut(ev.conn, ev.kind) {
-            e.timer = Some(t);
-        }
-    }
-
-    /// Disarms `ev`'s timer (nginx's `ngx_del_timer`).
-    pub fn del_timer(&mut self, ev: Ev) {
-        let Some(e) = self.event_mut(ev.conn, ev.kind) else {
-            return;
-        };
-        let cancelable = e.cancelable;
-        if let Some(t) = e.timer.take() {
-            self.timers.remove(t);
-            if !cancelable {
-                self.noncancelable_timers -= 1;
-            }
-        }
-    }
-
-    /// Whether `ev`'s timer is armed.
-    pub fn timer_set(&self, ev: Ev) -> bool {
-        self.event(ev).is_some_and(Event::timer_set)
-    }
-
-    /// The absolute deadline of `ev`'s timer.
-    pub fn timer_deadline(&self, ev: Ev) -> Option<Msec> {
-        let t = self.event(ev)?.timer?;
-        self.timers.deadline(t)
-    }
-
-    /// Marks `ev`'s timers as cancelable: they do not keep an exiting worker
-    /// alive (nginx's `ev->cancelable`). Applies to an armed timer too.
-    pub fn set_cancelable(&mut self, ev: Ev, on: bool) {
-        let Some(e) = self.event_mut(ev.conn, ev.kind) else {
-            return;
-        };
-        if e.cancelable == on {
-            return;
-        }
-        e.cancelable = on;
-        if e.timer.is_some() {
-            if on {
-                self.noncancelable_timers -= 1;
-            } else {
-                self.noncancelable_timers += 1;
-            }
-        }
-    }
-
-    /// Number of armed connection timers.
-    pub fn timers_len(&self) -> usize {
-        self.timers.len()
-    }
-
-    /// Whether only cancelable timers are left (nginx's
-    /// `ngx_event_no_timers_left`).
-    pub fn no_timers_left(&self) -> bool {
-        self.noncancelable_timers == 0
-    }
-
-    /// Disarms every connection timer (on worker exit).
-    pub fn cancel_timers(&mut self) {
-        for (_, idx) in self.timers.drain() {
-            let slot = idx / 2;
-            let x = &mut self.pool.conns[slot as usize];
-            if idx % 2 == 0 {
-                x.read.timer = None;
-            } else {
-                x.write.timer = None;
-            }
-        }
-        self.noncancelable_timers = 0;
-    }
-
-    /// Pops every due timer, sets `timedout` and calls the handler that also
-    /// serves the event's I/O (nginx's `ngx_event_expire_timers`).
-    fn expire_timers(&mut self) {
-        let now = self.clock.now();
-        self.in_expire = true;
-        while let Some((_, idx)) = self.timers.pop_expired(now) {
-            let slot = idx / 2;
-            let kind = if idx % 2 == 0 {
-                EvKind::Read
-            } else {
-                EvKind::Write
-            };
-            let x = &mut self.pool.conns[slot as usize];
-            let gen = x.gen;
-            let e = if kind == EvKind::Read {
-                &mut x.read
-            } else {
-                &mut x.write
-            };
-            e.timer = None;
-            if !e.cancelable {
-                self.noncancelable_timers -= 1;
-            }
-            self.call(ConnId { slot, gen }, kind, true);
-        }
-        self.in_expire = false;
-    }
-
-    // ------------------------------------------------------------ time events
-
-    /// Creates a time event due `ms` from now (Redis's `aeCreateTimeEvent`).
-    /// The handler's return value decides: [`Next::NoMore`] deletes it,
-    /// [`Next::Again`]`(n)` runs it again `n` ms after it returned.
-    pub fn create_time_event(
-        &mut self,
-        ms: u64,
-        handler: impl FnMut(&mut Core, TimeEventId) -> Next + 'static,
-    ) -> TimeEventId {
-        let now = self.clock.now();
-        self.time_events.create(now, ms, Box::new(handler))
-    }
-
-    /// Deletes a time event (Redis's `aeDeleteTimeEvent`); safe from inside
-    /// any handler, the event's own included.
-    pub fn delete_time_event(&mut self, id: TimeEventId) -> Result<(), UnknownTimeEvent> {
-        self.time_events.delete(id)
-    }
-
-    /// The deadline of the nearest time event (Redis's `aeSearchNearestTimer`).
-    pub fn nearest_time_event(&self) -> Option<Msec> {
-        self.time_events.nearest()
-    }
-
-    /// Number of registered time events.
-    pub fn time_events_len(&self) -> usize {
-        self.time_events.len()
-    }
-
-    /// Runs every due time event once (Redis's `processTimeEvents`). Events
-    /// created meanwhile wait for the next pass.
-    fn process_time_events(&mut self) {
-        if self.time_events.is_empty() {
-            return;
-        }
-        let now = self.clock.now();
-        let pass = self.time_events.begin_pass();
-        while let Some((id, mut h)) = self.time_events.take_due(now, &pass) {
-            let next = h(self, id);
-            let after = monotonic_ms().wrapping_add(self.opts.clock_offset);
-            self.time_events.finish(id, h, next, after);
-        }
-        self.time_events.end_pass(pass);
-    }
-
     // ----------------------------------------------------------------- notify
 
     /// A handle that wakes this loop from another thread or a signal
@@ -864,380 +712,5 @@ impl Core {
         for f in &mut self.reopen_hooks {
             f();
         }
-    }
-
-    // ------------------------------------------------------------ accept mutex
-
-    /// Makes this loop take `mutex` before accepting (`accept_mutex on`): the
-    /// listeners are registered only while it is held.
-    pub fn set_accept_mutex(&mut self, mutex: Box<dyn AcceptMutex>) -> io::Result<()> {
-        self.accept_mutex = Some(mutex);
-        self.accept_mutex_held = false;
-        self.disable_accept_events()
-    }
-
-    pub(crate) fn accept_mutex_is_set(&self) -> bool {
-        self.accept_mutex.is_some()
-    }
-
-    /// nginx's `ngx_trylock_accept_mutex`.
-    fn trylock_accept_mutex(&mut self) -> io::Result<()> {
-        let got = self.accept_mutex.as_mut().is_some_and(|m| m.try_lock());
-        if got {
-            if !self.accept_events_enabled {
-                if let Err(e) = self.enable_accept_events() {
-                    if let Some(m) = self.accept_mutex.as_mut() {
-                        m.unlock();
-                    }
-                    self.accept_mutex_held = false;
-                    return Err(e);
-                }
-            }
-            self.accept_mutex_held = true;
-        } else {
-            if self.accept_events_enabled {
-                self.disable_accept_events()?;
-            }
-            self.accept_mutex_held = false;
-        }
-        Ok(())
-    }
-
-    // ------------------------------------------------------------ connections
-
-    /// The live connection `c`, or None if it was closed.
-    #[inline]
-    pub fn conn(&self, c: ConnId) -> Option<&Connection> {
-        self.pool.get(c)
-    }
-
-    #[inline]
-    pub fn conn_mut(&mut self, c: ConnId) -> Option<&mut Connection> {
-        self.pool.get_mut(c)
-    }
-
-    /// The event `ev` refers to, if its connection is live.
-    pub fn event(&self, ev: Ev) -> Option<&Event> {
-        let x = self.pool.get(ev.conn)?;
-        Some(match ev.kind {
-            EvKind::Read => &x.read,
-            EvKind::Write => &x.write,
-        })
-    }
-
-    /// Whether `c` refers to a live connection.
-    #[inline]
-    pub fn is_live(&self, c: ConnId) -> bool {
-        self.pool.get(c).is_some()
-    }
-
-    /// Slots in the pool.
-    pub fn connections(&self) -> usize {
-        self.pool.capacity()
-    }
-
-    /// Free slots.
-    pub fn free_connections(&self) -> usize {
-        self.pool.free_n
-    }
-
-    /// Slots in use (listeners included).
-    pub fn connections_in_use(&self) -> usize {
-        self.pool.capacity() - self.pool.free_n
-    }
-
-    /// Runs `target`'s handler with `ev`, whose `conn` may be another
-    /// connection: how a connection that serves another (an upstream
-    /// connection of a proxied request) passes its events to the handler
-    /// that owns both (nginx's `r->read_event_handler` of the upstream
-    /// calling into the request). False when `target` is closed or its
-    /// handler is running (the caller then posts or drops the event).
-    pub fn dispatch(&mut self, target: ConnId, ev: Ev) -> bool {
-        let Some(mut h) = self.pool.get_mut(target).and_then(|x| x.handler.take()) else {
-            return false;
-        };
-        h.handle(self, ev);
-        if let Some(x) = self.pool.get_mut(target) {
-            if x.handler.is_none() {
-                x.handler = Some(h);
-            }
-        }
-        true
-    }
-
-    /// Whether the events module is edge-triggered (epoll): a watched
-    /// socket reports new input once, so watching an idle client costs
-    /// nothing until it sends or closes.
-    pub fn edge_triggered(&self) -> bool {
-        self.actions.edge_triggered()
-    }
-
-    /// Replaces a connection's handler (also from inside that handler).
-    pub fn set_handler(&mut self, c: ConnId, h: Box<dyn Handler>) {
-        if let Some(x) = self.pool.get_mut(c) {
-            x.handler = Some(h);
-        }
-    }
-
-    /// Adds an fd that was not accepted from a listener (an upstream socket,
-    /// a pipe) to the pool with a handler. The fd is made non-blocking; call
-    /// [`Core::handle_read_event`] to start watching it.
-    pub fn adopt(&mut self, fd: std::os::fd::OwnedFd, h: Box<dyn Handler>) -> io::Result<ConnId> {
-        crate::sys::socket::set_nonblocking(fd.as_fd())?;
-        let c = self.get_connection(fd)?;
-        if let Some(x) = self.pool.get_mut(c) {
-            x.write.ready = true;
-        }
-        self.set_handler(c, h);
-        Ok(c)
-    }
-
-    /// Takes a slot for `fd` (nginx's `ngx_get_connection`): drains reusable
-    /// connections when fewer than 1/16 of the slots are free, and logs (at
-    /// most once a second) when none is left.
-    pub(crate) fn get_connection(&mut self, fd: std::os::fd::OwnedFd) -> io::Result<ConnId> {
-        if self.pool.free_n < self.pool.capacity() / 16 || self.pool.free_n == 0 {
-            self.drain_connections();
-        }
-        match self.pool.alloc(fd, Kind::Conn) {
-            Ok(c) => Ok(c),
-            Err(_fd) => {
-                let now = self.clock.now();
-                if msec_diff(now, self.last_pool_warning) >= 1000 {
-                    self.last_pool_warning = now;
-                    log::warn!("{} worker_connections are not enough", self.pool.capacity());
-                }
-                Err(io::Error::other("worker_connections are not enough"))
-            }
-        }
-    }
-
-    /// Asks up to 32 of the oldest reusable connections to close (nginx's
-    /// `ngx_drain_connections`).
-    fn drain_connections(&mut self) {
-        let mut n = self.pool.reusable_n.min(32);
-        while n > 0 {
-            n -= 1;
-            let Some(c) = self.pool.oldest_reusable() else {
-                break;
-            };
-            self.stats.drained += 1;
-            self.ask_to_close(c, true);
-        }
-    }
-
-    /// Sets `close` and runs the read handler, which should close the
-    /// connection. With `force` (slots are short) the core closes it if the
-    /// handler did not; on graceful shutdown the handler may keep it a
-    /// little longer (to answer one more request with `Connection: close`
-    /// instead of racing the client), provided it arms a non-cancelable
-    /// timer so the exiting worker waits for it.
-    fn ask_to_close(&mut self, c: ConnId, force: bool) {
-        if let Some(x) = self.pool.get_mut(c) {
-            x.close = true;
-            x.idle = false;
-        }
-        self.set_reusable(c, false);
-        self.call(c, EvKind::Read, false);
-        let timer_held = self
-            .pool
-            .get(c)
-            .is_some_and(|x| x.read.timer_set() && !x.read.cancelable);
-        if force || !timer_held {
-            self.close(c);
-        }
-    }
-
-    /// Marks `c` as reusable (an idle keep-alive connection that may be closed
-    /// when slots run short) or not (nginx's `ngx_reusable_connection`).
-    ///
-    /// Reusable connections are what stub_status counts as "Waiting".
-    pub fn set_reusable(&mut self, c: ConnId, on: bool) {
-        let Some(x) = self.pool.get(c) else {
-            return;
-        };
-        if x.reusable == on {
-            return;
-        }
-        self.pool.set_reusable(c, on);
-        if let Some(z) = &self.shared {
-            if on {
-                z.stats().waiting.inc();
-            } else {
-                z.stats().waiting.dec();
-            }
-        }
-    }
-
-    /// Marks `c` as idle (between requests) or busy: a graceful shutdown
-    /// closes idle connections at once and waits for busy ones.
-    pub fn set_idle(&mut self, c: ConnId, on: bool) {
-        if let Some(x) = self.pool.get_mut(c) {
-            x.idle = on;
-        }
-    }
-
-    /// Marks `c` as waiting between requests, or busy again: reusable
-    /// (drained first when slots run short, counted as Waiting), idle (closed
-    /// at once on graceful shutdown) and its read timer (the keep-alive
-    /// timeout) cancelable — what nginx's keep-alive handler sets together.
-    pub fn set_keepalive(&mut self, c: ConnId, on: bool) {
-        self.set_reusable(c, on);
-        self.set_idle(c, on);
-        self.set_cancelable(Ev::read(c), on);
-    }
-
-    /// Closes a connection (nginx's `ngx_close_connection`): disarms its
-    /// timers, unposts its events, stops watching it, frees the slot (the
-    /// generation changes) and closes the fd. A no-op for a stale id.
-    pub fn close(&mut self, c: ConnId) {
-        let Some(x) = self.pool.get(c) else {
-            return;
-        };
-        let c = if x.tls.is_some() {
-            // close_notify first; when it cannot all go out now, the slot
-            // lingers under a new generation and closes itself.
-            match self.tls_close(c) {
-                Some(c) => c,
-                None => return,
-            }
-        } else {
-            c
-        };
-        let Some(x) = self.pool.get(c) else {
-            return;
-        };
-        if let Kind::Listener(_) = x.kind {
-            log::error!("close() called on a listening connection");
-            return;
-        }
-        self.del_timer(Ev::read(c));
-        self.del_timer(Ev::write(c));
-        self.posted.remove(Ev::index(c, EvKind::Read));
-        self.posted.remove(Ev::index(c, EvKind::Write));
-        self.release_slot(c);
-    }
-
-    /// Stops watching, frees and closes a slot of any kind.
-    pub(crate) fn release_slot(&mut self, c: ConnId) {
-        let Some(x) = self.pool.get(c) else {
-            return;
-        };
-        // Only a socket this process accepted is surely gone from epoll when
-        // closed: a listening socket is also open in the master, an adopted
-        // fd may have duplicates, so those are deleted explicitly.
-        let accepted = x.listener.is_some();
-        if let Some(z) = &self.shared {
-            if accepted {
-                z.stats().active.dec();
-            }
-            if x.reusable {
-                z.stats().waiting.dec();
-            }
-        }
-        if x.in_backend {
-            if let Some(fd) = x.fd() {
-                if let Err(e) = self.actions.del(fd, c.token(), accepted) {
-                    log::error!("{} del failed ({e})", self.actions.name());
-                }
-            }
-        }
-        // The fd closes here, after the handler (if not running) is dropped.
-        drop(self.pool.free(c));
-    }
-
-    // ------------------------------------------------------------- interest
-
-    /// Sets what the multiplexer watches for `c`: add, modify or delete.
-    pub(crate) fn set_interest(&mut self, c: ConnId, want: Interest) -> io::Result<()> {
-        let edge = self.actions.edge_triggered();
-        let exclusive = self.opts.exclusive_accept;
-        let Some(x) = self.pool.get_mut(c) else {
-            return Ok(());
-        };
-        if want == x.registered && (x.in_backend || want.is_empty()) {
-            return Ok(());
-        }
-        let trigger = match x.kind {
-            Kind::Listener(_) if exclusive => Trigger::Exclusive,
-            Kind::Listener(_) => Trigger::Level,
-            _ if edge => Trigger::Edge,
-            _ => Trigger::Level,
-        };
-        let Some(fd) = x.fd.as_ref() else {
-            return Ok(());
-        };
-        let token = c.token();
-        let r = if !x.in_backend {
-            self.actions.add(fd.as_fd(), token, want, trigger)
-        } else if want.is_empty() {
-            self.actions.del(fd.as_fd(), token, false)
-        } else {
-            self.actions.modify(fd.as_fd(), token, want, trigger)
-        };
-        r?;
-        x.in_backend = !want.is_empty();
-        x.registered = want;
-        x.read.active = want.readable();
-        x.write.active = want.writable();
-        Ok(())
-    }
-
-    // -------------------------------------------------------------- listeners
-
-    /// Registers a listener whose accepted connections go to `protocol`
-    /// (nginx's `ngx_event_process_init` step 6: the listener gets a slot and
-    /// its read handler is the accept handler). Without an accept mutex it is
-    /// watched at once.
-    pub fn add_listener(
-        &mut self,
-        ls: Listener,
-        protocol: Box<dyn Protocol>,
-    ) -> io::Result<ListenerId> {
-        let idx = self.listeners.len();
-        let (addr, opts) = (ls.local_addr(), *ls.options());
-        let fd = ls.into_fd();
-        let c = self
-            .pool
-            .alloc(fd, Kind::Listener(idx as u32))
-            .map_err(|_| io::Error::other("worker_connections are not enough for the listeners"))?;
-        if let Some(x) = self.pool.get_mut(c) {
-            x.handler = Some(Box::new(crate::conn::accept::AcceptHandler {
-                ls: ListenerId(idx),
-            }));
-        }
-        self.listeners.push(ListenerSlot {
-            opts,
-            addr,
-            open: true,
-            accepts: 0,
-            first_read: Default::default(),
-            conn: c,
-            protocol: Some(protocol),
-            tls: None,
-        });
-        if self.accept_mutex.is_none() {
-            self.set_interest(c, Interest::READ)?;
-            self.accept_events_enabled = true;
-        }
-        Ok(ListenerId(idx))
-    }
-
-    /// The address a listener is bound to.
-    pub fn listener_addr(&self, id: ListenerId) -> Option<std::net::SocketAddr> {
-        let l = self.listeners.get(id.0)?;
-        l.open.then_some(l.addr)
-    }
-
-    /// Stops accepting and closes every listening socket (graceful shutdown).
-    pub fn close_listeners(&mut self) {
-        for i in 0..self.listeners.len() {
-            let c = self.listeners[i].conn;
-            self.del_timer(Ev::read(c));
-            self.posted.remove(Ev::index(c, EvKind::Read));
-            self.release_slot(c);
-            self.listeners[i].open = false;
-        }
-        self.accept_events_enabled = false;
     }
 }
