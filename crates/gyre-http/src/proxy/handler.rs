@@ -93,6 +93,8 @@ pub struct Proxy {
     /// `hlen`).
     pub(super) hbuf: Vec<u8>,
     pub(super) hlen: usize,
+    /// The body's read buffer (kept at its length, like `hbuf`).
+    pub(super) rbuf: Vec<u8>,
     /// Decoded body bytes to relay (reused).
     pub(super) out: Vec<u8>,
     pub(super) head: Option<ResponseHead>,
@@ -156,6 +158,7 @@ impl Proxy {
             buf: Vec::new(),
             hbuf: Vec::new(),
             hlen: 0,
+            rbuf: Vec::new(),
             out: Vec::new(),
             head: None,
             reader: None,
