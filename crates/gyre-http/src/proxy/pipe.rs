@@ -39,6 +39,10 @@ use crate::upstream::Outcome;
 
 const READING: &str = "reading upstream";
 
+/// The most read from the upstream at once (the pooled read buffer's
+/// size): larger `proxy_buffers` are filled in several reads.
+const READ_MAX: usize = 64 * 1024;
+
 /// A response's temp file: shared with the connection's open files (its
 /// regions are sent from there), written at `written`, handed to the
 /// machine up to `queued`.
@@ -141,6 +145,8 @@ pub(super) fn relay_body(
         // (chunks to decode, bytes for the temp file) go through `p.buf`.
         let identity = p.reader.as_ref().and_then(|b| b.identity_left());
         let direct = identity.filter(|_| !to_file && p.buf.is_empty());
+        // At most READ_MAX a read: the buffer stays small in the pool.
+        let room = room.min(READ_MAX);
         let want = direct.map_or(room, |left| {
             (left.min(usize::MAX as u64) as usize).min(room)
         });
