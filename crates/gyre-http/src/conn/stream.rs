@@ -234,33 +234,6 @@ impl Connection {
         Ok(())
     }
 
-    /// Room for up to `n` more bytes of a streamed body that is not
-    /// chunked, at the end of the output, for the caller to fill in place
-    /// (a relayed body received straight from the upstream's socket: no
-    /// copy); [`Connection::commit_body_room`] keeps what was written. None
-    /// when the body is chunked or not streaming.
-    pub fn body_room(&mut self, n: usize) -> Option<&mut [u8]> {
-        if !self.is_streaming() || self.cur.as_ref().is_some_and(|c| c.chunked) {
-            return None;
-        }
-        let n = n.min(self.body_left().min(usize::MAX as u64) as usize);
-        if self.out_pos >= 16 * 1024 {
-            self.compact_output();
-        }
-        let start = self.out.len();
-        self.out.resize(start + n, 0);
-        self.out.get_mut(start..)
-    }
-
-    /// Keeps `used` of the `reserved` bytes [`Connection::body_room`] gave
-    /// (the rest is dropped) as body output.
-    pub fn commit_body_room(&mut self, reserved: usize, used: usize) {
-        let start = self.out.len().saturating_sub(reserved);
-        self.out.truncate(start + used.min(reserved));
-        self.extend_bytes_seg(start);
-        self.body_sent(used.min(reserved) as u64);
-    }
-
     /// `n` body bytes queued: what is left of the announced length and
     /// the sent counts.
     fn body_sent(&mut self, n: u64) {

@@ -89,6 +89,12 @@ pub struct Proxy {
     pub(super) body: Vec<u8>,
     /// Bytes read from the upstream and not yet used.
     pub(super) buf: Vec<u8>,
+    /// The response head as read (`proxy_buffer_size` long, filled to
+    /// `hlen`).
+    pub(super) hbuf: Vec<u8>,
+    pub(super) hlen: usize,
+    /// The body's read buffer (kept at its length, like `hbuf`).
+    pub(super) rbuf: Vec<u8>,
     /// Decoded body bytes to relay (reused).
     pub(super) out: Vec<u8>,
     pub(super) head: Option<ResponseHead>,
@@ -150,6 +156,9 @@ impl Proxy {
             sent: 0,
             body: Vec::new(),
             buf: Vec::new(),
+            hbuf: Vec::new(),
+            hlen: 0,
+            rbuf: Vec::new(),
             out: Vec::new(),
             head: None,
             reader: None,
@@ -186,6 +195,7 @@ impl Proxy {
         self.sent = 0;
         self.body.clear();
         self.buf.clear();
+        self.hlen = 0;
         self.out.clear();
         self.head = None;
         self.reader = None;

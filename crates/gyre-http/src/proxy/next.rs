@@ -121,7 +121,13 @@ pub(super) fn fail(
         _ => 502,
     };
     r.st.upstream.failed(core.now(), status);
-    if p.cached && ftype == ft::ERROR && !p.stale_retry && p.buf.is_empty() && !p.body_taken {
+    if p.cached
+        && ftype == ft::ERROR
+        && !p.stale_retry
+        && p.buf.is_empty()
+        && p.hlen == 0
+        && !p.body_taken
+    {
         // A cached connection the upstream had closed: once more on a new
         // connection, not counted against the peer.
         p.stale_retry = true;

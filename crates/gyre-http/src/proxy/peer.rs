@@ -77,6 +77,7 @@ pub(super) fn connect(
     p.attempt_start = now;
     p.addr = Some(addr.clone());
     p.buf.clear();
+    p.hlen = 0;
     p.head = None;
     p.reader = None;
     p.sent = 0;

@@ -39,6 +39,10 @@ use crate::upstream::Outcome;
 
 const READING: &str = "reading upstream";
 
+/// The most read from the upstream at once (the pooled read buffer's
+/// size): larger `proxy_buffers` are filled in several reads.
+const READ_MAX: usize = 64 * 1024;
+
 /// A response's temp file: shared with the connection's open files (its
 /// regions are sent from there), written at `written`, handed to the
 /// machine up to `queued`.
@@ -135,47 +139,37 @@ pub(super) fn relay_body(
             core.add_timer(Ev::read(u), p.conf.read_timeout);
             return wait(progress);
         }
-        // A body that needs no decoding goes from the upstream's socket
-        // straight into the client's output: one copy less.
+        // Received into the pooled read buffer (kept at its length: zeroed
+        // once, not before each read). A body that needs no decoding, for
+        // the client's memory, is queued from there (one copy); other bytes
+        // (chunks to decode, bytes for the temp file) go through `p.buf`.
         let identity = p.reader.as_ref().and_then(|b| b.identity_left());
-        if let (Some(left), false, true) = (identity, to_file, p.buf.is_empty()) {
-            let want = (left.min(usize::MAX as u64) as usize).min(room);
-            if let Some(dst) = env.cx.m.body_room(want) {
-                let reserved = dst.len();
-                let got = core.recv(u, dst);
-                let used = *got.as_ref().unwrap_or(&0);
-                env.cx.m.commit_body_room(reserved, used);
-                match got {
-                    Ok(0) => return end_of_stream(core, env, r, p),
-                    Ok(n) => {
-                        if let Some(b) = p.reader.as_mut() {
-                            b.took(n);
-                        }
-                        r.st.upstream.received(n as u64);
-                        progress = true;
-                        core.add_timer(Ev::read(u), p.conf.read_timeout);
-                        continue;
-                    }
-                    Err(e) => return recv_failed(core, env, r, p, u, &e, progress),
-                }
-            }
+        let direct = identity.filter(|_| !to_file && p.buf.is_empty());
+        // At most READ_MAX a read: the buffer stays small in the pool.
+        let room = room.min(READ_MAX);
+        let want = direct.map_or(room, |left| {
+            (left.min(usize::MAX as u64) as usize).min(room)
+        });
+        if p.rbuf.len() < want {
+            p.rbuf.resize(want, 0);
         }
-        p.buf.resize(room, 0);
-        match core.recv(u, &mut p.buf) {
-            Ok(0) => {
-                p.buf.clear();
-                return end_of_stream(core, env, r, p);
-            }
+        match core.recv(u, &mut p.rbuf[..want]) {
+            Ok(0) => return end_of_stream(core, env, r, p),
             Ok(n) => {
-                p.buf.truncate(n);
                 r.st.upstream.received(n as u64);
                 // Traffic: the read timeout starts again.
                 core.add_timer(Ev::read(u), p.conf.read_timeout);
+                if direct.is_some() {
+                    let _ = env.cx.m.send_body_bytes(&p.rbuf[..n]);
+                    if let Some(b) = p.reader.as_mut() {
+                        b.took(n);
+                    }
+                    progress = true;
+                } else {
+                    p.buf.extend_from_slice(&p.rbuf[..n]);
+                }
             }
-            Err(e) => {
-                p.buf.clear();
-                return recv_failed(core, env, r, p, u, &e, progress);
-            }
+            Err(e) => return recv_failed(core, env, r, p, u, &e, progress),
         }
     }
     Turn::WaitProgress

@@ -47,35 +47,35 @@ pub(super) fn read_header(
         );
     }
     let limit = p.conf.buffer_size;
+    // The head buffer keeps its length across requests (the state is
+    // pooled): it is zeroed once, not before every read.
+    if p.hbuf.len() < limit {
+        p.hbuf.resize(limit, 0);
+    }
     // Bounded: each pass reads bytes or stops.
     loop {
         // Not readable (no event since the last EAGAIN): the response is
         // not there yet; no recv just to hear EAGAIN.
         let readable = core.conn(u).is_some_and(|x| x.read.ready);
-        if !readable && p.buf.is_empty() {
+        if !readable && p.hlen == 0 {
             return Turn::Wait;
         }
-        if p.buf.len() < limit && readable {
-            let have = p.buf.len();
-            p.buf.resize(limit, 0);
-            let got = core.recv(u, &mut p.buf[have..]);
-            match got {
+        if p.hlen < limit && readable {
+            let have = p.hlen;
+            match core.recv(u, &mut p.hbuf[have..limit]) {
                 Ok(0) => {
-                    p.buf.truncate(have);
                     return fail(core, env, r, p, ft::ERROR, READING, PREMATURE_CLOSE);
                 }
                 Ok(n) => {
-                    p.buf.truncate(have + n);
+                    p.hlen = have + n;
                     r.st.upstream.received(n as u64);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    p.buf.truncate(have);
                     if have == 0 {
                         return Turn::Wait;
                     }
                 }
                 Err(e) => {
-                    p.buf.truncate(have);
                     let msg = format!("recv() failed ({})", sys_error_text(&e));
                     return fail(core, env, r, p, ft::ERROR, READING, &msg);
                 }
@@ -85,9 +85,9 @@ pub(super) fn read_header(
             limit,
             skip_informational: false,
         };
-        match parse_head(&p.buf, &o) {
+        match parse_head(&p.hbuf[..p.hlen], &o) {
             Head::Incomplete => {
-                if core.conn(u).is_some_and(|x| x.read.ready) && p.buf.len() < limit {
+                if core.conn(u).is_some_and(|x| x.read.ready) && p.hlen < limit {
                     continue;
                 }
                 return Turn::Wait;
@@ -172,7 +172,11 @@ pub(super) fn got_head(
         Some(v) if v.eq_ignore_ascii_case("no") => true,
         _ => !conf.buffering,
     };
-    p.buf.drain(..n);
+    // What came after the head: the body's first bytes.
+    p.buf.clear();
+    p.buf
+        .extend_from_slice(p.hbuf.get(n..p.hlen).unwrap_or(&[]));
+    p.hlen = 0;
     let framing = head.framing(r.st.is_head());
     r.st.upstream.set_headers(
         head.headers

@@ -153,10 +153,22 @@ fn parse_one(buf: &[u8], limit: usize) -> Head {
         version,
         status,
         reason,
-        headers: Vec::new(),
+        // Most upstream heads have a handful of headers: one allocation.
+        headers: Vec::with_capacity(8),
         content_length: None,
         chunked: false,
         connection_close: version < 1001,
+    };
+    // The head's text checked once: names and values end at ASCII
+    // delimiters, so their slices of it are text too (the slower lossy
+    // conversion only for other bytes).
+    let valid = match std::str::from_utf8(window) {
+        Ok(t) => t,
+        Err(e) => std::str::from_utf8(&window[..e.valid_up_to()]).unwrap_or(""),
+    };
+    let text = |(a, b): Span| match valid.get(a..b) {
+        Some(t) => t.to_owned(),
+        None => lossy(&window[a..b]),
     };
     // Bounded by the window: each line consumes bytes.
     loop {
@@ -168,6 +180,7 @@ fn parse_one(buf: &[u8], limit: usize) -> Head {
             HLine::Ignore(next) => i = next,
             HLine::End(next) => return Head::Done(head, next),
             HLine::Header(name, value, next) => {
+                let (name, value) = (text(name), text(value));
                 note(&mut head, &name, &value);
                 head.headers.push(Header { name, value });
                 i = next;
@@ -293,7 +306,7 @@ fn status_line(b: &[u8]) -> Line {
     if b[text_start..end].contains(&b'\r') {
         return Line::Invalid;
     }
-    let reason = String::from_utf8_lossy(&b[text_start..end]).into_owned();
+    let reason = lossy(&b[text_start..end]);
     Line::Ok((major * 1000 + minor, code, reason, after))
 }
 
@@ -305,8 +318,12 @@ enum HLine {
     Ignore(usize),
     /// The empty line ending the head.
     End(usize),
-    Header(String, String, usize),
+    /// A header's name and value (where they are in the buffer), and
+    /// where the next line starts.
+    Header(Span, Span, usize),
 }
+
+type Span = (usize, usize);
 
 fn invalid_at(b: &[u8], start: usize, at: usize) -> HLine {
     HLine::Invalid(format!(
@@ -343,11 +360,11 @@ fn header_line(b: &[u8], start: usize) -> HLine {
             Some(b'\r') => {
                 return match get(i + 1) {
                     None => HLine::Incomplete,
-                    Some(b'\n') => HLine::Header(lossy(&b[start..i]), String::new(), i + 2),
+                    Some(b'\n') => HLine::Header((start, i), (i, i), i + 2),
                     Some(_) => invalid_at(b, start, i),
                 }
             }
-            Some(b'\n') => return HLine::Header(lossy(&b[start..i]), String::new(), i + 1),
+            Some(b'\n') => return HLine::Header((start, i), (i, i), i + 1),
             Some(b'/') if i - start == 4 && &b[start..i] == b"HTTP" => {
                 // sw_ignore_line: to the end of the line.
                 return match b[i..].iter().position(|&c| c == b'\n') {
@@ -378,15 +395,11 @@ fn header_line(b: &[u8], start: usize) -> HLine {
             Some(b'\r') => {
                 return match get(i + 1) {
                     None => HLine::Incomplete,
-                    Some(b'\n') => {
-                        HLine::Header(lossy(&b[start..name_end]), lossy(&b[vstart..vend]), i + 2)
-                    }
+                    Some(b'\n') => HLine::Header((start, name_end), (vstart, vend), i + 2),
                     Some(_) => invalid_at(b, start, i),
                 }
             }
-            Some(b'\n') => {
-                return HLine::Header(lossy(&b[start..name_end]), lossy(&b[vstart..vend]), i + 1)
-            }
+            Some(b'\n') => return HLine::Header((start, name_end), (vstart, vend), i + 1),
             Some(b' ') => i += 1,
             Some(_) => {
                 i += 1;
@@ -396,8 +409,13 @@ fn header_line(b: &[u8], start: usize) -> HLine {
     }
 }
 
+/// A header's text: valid UTF-8 (the usual ASCII) copied as it is, the
+/// slower lossy conversion only for other bytes.
 fn lossy(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    match std::str::from_utf8(b) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(b).into_owned(),
+    }
 }
 
 /// What the body reader says about bytes given to it.
@@ -531,6 +549,18 @@ mod tests {
             Head::Done(h, n) => (h, n),
             other => panic!("{other:?} for {:?}", String::from_utf8_lossy(b)),
         }
+    }
+
+    #[test]
+    fn header_text_is_checked_once_and_other_bytes_are_replaced() {
+        let (h, _) = done(
+            b"HTTP/1.1 200 OK\r\nX-A: caf\xe9\r\nX-B: ok\r\nX-C: \xc3\xa9t\xc3\xa9\r\n\r\n\xff\xfe",
+        );
+        assert_eq!(h.header("x-a"), Some("caf\u{fffd}"));
+        assert_eq!(h.header("x-b"), Some("ok"));
+        assert_eq!(h.header("x-c"), Some("\u{e9}t\u{e9}"));
+        let (h, _) = done(b"HTTP/1.1 200 OK\r\nX-C: \xc3\xa9t\xc3\xa9\r\n\r\n\xff");
+        assert_eq!(h.header("x-c"), Some("\u{e9}t\u{e9}"));
     }
 
     #[test]
