@@ -15,11 +15,15 @@
 //! of up to 2^32 and to reject most chain neighbours without touching
 //! their key bytes.
 //!
-//! Trade-off: doubling relinks every node in one step (no incremental
-//! rehash as in Redis): O(n), a few ms per million keys, like the
-//! `HashMap` growth it replaces. The RDB loader sizes the table up front
-//! from RESIZEDB ([`Db::reserve`]), so a load never rehashes. The table
-//! never shrinks while keys go (see the module notes of [`super`]).
+//! Growing is incremental, as Redis's rehash: the new array (twice the
+//! buckets) is allocated, and each insert then moves a few of the old
+//! array's chains into it, so no command relinks every key (relinking a
+//! million at once took 68 ms, about what the `HashMap`'s own resize
+//! took; now the insert that grows the table allocates the new array
+//! and moves 4 chains: `db::tests::measure_growth`). The RDB loader sizes
+//! the table up front from RESIZEDB ([`Db::reserve`]), so a load never
+//! rehashes. The table never shrinks while keys go (see the module notes
+//! of [`super`]).
 
 use super::{Db, NONE};
 
@@ -30,39 +34,60 @@ pub(super) fn map_key(h: u64) -> u32 {
     (h ^ (h >> 32)) as u32
 }
 
-/// Bucket heads; empty until the first key.
+/// Bucket heads; empty until the first key. While the table grows,
+/// `old` holds the previous, half-size array, whose buckets from `cursor`
+/// on have not moved yet (Redis's two `ht_table`s and `rehashidx`): a
+/// key's chain is in `old` when its old bucket is at or past `cursor`,
+/// else in `heads`.
 #[derive(Debug, Default)]
 pub(super) struct Table {
     heads: Vec<u32>,
+    old: Vec<u32>,
+    cursor: usize,
 }
 
+/// Old buckets moved per insert while growing: the move is done long
+/// before the new array fills (it has twice the buckets), and no insert
+/// relinks more than a handful of chains.
+const MOVE_PER_INSERT: usize = 4;
+
 impl Table {
+    /// Where `h`'s chain head is: `(in old, bucket)`.
     #[inline(always)]
-    fn bucket(&self, h: u32) -> usize {
-        (h as usize) & self.heads.len().wrapping_sub(1)
+    fn place(&self, h: u32) -> (bool, usize) {
+        if !self.old.is_empty() {
+            let ob = (h as usize) & (self.old.len() - 1);
+            if ob >= self.cursor {
+                return (true, ob);
+            }
+        }
+        (false, (h as usize) & self.heads.len().wrapping_sub(1))
     }
 
     /// The first node of `h`'s bucket (`NONE`: empty).
     #[inline(always)]
     pub(super) fn head(&self, h: u32) -> u32 {
-        if self.heads.is_empty() {
-            return NONE;
+        match self.place(h) {
+            (true, b) => self.old[b],
+            (false, b) => self.heads.get(b).copied().unwrap_or(NONE),
         }
-        self.heads[self.bucket(h)]
     }
 
     #[inline(always)]
     fn head_mut(&mut self, h: u32) -> Option<&mut u32> {
-        if self.heads.is_empty() {
-            return None;
+        match self.place(h) {
+            (true, b) => self.old.get_mut(b),
+            (false, b) => self.heads.get_mut(b),
         }
-        let b = self.bucket(h);
-        self.heads.get_mut(b)
     }
 
     /// Buckets (a power of two, or 0).
     pub(super) fn buckets(&self) -> usize {
         self.heads.len()
+    }
+
+    pub(super) fn growing(&self) -> bool {
+        !self.old.is_empty()
     }
 }
 
@@ -96,8 +121,11 @@ impl Db {
     #[inline]
     pub(super) fn link_new(&mut self, h: u32) -> u32 {
         let n = self.nodes.len();
+        if self.table.growing() {
+            self.move_buckets(MOVE_PER_INSERT);
+        }
         if n >= self.table.buckets() {
-            self.rehash(buckets_for(n + 1));
+            self.grow(buckets_for(n + 1));
         }
         match self.table.head_mut(h) {
             Some(head) => std::mem::replace(head, n as u32),
@@ -105,7 +133,8 @@ impl Db {
         }
     }
 
-    /// Rebuild the chains over `buckets` buckets (a power of two).
+    /// Rebuild the chains over `buckets` buckets (a power of two) at once
+    /// (an empty or nearly empty table: RESIZEDB).
     #[inline(never)]
     pub(super) fn rehash(&mut self, buckets: usize) {
         let mut heads = vec![NONE; buckets];
@@ -115,7 +144,51 @@ impl Db {
             n.next = heads[b];
             heads[b] = i as u32;
         }
-        self.table.heads = heads;
+        self.table = Table {
+            heads,
+            old: Vec::new(),
+            cursor: 0,
+        };
+    }
+
+    /// Start growing to `buckets` buckets: the current array becomes the
+    /// old one, moved a few buckets per insert ([`Db::move_buckets`]), so
+    /// no single command relinks every key (Redis's incremental rehash).
+    #[inline(never)]
+    fn grow(&mut self, buckets: usize) {
+        if self.table.growing() {
+            self.move_buckets(usize::MAX);
+        }
+        if self.table.heads.is_empty() {
+            self.table.heads = vec![NONE; buckets];
+            return;
+        }
+        let old = std::mem::replace(&mut self.table.heads, vec![NONE; buckets]);
+        self.table.old = old;
+        self.table.cursor = 0;
+    }
+
+    /// Move up to `k` old buckets' chains into the new array.
+    #[inline(never)]
+    fn move_buckets(&mut self, k: usize) {
+        let t = &mut self.table;
+        let mask = t.heads.len() - 1;
+        let end = t.cursor.saturating_add(k).min(t.old.len());
+        for c in t.cursor..end {
+            let mut j = std::mem::replace(&mut t.old[c], NONE);
+            while let Some(n) = self.nodes.get_mut(j as usize) {
+                let next = n.next;
+                let b = n.hash as usize & mask;
+                n.next = t.heads[b];
+                t.heads[b] = j;
+                j = next;
+            }
+        }
+        t.cursor = end;
+        if t.cursor >= t.old.len() {
+            t.old = Vec::new();
+            t.cursor = 0;
+        }
     }
 
     /// Size the table for `keys` keys at once (RESIZEDB, `dictExpand`).
@@ -157,19 +230,25 @@ impl Db {
         self.table = Table::default();
     }
 
-    /// Every node is reachable from exactly its own bucket (tests).
+    /// Every node is reachable from exactly its own bucket, in the array
+    /// [`Table::place`] says (tests).
     pub(super) fn table_ok(&self) -> bool {
+        let t = &self.table;
         let mut chained = 0;
-        for (b, &head) in self.table.heads.iter().enumerate() {
-            let mut i = head;
-            while let Some(n) = self.nodes.get(i as usize) {
-                if self.table.bucket(n.hash) != b {
-                    return false;
+        let arrays = [(false, &t.heads, 0), (true, &t.old, t.cursor)];
+        for (in_old, heads, from) in arrays {
+            for (b, &head) in heads.iter().enumerate().skip(from) {
+                let mut i = head;
+                while let Some(n) = self.nodes.get(i as usize) {
+                    if t.place(n.hash) != (in_old, b) {
+                        return false;
+                    }
+                    chained += 1;
+                    i = n.next;
                 }
-                chained += 1;
-                i = n.next;
             }
         }
-        chained == self.nodes.len() && self.nodes.len() <= self.table.buckets()
+        let moved_empty = t.old.iter().take(t.cursor).all(|&h| h == NONE);
+        moved_empty && chained == self.nodes.len() && self.nodes.len() <= t.buckets()
     }
 }

@@ -118,6 +118,29 @@ fn expire_sample_reclaims_expired_keys_only() {
     assert_eq!(db.stats.expired_keys, 500);
 }
 
+/// Keys inserted, removed and looked up while the table grows a few
+/// chains per insert: every key stays findable in the array its bucket
+/// says, at every step (colliding hashes too).
+#[test]
+fn the_table_grows_incrementally() {
+    for mask in [u64::MAX, 0xff, 0] {
+        let mut db = Db::new(5);
+        db.hash_mask = mask;
+        let n = if mask == 0 { 300 } else { 3000 };
+        for i in 0..n {
+            db.set(format!("k{i}").as_bytes(), b"v".to_vec(), false);
+            if i % 3 == 0 {
+                assert!(db.remove(format!("k{}", i / 2).as_bytes()) || i / 2 % 3 == 0 || i == 0);
+            }
+            if i < 700 || i % 97 == 0 {
+                assert!(db.check_invariants(), "mask {mask:#x} step {i}");
+            }
+        }
+        let live = (0..n).filter(|i| db.find(format!("k{i}").as_bytes()).is_some());
+        assert_eq!(live.count(), db.len());
+    }
+}
+
 #[test]
 fn node_stays_72_bytes() {
     assert_eq!(std::mem::size_of::<Node>(), 72);
@@ -139,4 +162,24 @@ fn inline_values_grow_to_heap_and_back() {
         db.random_key(0).map(|k| k.len() == 1 || k == long),
         Some(true)
     );
+}
+
+/// The longest single insert while 2^21 keys go in (growing the table
+/// relinks a few chains per insert, never all of them), release build:
+/// `cargo test --release -p gyre-kv --lib db::tests::measure_growth -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn measure_growth() {
+    let mut db = Db::new(1);
+    let mut worst = (std::time::Duration::ZERO, 0);
+    for i in 0..(1usize << 21) {
+        let k = format!("key:{i:012}");
+        let t = std::time::Instant::now();
+        db.set(k.as_bytes(), b"v".to_vec(), false);
+        let e = t.elapsed();
+        if e > worst.0 {
+            worst = (e, i);
+        }
+    }
+    println!("longest insert {:?} at key {}", worst.0, worst.1);
 }
