@@ -34,7 +34,8 @@ fn header_len(n: usize) -> usize {
     }
 }
 
-fn write_entry(out: &mut Vec<u8>, v: &[u8]) {
+/// Append entry `v` to `out`.
+pub fn write_entry(out: &mut Vec<u8>, v: &[u8]) {
     let n = v.len();
     if n < 0x80 {
         out.push(n as u8);
@@ -172,6 +173,18 @@ impl Listpack {
             }
             Some(off)
         }
+    }
+
+    /// A listpack of `count` entries already encoded (by [`write_entry`])
+    /// in `bytes`, in one exact-size allocation (the RDB loader: no
+    /// realloc per entry).
+    pub fn from_encoded(bytes: &[u8], count: u32) -> Listpack {
+        let mut lp = Listpack::new();
+        lp.edit(bytes.len(), |buf, n| {
+            buf.extend_from_slice(bytes);
+            *n = count;
+        });
+        lp
     }
 
     pub fn push_back(&mut self, v: &[u8]) {

@@ -50,6 +50,25 @@ impl HashObj {
         HashObj::default()
     }
 
+    /// A listpack hash of field/value entries already checked (distinct
+    /// fields, within `hash-max-listpack-*`), built in one allocation.
+    pub fn from_listpack(lp: Listpack) -> HashObj {
+        HashObj::Listpack(lp)
+    }
+
+    /// A field appears twice (a listpack from a file: Redis's
+    /// `lpValidateIntegrity` with its dup check). O(n²), for listpacks
+    /// within `hash-max-listpack-entries`.
+    pub fn has_duplicate_field(&self) -> bool {
+        let HashObj::Listpack(lp) = self else {
+            return false;
+        };
+        lp.iter()
+            .step_by(2)
+            .enumerate()
+            .any(|(i, f)| lp.iter().step_by(2).take(i).any(|g| g == f))
+    }
+
     pub fn len(&self) -> usize {
         match self {
             HashObj::Listpack(lp) => lp.len() / 2,

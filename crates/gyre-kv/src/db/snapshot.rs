@@ -116,7 +116,7 @@ impl Db {
     pub fn reserve(&mut self, keys: usize, expires: usize) {
         let keys = keys.saturating_sub(self.nodes.len());
         self.nodes.reserve(keys);
-        self.map.reserve(keys);
+        self.table_reserve(self.nodes.len() + keys);
         self.ttl.reserve(expires.saturating_sub(self.ttl.len()));
     }
 
@@ -148,7 +148,7 @@ impl Db {
         let start = s.cursor.min(self.nodes.len());
         let end = (start + n).min(self.nodes.len());
         for node in &self.nodes[start..end] {
-            if s.done.is_empty() || !s.done.contains(&super::map_key(node.hash)) {
+            if s.done.is_empty() || !s.done.contains(&node.hash) {
                 put_record(
                     &mut s.out,
                     node.key.as_slice(),
@@ -215,20 +215,17 @@ impl Db {
 
     /// Before a key with hash `h` is inserted, or a node with it changes:
     /// save every unsaved old node of that hash.
-    pub(super) fn cow_hash(&mut self, h: u64) {
+    pub(super) fn cow_hash(&mut self, h: u32) {
         let Some(s) = self.snap.as_mut() else {
             return;
         };
-        let mk = super::map_key(h);
-        if !s.done.insert(mk) {
+        if !s.done.insert(h) {
             return;
         }
-        let Some(&head) = self.map.get(&mk) else {
-            return;
-        };
-        let mut j = head;
+        // The bucket's chain also holds other hashes: only `h`'s are due.
+        let mut j = self.table.head(h);
         while let Some(n) = self.nodes.get(j as usize) {
-            if j as usize >= s.cursor {
+            if j as usize >= s.cursor && n.hash == h {
                 let e = expire_of(&self.ttl, n);
                 let e = (e >= 0).then_some(e);
                 match n.value.as_ref() {

@@ -38,6 +38,11 @@ pub struct Reader<R> {
     /// Stream offset of `buf[0]`.
     base: u64,
     cap: usize,
+    /// What [`Reader::string_scratch`] reads into (one buffer for every
+    /// blob of a load).
+    scratch: Vec<u8>,
+    /// Where a blob is re-encoded before it gets its own allocation.
+    encoded: Vec<u8>,
 }
 
 fn corrupt(m: impl Into<String>) -> Error {
@@ -60,6 +65,8 @@ impl<R: Read> Reader<R> {
             crc: 0,
             base: 0,
             cap: cap.clamp(16, READ_AHEAD),
+            scratch: Vec::new(),
+            encoded: Vec::new(),
         }
     }
 
@@ -131,7 +138,25 @@ impl<R: Read> Reader<R> {
 
     /// `n` bytes, read in chunks of at most 64 KiB.
     pub fn bytes(&mut self, n: u64) -> Result<Vec<u8>, Error> {
-        let mut out = Vec::with_capacity(n.min(64 * 1024) as usize);
+        let mut out = Vec::new();
+        self.bytes_into(n, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Reader::bytes`] appended to `out`: straight from the read-ahead
+    /// when it holds them (the common case: keys and small values), else
+    /// in chunks of at most 64 KiB (a length from the file is not
+    /// believed further than the bytes that arrive).
+    fn bytes_into(&mut self, n: u64, out: &mut Vec<u8>) -> Result<(), Error> {
+        if let Some(b) = usize::try_from(n)
+            .ok()
+            .and_then(|n| self.buf.get(self.pos..self.pos.checked_add(n)?))
+        {
+            out.extend_from_slice(b);
+            self.pos += b.len();
+            return Ok(());
+        }
+        out.reserve(n.min(64 * 1024) as usize);
         let mut left = n;
         while left > 0 {
             let k = left.min(64 * 1024) as usize;
@@ -140,7 +165,7 @@ impl<R: Read> Reader<R> {
             self.fill(&mut out[at..])?;
             left -= k as u64;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// A length, or a special string encoding (`rdbLoadLenByRef`):
@@ -172,10 +197,35 @@ impl<R: Read> Reader<R> {
 
     /// A string in any of its encodings (`rdbGenericLoadStringObject`).
     pub fn string(&mut self) -> Result<Vec<u8>, Error> {
+        let mut out = Vec::new();
+        self.string_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// [`Reader::string`] into `out` (cleared first), so the loader reads
+    /// every key into one buffer instead of allocating one per key.
+    pub fn string_into(&mut self, out: &mut Vec<u8>) -> Result<(), Error> {
+        out.clear();
         let (n, enc) = self.len_or_enc()?;
         if !enc {
-            return self.bytes(n);
+            return self.bytes_into(n, out);
         }
+        *out = self.encoded_string(n)?;
+        Ok(())
+    }
+
+    /// A string read into the reader's own buffer, for a blob that is
+    /// decoded at once (no allocation per listpack or intset).
+    pub fn string_scratch(&mut self) -> Result<&[u8], Error> {
+        let mut b = std::mem::take(&mut self.scratch);
+        let r = self.string_into(&mut b);
+        self.scratch = b;
+        r?;
+        Ok(&self.scratch)
+    }
+
+    /// A string in special encoding `n` (an integer or LZF).
+    fn encoded_string(&mut self, n: u64) -> Result<Vec<u8>, Error> {
         match n as u8 {
             ENC_INT8 => Ok((self.byte()? as i8).to_string().into_bytes()),
             ENC_INT16 => Ok(i16::from_le_bytes(self.array()?).to_string().into_bytes()),
@@ -237,9 +287,41 @@ fn hash_from(pairs: Pairs, lim: &Limits) -> Result<Option<Loaded>, Error> {
     Ok(Some(Loaded::Obj(Object::Hash(h))))
 }
 
-/// A hash from a Redis listpack blob, field by field straight from the
-/// blob (Redis's own format is not gyre's listpack, so it is re-encoded).
-fn hash_from_listpack(b: &[u8], lim: &Limits) -> Result<Option<Loaded>, Error> {
+/// A hash from a Redis listpack blob. Redis's format is not gyre's, so it
+/// is re-encoded: when the hash stays a listpack here (the usual case:
+/// same thresholds as the saving server), its entries are gathered once
+/// and the listpack built in one allocation; otherwise field by field.
+fn hash_from_listpack(b: &[u8], lim: &Limits, enc: &mut Vec<u8>) -> Result<Option<Loaded>, Error> {
+    // One walk: checks the blob and re-encodes it into `enc`.
+    enc.clear();
+    let (mut count, mut longest) = (0usize, 0usize);
+    lp_each(b, |e| {
+        count += 1;
+        longest = longest.max(e.len());
+        crate::listpack::write_entry(enc, e);
+    })
+    .map_err(|_| corrupt("Listpack integrity check failed"))?;
+    if count % 2 != 0 {
+        return Err(corrupt("odd number of entries in a field/value blob"));
+    }
+    if count == 0 {
+        return Ok(None);
+    }
+    if count as u64 / 2 > lim.hash_max_listpack_entries
+        || longest as u64 > lim.hash_max_listpack_value
+    {
+        return hash_by_field(b, lim);
+    }
+    let lp = crate::listpack::Listpack::from_encoded(enc, count as u32);
+    let h = HashObj::from_listpack(lp);
+    if h.has_duplicate_field() {
+        return Err(corrupt("Duplicate hash fields detected"));
+    }
+    Ok(Some(Loaded::Obj(Object::Hash(h))))
+}
+
+/// [`hash_from_listpack`] one field at a time (a hash that converts).
+fn hash_by_field(b: &[u8], lim: &Limits) -> Result<Option<Loaded>, Error> {
     let mut h = HashObj::new();
     let mut field: Vec<u8> = Vec::new();
     let (mut odd, mut dup) = (false, false);
@@ -366,8 +448,10 @@ pub fn value<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> Result<Option<
             Some(Loaded::Obj(Object::Set(s)))
         }
         TYPE_HASH_LISTPACK => {
-            let b = rd.string()?;
-            hash_from_listpack(&b, lim)?
+            let mut enc = std::mem::take(&mut rd.encoded);
+            let h = hash_from_listpack(rd.string_scratch()?, lim, &mut enc);
+            rd.encoded = enc;
+            h?
         }
         TYPE_HASH_ZIPLIST => {
             let b = rd.string()?;
@@ -457,7 +541,7 @@ pub fn store(
         return Ok(false);
     }
     let p = match v {
-        Loaded::Str(s) => db.set_probed(p, key, &s, false),
+        Loaded::Str(s) => db.insert_str(p, key, s),
         Loaded::Obj(o) => db.insert_obj(p, key, o),
         Loaded::Zset(z) => {
             let mut it = z.into_iter();
@@ -495,6 +579,8 @@ pub struct Loader<R> {
     done: bool,
     /// Bytes the stream holds (0: unknown), bounding RESIZEDB's hint.
     size_hint: u64,
+    /// The key being loaded (one buffer for all of them).
+    key: Vec<u8>,
 }
 
 impl<R: Read> Loader<R> {
@@ -521,6 +607,7 @@ impl<R: Read> Loader<R> {
             },
             done: false,
             size_hint: 0,
+            key: Vec::new(),
         })
     }
 
@@ -626,7 +713,8 @@ impl<R: Read> Loader<R> {
                 OP_EOF => break,
                 _ => {}
             }
-            let key = rd.string()?;
+            rd.string_into(&mut self.key)?;
+            let key = self.key.as_slice();
             let v = value(rd, t, lim)?;
             let e = expire.take();
             n += 1;
@@ -635,7 +723,7 @@ impl<R: Read> Loader<R> {
                 if st.empty_skipped <= 10 {
                     log::warn!(
                         "rdbLoadObject skipping empty key: {}",
-                        String::from_utf8_lossy(&key)
+                        String::from_utf8_lossy(key)
                     );
                 }
                 continue;
@@ -648,10 +736,10 @@ impl<R: Read> Loader<R> {
             let Some(d) = dbs.get_mut(db) else {
                 return Err(corrupt("database index out of range"));
             };
-            if !store(d, &key, v, e, now, lim)? {
+            if !store(d, key, v, e, now, lim)? {
                 return Err(corrupt(format!(
                     "RDB has duplicated key '{}' in DB {db}",
-                    String::from_utf8_lossy(&key)
+                    String::from_utf8_lossy(key)
                 )));
             }
             st.keys += 1;

@@ -381,6 +381,47 @@ fn older_encodings_load() {
     );
 }
 
+/// A Redis listpack hash: built in gyre's listpack at once when it fits
+/// the thresholds (integers as decimal text), converted when it does not,
+/// and refused with Redis's error when a field repeats.
+#[test]
+fn listpack_hashes_load_in_either_encoding() {
+    use super::blob::lp_build;
+    use super::load::{value, Reader};
+    use super::save::put_string;
+    let lim = Limits::default();
+    let load_hash = |entries: &[&[u8]], lim: &Limits| {
+        let mut o = Vec::new();
+        put_string(&mut o, &lp_build(entries.iter().copied()), false);
+        value(&mut Reader::new(&o[..]), TYPE_HASH_LISTPACK, lim).map(|v| {
+            let mut d = Db::new(1);
+            super::load::store(&mut d, b"k", v.unwrap(), None, 0, lim).unwrap();
+            let got = view(d.entries().next().unwrap().1);
+            got
+        })
+    };
+    let h = load_hash(&[b"name", b"alice", b"age", b"42", b"n", b"-7"], &lim).unwrap();
+    assert_eq!(
+        h,
+        (
+            "listpack".into(),
+            vec![b"age=42".to_vec(), b"n=-7".to_vec(), b"name=alice".to_vec()]
+        )
+    );
+    let small = Limits {
+        hash_max_listpack_entries: 2,
+        ..Limits::default()
+    };
+    let h = load_hash(&[b"a", b"1", b"b", b"2", b"c", b"3"], &small).unwrap();
+    assert_eq!(h.0, "hashtable");
+    assert_eq!(h.1.len(), 3);
+    let long = [b'v'; 65];
+    assert_eq!(load_hash(&[b"a", &long], &lim).unwrap().0, "hashtable");
+    let dup = load_hash(&[b"a", b"1", b"b", b"2", b"a", b"3"], &lim);
+    assert!(matches!(dup, Err(e) if e.to_string().contains("Duplicate hash fields")));
+    assert!(load_hash(&[b"a", b"1", b"b"], &lim).is_err());
+}
+
 /// Load speed of small hashes and strings (release build):
 /// `cargo test --release -p gyre-kv --lib rdb::tests::measure_load -- --ignored --nocapture`
 #[test]

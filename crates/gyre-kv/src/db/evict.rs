@@ -1,0 +1,85 @@
+//! The keyspace side of eviction and OBJECT IDLETIME/FREQ (Redis's
+//! `evict.c` sampling and `robj->lru` updates): each node's access clock,
+//! random samples for the eviction pool, evicting a key.
+
+use super::*;
+
+impl Db {
+    /// A lookup touched node `i` (Redis's `updateLFU` / `LRU_CLOCK()`).
+    #[inline]
+    pub(super) fn touch_access(&mut self, i: usize, now: i64) {
+        let mode = self.access_mode;
+        if let Some(n) = self.nodes.get_mut(i) {
+            n.access = mode.touch(n.access, now, &mut self.rng);
+        }
+    }
+
+    /// A stored, live key's access clock without touching it (OBJECT
+    /// IDLETIME / FREQ use LOOKUP_NOTOUCH).
+    pub fn access_of(&self, key: &[u8], now: i64) -> Option<u32> {
+        let i = self.find(key)?;
+        if is_expired(expire_of(&self.ttl, &self.nodes[i]), now) {
+            return None;
+        }
+        Some(self.nodes[i].access)
+    }
+
+    /// Up to `n` random keys (from the keys with a TTL when `volatile`)
+    /// with their access clock and expire time, for the eviction pool.
+    pub fn sample_for_eviction(
+        &mut self,
+        n: usize,
+        volatile: bool,
+        out: &mut Vec<(Vec<u8>, u32, i64)>,
+    ) {
+        for _ in 0..n {
+            let i = if volatile {
+                if self.ttl.is_empty() {
+                    return;
+                }
+                self.ttl[self.rng.below(self.ttl.len())].node as usize
+            } else {
+                if self.nodes.is_empty() {
+                    return;
+                }
+                self.rng.below(self.nodes.len())
+            };
+            let node = &self.nodes[i];
+            out.push((
+                node.key.as_slice().to_vec(),
+                node.access,
+                expire_of(&self.ttl, node),
+            ));
+        }
+    }
+
+    /// A random key (with a TTL when `volatile`) for the random policies.
+    pub fn random_for_eviction(&mut self, volatile: bool) -> Option<Vec<u8>> {
+        let i = if volatile {
+            if self.ttl.is_empty() {
+                return None;
+            }
+            self.ttl[self.rng.below(self.ttl.len())].node as usize
+        } else {
+            if self.nodes.is_empty() {
+                return None;
+            }
+            self.rng.below(self.nodes.len())
+        };
+        Some(self.nodes[i].key.as_slice().to_vec())
+    }
+
+    /// Evict `key` (maxmemory): removed like a delete for WATCH, not
+    /// logged as the running command's change. The bytes freed.
+    pub fn evict(&mut self, key: &[u8]) -> Option<u64> {
+        let i = self.find(key)?;
+        let before = self.mem;
+        if let Some(log) = &mut self.deleted_log {
+            log.push((key.to_vec(), true));
+        }
+        self.expiring = true;
+        self.delete_at(i);
+        self.expiring = false;
+        Some(before.saturating_sub(self.mem))
+    }
+}

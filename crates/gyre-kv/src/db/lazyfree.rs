@@ -1,0 +1,42 @@
+//! Freeing big aggregates a slice at a time (Redis's `lazyfree.c` role,
+//! on the loop instead of a thread): see the module notes of [`super`].
+
+use super::node::Value;
+use super::*;
+
+impl Db {
+    /// Drop a removed value, burying a big aggregate for `free_some`.
+    pub(super) fn bury(&mut self, v: Value) {
+        if let Value::Obj(o) = v {
+            if o.len() > LAZYFREE_MIN {
+                self.graveyard.push(o);
+            }
+        }
+    }
+
+    /// Remove node `i` and drop its value (see [`Db::bury`]).
+    pub(super) fn delete_at(&mut self, i: usize) {
+        let n = self.remove_at(i);
+        self.bury(n.value);
+    }
+
+    /// Free up to `budget` elements of buried aggregates; true while some
+    /// remain.
+    pub fn free_some(&mut self, mut budget: usize) -> bool {
+        while budget > 0 {
+            let Some(o) = self.graveyard.last_mut() else {
+                return false;
+            };
+            budget = budget.saturating_sub(o.free_some(budget));
+            if o.is_empty() {
+                self.graveyard.pop();
+            }
+        }
+        !self.graveyard.is_empty()
+    }
+
+    /// Buried aggregates not yet freed (INFO lazyfree_pending_objects).
+    pub fn lazyfree_pending(&self) -> usize {
+        self.graveyard.len()
+    }
+}
