@@ -628,6 +628,7 @@ events {
     accept_mutex on;
     accept_mutex_delay 1s;
     epoll_events 64;
+    coalesce off;
 }
 "#,
         )
@@ -658,6 +659,7 @@ events {
     let ev = &cf.events;
     assert_eq!(ev.worker_connections, 1024);
     assert_eq!(ev.method, EventMethod::Poll);
+    assert!(!ev.coalesce);
     assert!(ev.multi_accept && ev.accept_mutex);
     assert_eq!(ev.accept_mutex_delay, 1000);
     assert_eq!(ev.epoll_events, 64);

@@ -360,6 +360,10 @@ pub struct EventsConf {
     pub accept_mutex_delay: u64,
     /// Events fetched per `epoll_wait` (512).
     pub epoll_events: usize,
+    /// gyre's `coalesce on|off` (on): while events keep coming, wait with a
+    /// short sleep off the sockets' wait queues instead of blocking, so
+    /// clients do not pay for waking the worker (event/coalesce.rs).
+    pub coalesce: bool,
     /// Whether `events { }` was seen: nginx refuses to start without it.
     present: bool,
 }
@@ -372,6 +376,7 @@ fn events_create() -> EventsConf {
         accept_mutex: false,
         accept_mutex_delay: 500,
         epoll_events: 512,
+        coalesce: true,
         present: false,
     }
 }
@@ -416,6 +421,11 @@ fn set_accept_mutex(c: &mut EventsConf, d: &Directive, _: &ConfCtx) -> Result<()
 
 fn set_accept_mutex_delay(c: &mut EventsConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     c.accept_mutex_delay = d.msec(0)?;
+    Ok(())
+}
+
+fn set_coalesce(c: &mut EventsConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.coalesce = d.flag()?;
     Ok(())
 }
 
@@ -468,6 +478,7 @@ const EVENTS_DIRECTIVES: &[DirectiveSpec<EventsConf>] = &[
         Args::TAKE1,
         set_epoll_events,
     ),
+    DirectiveSpec::new("coalesce", Context::EVENTS, Args::FLAG, set_coalesce),
 ];
 
 /// `events { }` and the directives inside it.

@@ -42,7 +42,7 @@ pub fn core_options(conf: &Conf, workers: usize) -> CoreOptions {
         // a time (EPOLLEXCLUSIVE); reuseport sockets are per worker anyway.
         exclusive_accept: workers > 1 && !ev.accept_mutex,
         clock_offset: 0,
-        coalesce: true,
+        coalesce: ev.coalesce,
     }
 }
 
