@@ -1021,9 +1021,12 @@ impl Connection {
         if self.state != State::Pending || self.is_streaming() {
             return Err(NotPending);
         }
-        let Some(mut cur) = self.cur.take() else {
+        // The request's state stays in place (it holds the log record,
+        // a few hundred bytes): only its flags are copied out.
+        let Some(cur) = self.cur.as_ref() else {
             return Err(NotPending);
         };
+        let (cur_keep_alive, http11, head) = (cur.keep_alive, cur.http11, cur.head);
         // A body whose framing is already known to be broken cannot be
         // discarded: say so with Connection: close (nginx's special
         // response handler does the same when discarding fails).
@@ -1037,27 +1040,50 @@ impl Connection {
             // nginx's NGX_HTTP_CLOSE (`return 444`): no response at all,
             // the connection is closed; the access log says 444, 0 bytes.
             self.last_sent = (0, 0);
-            cur.log.status = 444;
-            cur.log.body_bytes_sent = 0;
-            cur.log.bytes_sent = 0;
-            cur.log.end = now;
-            self.finish_request(cur, false, now);
+            self.finish_in_place(444, (0, 0), false, now);
             return Ok(());
         }
-        let keep_alive =
-            cur.keep_alive && !resp.close && (cur.http11 || !resp.chunked) && !bad_body;
-        let chunked = chunked_for(resp, cur.http11, cur.head);
-        let (body, all) = self.queue(resp, keep_alive, cur.head, chunked, date);
-        self.last_sent = (body, all);
-        cur.log.status = wire_status(resp.status);
-        cur.log.body_bytes_sent = body;
-        cur.log.bytes_sent = all;
-        cur.log.end = now;
-        self.finish_request(cur, keep_alive, now);
+        let keep_alive = cur_keep_alive && !resp.close && (http11 || !resp.chunked) && !bad_body;
+        let chunked = chunked_for(resp, http11, head);
+        let sent = self.queue(resp, keep_alive, head, chunked, date);
+        self.last_sent = sent;
+        self.finish_in_place(wire_status(resp.status), sent, keep_alive, now);
         Ok(())
     }
 
-    /// The tail of a response: its log record, then the next request, the
+    /// The tail of a response with `status` and `(body, all)` bytes sent:
+    /// its log record, then the next request, the discarding of an unread
+    /// body, or the close ([`Connection::finish_request`] with the request
+    /// state left in place).
+    fn finish_in_place(&mut self, status: u16, sent: (u64, u64), keep_alive: bool, now: Msec) {
+        let Some(cur) = self.cur.as_mut() else {
+            return;
+        };
+        cur.log.status = status;
+        cur.log.body_bytes_sent = sent.0;
+        cur.log.bytes_sent = sent.1;
+        cur.log.end = now;
+        if self.st.log_requests {
+            self.logs.push(std::mem::take(&mut cur.log));
+        }
+        let done = cur.decoder.is_done();
+        if !keep_alive {
+            self.close_after_response(!done);
+            return;
+        }
+        if !done {
+            cur.collect = false;
+            self.state = State::Discard;
+            self.last_read = now;
+            return;
+        }
+        self.cur = None;
+        self.next_request();
+        self.idle_since = now;
+    }
+
+    /// The tail of a response whose request state was taken out (a
+    /// streamed response): its log record, then the next request, the
     /// discarding of an unread body, or the close.
     fn finish_request(&mut self, mut cur: Current, keep_alive: bool, now: Msec) {
         if self.st.log_requests {

@@ -261,6 +261,15 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
             .or_else(|| servers.first().copied())
             .unwrap_or(0);
         let tls = crate::ssl::listener_tls(conf, addr, &servers, default);
+        let settings = conf
+            .servers
+            .get(default)
+            .and_then(|s| {
+                s.fallback
+                    .as_ref()
+                    .map(|f| settings_for(s, f, shared.any_access_log))
+            })
+            .unwrap_or_default();
         let id = core.add_listener(
             ls,
             Box::new(HttpProtocol {
@@ -274,6 +283,7 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
                     servers,
                     default,
                     addr,
+                    settings,
                 }),
             }),
         )?;
@@ -321,6 +331,9 @@ struct Port {
     /// A server here has `server_name ~REGEX` (looked up even when it is
     /// the only one, for its captures).
     regex_names: bool,
+    /// The machine's settings, from the default server: computed once,
+    /// copied into a machine each time one is taken.
+    settings: HttpSettings,
 }
 
 fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettings {
@@ -469,19 +482,10 @@ impl HttpConn {
     /// The state machine, taken from the worker's pool (or made) if the
     /// connection was idle.
     fn machine(&mut self, now: gyre_core::event::Msec) -> &mut Connection {
-        let (shared, default, requests, created) =
-            (&self.shared, self.port.default, self.requests, self.created);
+        let (shared, port, requests, created) =
+            (&self.shared, &self.port, self.requests, self.created);
         self.m.get_or_insert_with(|| {
-            let settings = shared
-                .conf
-                .servers
-                .get(default)
-                .and_then(|s| {
-                    s.fallback
-                        .as_ref()
-                        .map(|f| settings_for(s, f, shared.any_access_log))
-                })
-                .unwrap_or_default();
+            let settings = port.settings.clone();
             match shared.machines.borrow_mut().pop() {
                 Some(mut m) => {
                     m.reuse(settings, now, requests, created);

@@ -238,17 +238,31 @@ impl Response {
     /// responses around.
     pub fn reset(&mut self, status: u16) {
         self.status = status;
-        self.content_type = None;
+        // The glue resets the shared response after every request, so the
+        // phases' own reset usually finds it clean: drop only what is set.
+        if self.content_type.is_some() {
+            self.content_type = None;
+        }
         self.content_length = None;
-        self.last_modified = None;
-        self.location = None;
-        self.headers.clear();
-        self.body = Body::Empty;
+        if self.last_modified.is_some() {
+            self.last_modified = None;
+        }
+        if self.location.is_some() {
+            self.location = None;
+        }
+        if !self.headers.is_empty() {
+            self.headers.clear();
+        }
+        if !matches!(self.body, Body::Empty) {
+            self.body = Body::Empty;
+        }
         self.close = false;
         self.chunked = false;
         self.foreign_server = false;
         self.foreign_date = false;
-        self.reason = None;
+        if self.reason.is_some() {
+            self.reason = None;
+        }
     }
 
     /// [`Response::error`] in place.
