@@ -231,10 +231,12 @@ impl Server {
                 let dirty_before = self.dirty;
                 let t0 = crate::cmdstats::clock_ns();
                 self.serve(id, &w, &key, now, &mut out);
+                let served = crate::cmdstats::clock_ns().saturating_sub(t0);
                 if let (Some((cmd, ns)), true) = (w.call, self.cmdstats.tracking) {
-                    let served = crate::cmdstats::clock_ns().saturating_sub(t0);
                     self.cmdstats.record_latency(cmd, ns + served);
                 }
+                // Redis's updateStatsOnUnblock: the reply's time.
+                self.latmon.sample_if_needed("command-unblocking", served);
                 if self.prop.on {
                     self.propagate_served(&w, &key, dirty_before);
                 }

@@ -460,6 +460,7 @@ pub(crate) fn no_handler(_: &mut Server, ctx: &mut Ctx<'_>) {
 /// order is COMMAND's and COMMAND LIST's.
 pub static TABLES: &[&[CommandSpec]] = &[
     crate::server_cmds::COMMANDS,
+    crate::debug::COMMANDS,
     crate::config::COMMANDS,
     crate::command_docs::COMMANDS,
     crate::client::COMMANDS,

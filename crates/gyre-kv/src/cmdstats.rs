@@ -78,13 +78,15 @@ impl CommandStats {
         self.clock = clock_ns();
     }
 
-    /// Command `id` ran (`failed`: it replied with an error).
+    /// Command `id` ran (`failed`: it replied with an error); the
+    /// call's time in ns.
     #[inline]
-    pub fn ran(&mut self, id: u32, failed: bool) {
+    pub fn ran(&mut self, id: u32, failed: bool) -> u64 {
         let ns = self.ran_untimed(id, failed);
         if self.tracking {
             self.record_latency(id, ns);
         }
+        ns
     }
 
     /// [`CommandStats::ran`] without the latency histogram (a command

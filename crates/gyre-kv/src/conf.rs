@@ -115,6 +115,10 @@ pub struct KvConf {
     /// `latency-tracking`, `latency-tracking-info-percentiles`.
     pub latency_tracking: bool,
     pub latency_percentiles: crate::latency::Percentiles,
+    /// `latency-monitor-threshold` (ms).
+    pub latency_monitor_threshold: u64,
+    /// `enable-debug-command no|yes|local`.
+    pub enable_debug_command: crate::debug::Protected,
 }
 
 impl Default for KvConf {
@@ -155,6 +159,8 @@ impl Default for KvConf {
             acl_pubsub_default_all: false,
             latency_tracking: true,
             latency_percentiles: Default::default(),
+            latency_monitor_threshold: 0,
+            enable_debug_command: Default::default(),
         }
     }
 }
@@ -180,6 +186,17 @@ fn set_acl_pubsub_default(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<
 
 fn set_latency_tracking(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     c.latency_tracking = yes_no(d)?;
+    Ok(())
+}
+
+fn set_latency_monitor(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.latency_monitor_threshold = d.number(0)?;
+    Ok(())
+}
+
+fn set_enable_debug(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.enable_debug_command = crate::debug::Protected::parse(d.arg(0).as_bytes())
+        .ok_or_else(|| "argument(s) must be one of the following: no, yes, local".to_string())?;
     Ok(())
 }
 
@@ -665,6 +682,20 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
     DirectiveSpec::multi("rename-command", KV, Args::TAKE2, set_rename_command),
     DirectiveSpec::multi("rename_command", KV, Args::TAKE2, set_rename_command),
     DirectiveSpec::new("latency-tracking", KV, Args::TAKE1, set_latency_tracking),
+    DirectiveSpec::new(
+        "latency-monitor-threshold",
+        KV,
+        Args::TAKE1,
+        set_latency_monitor,
+    ),
+    DirectiveSpec::new(
+        "latency_monitor_threshold",
+        KV,
+        Args::TAKE1,
+        set_latency_monitor,
+    ),
+    DirectiveSpec::new("enable-debug-command", KV, Args::TAKE1, set_enable_debug),
+    DirectiveSpec::new("enable_debug_command", KV, Args::TAKE1, set_enable_debug),
     DirectiveSpec::new("latency_tracking", KV, Args::TAKE1, set_latency_tracking),
     DirectiveSpec::new(
         "latency-tracking-info-percentiles",

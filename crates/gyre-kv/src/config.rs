@@ -155,6 +155,17 @@ const PARAMS: &[Param] = &[
         kind: Kind::Special,
     },
     Param {
+        name: "latency-monitor-threshold",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "enable-debug-command",
+        kind: Kind::Immutable,
+    },
+    Param {
         name: "acllog-max-len",
         kind: Kind::Int {
             min: 0,
@@ -465,6 +476,8 @@ pub(crate) fn param_value_of(c: &crate::server::Config, name: &str) -> String {
         "databases" => c.databases.to_string(),
         "acllog-max-len" => c.acllog_max_len.to_string(),
         "latency-tracking" => yn(c.latency_tracking),
+        "latency-monitor-threshold" => c.latency_monitor_threshold.to_string(),
+        "enable-debug-command" => c.enable_debug_command.name().to_string(),
         "latency-tracking-info-percentiles" => {
             crate::latency::format_percentiles(&c.latency_percentiles.0)
         }
@@ -830,6 +843,9 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
             }
             ("lazyfree-lazy-expire", NewValue::Bool(b)) => c.lazyfree_lazy_expire = b,
             ("latency-tracking", NewValue::Bool(b)) => c.latency_tracking = b,
+            ("latency-monitor-threshold", NewValue::Int(v)) => {
+                c.latency_monitor_threshold = v as u64
+            }
             ("lazyfree-lazy-eviction", NewValue::Bool(b)) => c.lazyfree_lazy_eviction = b,
             (name @ ("save" | "dir" | "dbfilename"), NewValue::Str(v)) => {
                 crate::persist::apply_config(&mut c.persist, name, v)
@@ -839,6 +855,8 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
     }
     crate::evict::sync_policy(server);
     server.cmdstats.tracking = server.config.latency_tracking;
+    let t = server.config.latency_monitor_threshold;
+    server.latmon.set_threshold(t);
     // `appendonly` changed: start (a rewrite writes the first base) or
     // stop the AOF, as Redis's `updateAppendonly`.
     let aof_now = server.config.persist.aof.appendonly;

@@ -53,6 +53,8 @@ const OPTIONS: &[(&str, Form)] = &[
     ("acllog-max-len", Form::Int),
     ("acl-pubsub-default", Form::Plain),
     ("latency-tracking", Form::Bool),
+    ("latency-monitor-threshold", Form::Int),
+    ("enable-debug-command", Form::Plain),
     ("latency-tracking-info-percentiles", Form::List),
     ("aclfile", Form::Quoted),
     ("proto-max-bulk-len", Form::Mem),

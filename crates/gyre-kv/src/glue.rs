@@ -113,6 +113,8 @@ pub fn config(conf: &KvConf) -> Config {
         acl_pubsub_default_all: conf.acl_pubsub_default_all,
         latency_tracking: conf.latency_tracking,
         latency_percentiles: conf.latency_percentiles.clone(),
+        latency_monitor_threshold: conf.latency_monitor_threshold,
+        enable_debug_command: conf.enable_debug_command,
         ..Config::default()
     }
 }

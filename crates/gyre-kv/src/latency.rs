@@ -7,14 +7,15 @@
 //! RESETSTAT drops them). What this module owns: the settings' parsing
 //! and display, and the two ways the histograms are read out.
 //!
-//! Not here: Redis's latency *monitor* (`latency-monitor-threshold`,
-//! LATENCY LATEST / HISTORY / GRAPH / DOCTOR / RESET), which samples
-//! event loop stalls rather than commands; those subcommands answer as
-//! unknown.
+//! The latency *monitor* (`latency-monitor-threshold`, LATENCY LATEST /
+//! HISTORY / GRAPH / DOCTOR / RESET), which samples stalls of named code
+//! paths rather than every command, is [`crate::latency_monitor`]; its
+//! subcommands are in the table here.
 
 use std::fmt::Write;
 
 use crate::cmd::{help_lines, no_handler, spec, CommandSpec, Ctx, Resolved, ADMIN};
+use crate::latency_monitor as lm;
 use crate::server::Server;
 
 /// `latency-tracking-info-percentiles`' default.
@@ -38,6 +39,54 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
 
 static LATENCY_SUBS: &[CommandSpec] = &[
     spec!(
+        "latest",
+        2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.8.13",
+        "Return the latest latency samples for all events.",
+        lm::latency_latest
+    ),
+    spec!(
+        "reset",
+        -2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.8.13",
+        "Reset latency data for one or more events.",
+        lm::latency_reset
+    ),
+    spec!(
+        "doctor",
+        2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.8.13",
+        "Return a human readable latency analysis report.",
+        lm::latency_doctor
+    ),
+    spec!(
+        "graph",
+        3,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.8.13",
+        "Return a latency graph for the event.",
+        lm::latency_graph
+    ),
+    spec!(
         "histogram",
         -2,
         ADMIN,
@@ -60,6 +109,18 @@ static LATENCY_SUBS: &[CommandSpec] = &[
         "2.8.13",
         "Show helpful text about the different subcommands.",
         latency_help
+    ),
+    spec!(
+        "history",
+        3,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "2.8.13",
+        "Return timestamp-latency samples for the event.",
+        lm::latency_history
     ),
 ];
 
@@ -222,6 +283,17 @@ fn latency_help(_: &mut Server, ctx: &mut Ctx<'_>) {
         ctx,
         "LATENCY",
         &[
+            "DOCTOR",
+            "    Return a human readable latency analysis report.",
+            "GRAPH <event>",
+            "    Return an ASCII latency graph for the <event> class.",
+            "HISTORY <event>",
+            "    Return time-latency samples for the <event> class.",
+            "LATEST",
+            "    Return the latest latency samples for all events.",
+            "RESET [<event> ...]",
+            "    Reset latency data of one or more <event> classes.",
+            "    (default: reset all data for all event classes)",
             "HISTOGRAM [COMMAND ...]",
             "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
             "    If no commands are specified then all histograms are replied.",

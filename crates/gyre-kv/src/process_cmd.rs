@@ -203,8 +203,11 @@ impl Server {
         // Timed on its own (EXEC's time includes it too, as in Redis).
         let clock = self.cmdstats.clock;
         self.cmdstats.clock = started;
-        self.cmdstats.ran(cmd.id, sub.errors > 0);
+        let ns = self.cmdstats.ran(cmd.id, sub.errors > 0);
         self.cmdstats.clock = clock;
+        if ns >= self.latmon.threshold_ns {
+            self.latmon.command_spike(cmd.spec, ns);
+        }
         if sub.errors > 0 {
             self.cmdstats.errors_in(&sub.out[mark..]);
             self.cmdstats.nested_errors += sub.errors;

@@ -129,6 +129,11 @@ pub struct Config {
     pub latency_tracking: bool,
     /// `latency-tracking-info-percentiles`.
     pub latency_percentiles: crate::latency::Percentiles,
+    /// `latency-monitor-threshold` in ms, 0 = off
+    /// ([`crate::latency_monitor`]).
+    pub latency_monitor_threshold: u64,
+    /// `enable-debug-command` ([`crate::debug`]).
+    pub enable_debug_command: crate::debug::Protected,
 }
 
 impl Default for Config {
@@ -169,6 +174,8 @@ impl Default for Config {
             acl_pubsub_default_all: false,
             latency_tracking: true,
             latency_percentiles: Default::default(),
+            latency_monitor_threshold: 0,
+            enable_debug_command: Default::default(),
         }
     }
 }
@@ -467,6 +474,8 @@ pub struct Server {
     pub(crate) acl_log: crate::acl_log::AclLog,
     /// INFO commandstats / errorstats ([`crate::cmdstats`]).
     pub(crate) cmdstats: crate::cmdstats::CommandStats,
+    /// LATENCY LATEST / HISTORY / ... ([`crate::latency_monitor`]).
+    pub(crate) latmon: crate::latency_monitor::LatencyMonitor,
     /// The clients' memory for `maxmemory-clients` ([`crate::client_evict`]).
     pub(crate) clients_mem_total: u64,
     /// The eviction pool and the state of a time-limited run.
@@ -528,10 +537,13 @@ impl Server {
             acl_restricted: false,
             acl_log: Default::default(),
             cmdstats: crate::cmdstats::CommandStats::new(0),
+            latmon: Default::default(),
             clients_mem_total: 0,
         };
         server.cmdstats = crate::cmdstats::CommandStats::new(server.table.ids().len());
         server.cmdstats.tracking = server.config.latency_tracking;
+        let t = server.config.latency_monitor_threshold;
+        server.latmon.set_threshold(t);
         let pass = server.config.requirepass.clone();
         server.users.set_default_password(pass.as_deref());
         let all = server.config.acl_pubsub_default_all;
@@ -938,7 +950,10 @@ impl Server {
             let ns = self.cmdstats.ran_untimed(cmd.id, own_errors);
             self.blocked.set_call(id, cmd.id, ns);
         } else {
-            self.cmdstats.ran(cmd.id, own_errors);
+            let ns = self.cmdstats.ran(cmd.id, own_errors);
+            if ns >= self.latmon.threshold_ns {
+                self.latmon.command_spike(cmd.spec, ns);
+            }
         }
         if own_errors {
             self.cmdstats.errors_in(&ctx.out[mark..]);

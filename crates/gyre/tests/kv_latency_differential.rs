@@ -134,6 +134,6 @@ fn latencystats_section_and_help() {
         "*2\r\n$33\r\nlatency-tracking-info-percentiles\r\n$8\r\n50 99.99\r\n"
     );
     let help = text(&mut c, &["LATENCY", "HELP"]);
-    assert!(help.starts_with("*6\r\n+LATENCY <subcommand>"), "{help}");
+    assert!(help.starts_with("*17\r\n+LATENCY <subcommand>"), "{help}");
     assert!(help.contains("+HISTOGRAM [COMMAND ...]"), "{help}");
 }

@@ -287,6 +287,16 @@ impl Server {
             }
             return;
         }
+        // The latency monitor's write event, chosen before writing as
+        // Redis's flushAppendOnlyFile does.
+        let write_event =
+            if policy == Fsync::EverySec && self.aof.bio.as_ref().is_some_and(bio::Bio::busy) {
+                "aof-write-pending-fsync"
+            } else if self.bgsave_in_progress() {
+                "aof-write-active-child"
+            } else {
+                "aof-write-alone"
+            };
         let Some(file) = self.aof.file.as_mut() else {
             return;
         };
@@ -303,7 +313,15 @@ impl Server {
             log::info!("Asynchronous AOF fsync is taking too long (disk is busy?). Writing the AOF buffer without waiting for fsync to complete, this may slow down Redis.");
         }
         self.aof.flush_postponed_ms = 0;
-        match file.write_all(&self.aof.buf) {
+        let started = crate::cmdstats::clock_ns();
+        let written = file.write_all(&self.aof.buf);
+        let ns = crate::cmdstats::clock_ns().saturating_sub(started);
+        self.latmon.sample_if_needed(write_event, ns);
+        self.latmon.sample_if_needed("aof-write", ns);
+        let Some(file) = self.aof.file.as_mut() else {
+            return;
+        };
+        match written {
             Ok(()) => {
                 let n = self.aof.buf.len() as u64;
                 self.aof.current_size += n;
@@ -341,7 +359,11 @@ impl Server {
         match policy {
             Fsync::Always => {
                 if let Some(f) = &self.aof.file {
-                    if let Err(e) = f.sync_data() {
+                    let started = crate::cmdstats::clock_ns();
+                    let synced = f.sync_data();
+                    let ns = crate::cmdstats::clock_ns().saturating_sub(started);
+                    self.latmon.sample_if_needed("aof-fsync-always", ns);
+                    if let Err(e) = synced {
                         log::warn!("Can't persist AOF for fsync error when the AOF fsync policy is 'always': {e}. Exiting...");
                         std::process::exit(1);
                     }

@@ -301,6 +301,8 @@ impl Server {
         st.budget_exhausted = exhausted;
         st.elapsed_us = start.elapsed().as_micros() as u64;
         self.stats.expire_cycle_time_used_us += st.elapsed_us;
+        self.latmon
+            .sample_if_needed("expire-cycle", st.elapsed_us.saturating_mul(1000));
         let perc = if st.sampled > 0 {
             st.expired as f64 / st.sampled as f64
         } else {

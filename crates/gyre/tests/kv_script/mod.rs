@@ -10,7 +10,9 @@
 //! the fields that do not depend on the connection), `N>i INFO section` (lines sorted,
 //! `cmdstat_` times and `latency_percentiles_usec_` values masked),
 //! `N>h LATENCY HISTOGRAM ...` (entries sorted by name, each
-//! distribution checked and replaced by `<cdf ok>`), `sync N M ...`
+//! distribution checked and replaced by `<cdf ok>`), `N>t CMD ...` (the
+//! latency monitor's times and milliseconds masked: digit runs outside
+//! aggregate headers become `N`), `sync N M ...`
 //! (each listed client PINGs and everything it received before the PONG
 //! is compared: messages others' commands sent it), `sleep MS`; `''` is
 //! an empty argument, `\s` a space inside one.
@@ -395,6 +397,33 @@ fn mask_acl_log(f: &[u8]) -> Vec<u8> {
     out.join("\r\n").into_bytes()
 }
 
+/// Digit runs become `N`, except in aggregate headers (`*2`, `%1`):
+/// LATENCY LATEST / HISTORY / GRAPH / DOCTOR with their unix times,
+/// milliseconds, "3s" labels and bulk lengths masked, their shape kept.
+fn mask_digits(f: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(f);
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        if line.starts_with(['*', '%']) {
+            out.push_str(line);
+            continue;
+        }
+        let mut prev_digit = false;
+        for ch in line.chars() {
+            if ch.is_ascii_digit() {
+                if !prev_digit {
+                    out.push('N');
+                }
+                prev_digit = true;
+            } else {
+                out.push(ch);
+                prev_digit = false;
+            }
+        }
+    }
+    out.into_bytes()
+}
+
 pub fn show(b: &[u8]) -> String {
     String::from_utf8_lossy(b).replace("\r\n", "\\r\\n")
 }
@@ -454,7 +483,7 @@ pub fn run_script(port: u16, script: &str) -> Vec<String> {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         c.send(&args);
         let (n, compare, sort) = match mode {
-            "" | "l" | "i" | "h" => (1, true, false),
+            "" | "l" | "i" | "h" | "t" => (1, true, false),
             "?" => (1, false, false),
             "s" => (1, true, true),
             k => (k.parse().unwrap(), true, false),
@@ -470,6 +499,8 @@ pub fn run_script(port: u16, script: &str) -> Vec<String> {
                 mask_info(&f)
             } else if mode == "h" {
                 mask_histogram(&f)
+            } else if mode == "t" {
+                mask_digits(&f)
             } else {
                 f
             });
