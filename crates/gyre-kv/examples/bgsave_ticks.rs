@@ -9,8 +9,11 @@
 //!
 //! ```sh
 //! cargo build --release -p gyre-kv --example bgsave_ticks
-//! target/release/examples/bgsave_ticks 1000000 50 [slice_us [rounds]]
+//! target/release/examples/bgsave_ticks 1000000 50 [slice_us [rounds [hash_fields]]]
 //! ```
+//!
+//! `hash_fields`: also one hash `big:hash` of that many fields (the
+//! large-value case: its record is written across slices).
 use std::time::Instant;
 
 use gyre_kv::{Config, Server};
@@ -75,6 +78,21 @@ fn main() {
                 .ok()
         })
         .collect();
+    let fields: usize = args.get(5).and_then(|a| a.parse().ok()).unwrap_or(0);
+    if let Some(&id) = ids.first() {
+        let mut out = Vec::new();
+        for b in 0..fields.div_ceil(1000) {
+            let n = 1000.min(fields - b * 1000);
+            let mut cmd = format!("*{}\r\n$4\r\nHSET\r\n$8\r\nbig:hash\r\n", 2 + 2 * n);
+            for i in b * 1000..b * 1000 + n {
+                let f = format!("field:{i}");
+                let v = format!("value:{i}");
+                cmd.push_str(&format!("${}\r\n{f}\r\n${}\r\n{v}\r\n", f.len(), v.len()));
+            }
+            out.clear();
+            server.feed(id, cmd.as_bytes(), T0, &mut out);
+        }
+    }
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let batch = |rng: &mut Rng| {
         let mut b = Vec::new();

@@ -581,8 +581,11 @@ impl Server {
 
     /// Move every database's pending records into the chunk.
     fn gather(&mut self, bg: &mut Bgsave) {
+        // While a large value's record is half-written in one database,
+        // the others wait (a SELECTDB would land inside the record).
+        let only = self.dbs.iter().position(|d| d.snapshot_in_record());
         for (i, db) in self.dbs.iter_mut().enumerate() {
-            if db.snapshot_pending() == 0 {
+            if only.is_some_and(|o| o != i) || db.snapshot_pending() == 0 {
                 continue;
             }
             if bg.out_db != Some(i) {

@@ -17,6 +17,20 @@
 //! Removal moves the last node into the hole ([`Db::remove_at`]): if that
 //! carries an unsaved node below the cursor, it is saved first.
 //!
+//! A large value (a hash or set table, a skiplist zset, a quicklist of
+//! over [`resume::BIG`] elements) is written across slices
+//! ([`crate::rdb::resume`]): the sweep stops at it with the cursor *on* it
+//! (`big`) and writes [`resume::CHUNK`] elements per step. Its record is
+//! half-written in `out`, so records saved ahead of the sweep meanwhile
+//! wait in `held` / `raw` until it is complete (the output stays a
+//! sequence of whole records), and the driver drains only this database
+//! meanwhile ([`Db::snapshot_in_record`]: no SELECTDB inside a record).
+//! A write to the half-written key goes through [`Db::cow`] like any
+//! write ahead of the sweep (the key is at the cursor), which finishes
+//! the record at once before the write applies: a one-off cost bounded by
+//! that key's size, paid only when that very key is written during its
+//! few slices, and no copy of the value is kept.
+//!
 //! Extra memory is therefore the `done` set (one `u32` per key written
 //! during the sweep) plus `out` until the writer takes it, instead of one
 //! copied 4 KiB page per page touched as with `fork()`; the cost is one
@@ -25,6 +39,7 @@
 use std::collections::HashSet;
 
 use super::*;
+use crate::rdb::resume;
 use crate::rdb::save::put_kv;
 
 #[derive(Debug, Default)]
@@ -38,6 +53,11 @@ pub(crate) struct Sweep {
     /// the next slice serializes and compresses them
     /// ([`Db::snapshot_drain_into`]), inside its time budget.
     raw: Vec<u8>,
+    /// The large value being written across slices: its node (always
+    /// the cursor) and where its record is.
+    big: Option<(usize, resume::Big)>,
+    /// Whole records saved ahead of the sweep while `big` is half-written.
+    held: Vec<u8>,
     compress: bool,
     /// Records as AOF commands instead of RDB key/value pairs.
     aof: bool,
@@ -144,22 +164,35 @@ impl Db {
         let Some(s) = self.snap.as_mut() else {
             return true;
         };
+        if let Some((p, b)) = s.big.as_mut() {
+            let p = *p;
+            let done = match self.nodes.get(p) {
+                Some(node) => resume::step(b, &mut s.out, node.value.as_ref(), resume::CHUNK),
+                None => true,
+            };
+            if done {
+                s.big = None;
+                s.saved += 1;
+                s.cursor = p + 1;
+            }
+            return false;
+        }
         // After a FLUSHDB the cursor is past the (new, unsaved) keys.
         let start = s.cursor.min(self.nodes.len());
         let end = (start + n).min(self.nodes.len());
-        for node in &self.nodes[start..end] {
+        for (i, node) in self.nodes[start..end].iter().enumerate() {
             if s.done.is_empty() || !s.done.contains(&node.hash) {
-                put_record(
-                    &mut s.out,
-                    node.key.as_slice(),
-                    node.value.as_ref(),
-                    {
-                        let e = expire_of(&self.ttl, node);
-                        (e >= 0).then_some(e)
-                    },
-                    s.compress,
-                    s.aof,
-                );
+                let e = expire_of(&self.ttl, node);
+                let e = (e >= 0).then_some(e);
+                let (key, v) = (node.key.as_slice(), node.value.as_ref());
+                if !s.aof {
+                    if let Some(b) = resume::begin(&mut s.out, key, v, e, s.compress) {
+                        s.big = Some((start + i, b));
+                        s.cursor = start + i;
+                        return false;
+                    }
+                }
+                put_record(&mut s.out, key, v, e, s.compress, s.aof);
                 s.saved += 1;
             }
         }
@@ -180,6 +213,11 @@ impl Db {
         if let Some(s) = self.snap.as_mut() {
             out.extend_from_slice(&s.out);
             s.out.clear();
+            if s.big.is_some() {
+                return;
+            }
+            out.extend_from_slice(&s.held);
+            s.held.clear();
             if !s.raw.is_empty() {
                 drain_raw(&s.raw, out, s.compress, s.aof);
                 s.raw.clear();
@@ -194,7 +232,20 @@ impl Db {
 
     /// Bytes waiting in the output (raw copies included).
     pub fn snapshot_pending(&self) -> usize {
-        self.snap.as_ref().map_or(0, |s| s.out.len() + s.raw.len())
+        self.snap.as_ref().map_or(0, |s| {
+            s.out.len()
+                + if s.big.is_some() {
+                    0
+                } else {
+                    s.raw.len() + s.held.len()
+                }
+        })
+    }
+
+    /// A large value's record is half-written: the output must get this
+    /// database's records only until it is complete.
+    pub fn snapshot_in_record(&self) -> bool {
+        self.snap.as_ref().is_some_and(|s| s.big.is_some())
     }
 
     /// End the sweep; (records saved, of which saved before a write).
@@ -225,12 +276,24 @@ impl Db {
         // The bucket's chain also holds other hashes: only `h`'s are due.
         let mut j = self.table.head(h);
         while let Some(n) = self.nodes.get(j as usize) {
-            if j as usize >= s.cursor && n.hash == h {
+            if n.hash == h && s.big.as_ref().is_some_and(|(p, _)| *p == j as usize) {
+                // The half-written key: finish its record now.
+                if let Some((_, mut b)) = s.big.take() {
+                    resume::step(&mut b, &mut s.out, n.value.as_ref(), usize::MAX);
+                }
+                s.saved += 1;
+                s.copied += 1;
+            } else if j as usize >= s.cursor && n.hash == h {
                 let e = expire_of(&self.ttl, n);
                 let e = (e >= 0).then_some(e);
+                let sink = if s.big.is_some() {
+                    &mut s.held
+                } else {
+                    &mut s.out
+                };
                 match n.value.as_ref() {
                     Ref::Str(v) => put_raw(&mut s.raw, n.key.as_slice(), v, e),
-                    v => put_record(&mut s.out, n.key.as_slice(), v, e, s.compress, s.aof),
+                    v => put_record(sink, n.key.as_slice(), v, e, s.compress, s.aof),
                 }
                 s.saved += 1;
                 s.copied += 1;
@@ -263,8 +326,9 @@ impl Db {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::object::Limits;
+    use crate::object::{Limits, Object};
     use crate::rdb::save::{put_header, put_select, Aux};
+    use crate::t_hash::HashObj;
 
     fn strings(db: &Db) -> Vec<(Vec<u8>, Vec<u8>, Option<i64>)> {
         let mut v: Vec<_> = db
@@ -354,6 +418,104 @@ mod tests {
     fn a_sweep_with_colliding_hashes() {
         sweep_is_point_in_time(0b111, 7);
         sweep_is_point_in_time(0, 8);
+    }
+
+    /// Every key as text, hash fields sorted.
+    fn dump(db: &Db) -> Vec<String> {
+        let mut v: Vec<String> = db
+            .entries()
+            .map(|(k, v, e)| {
+                let body = match v {
+                    Ref::Str(s) => format!("{s:?}"),
+                    Ref::Obj(Object::Hash(HashObj::Table(d))) => {
+                        let mut f: Vec<_> =
+                            d.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+                        f.sort();
+                        format!("{f:?}")
+                    }
+                    Ref::Obj(_) => "<other>".to_string(),
+                };
+                format!("{:?} {e:?} {body}", k)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Large hashes are written across steps; a write to the half-written
+    /// one (and to others, and removals moving nodes) mid-record leaves
+    /// the records the database at sweep start, in whole records.
+    #[test]
+    fn big_values_are_written_across_steps_and_finished_before_a_write() {
+        for write_at in [None, Some(2), Some(5), Some(30), Some(60)] {
+            let mut db = Db::new(5);
+            for (name, n) in [("h1", 3000), ("h2", 5000)] {
+                let mut d = crate::dict::Dict::new();
+                for i in 0..n {
+                    d.insert(format!("f{i}").as_bytes(), b"v".to_vec().into_boxed_slice());
+                }
+                let p = db.probe(name.as_bytes(), 0);
+                db.insert_obj(
+                    p,
+                    name.as_bytes(),
+                    Object::Hash(HashObj::Table(Box::new(d))),
+                );
+            }
+            db.set_expire(b"h2", 9_000_000);
+            for i in 0..40 {
+                db.set(format!("k{i}").as_bytes(), b"old".to_vec(), false);
+            }
+            let before = dump(&db);
+            db.snapshot_begin(false);
+            let mut out = Vec::new();
+            put_header(
+                &mut out,
+                &Aux {
+                    ctime_secs: 0,
+                    used_mem: 0,
+                    aof_base: false,
+                },
+            );
+            put_select(&mut out, 0, db.len(), db.expires_len());
+            let (mut steps, mut in_record) = (0, 0);
+            loop {
+                if Some(steps) == write_at || write_at.is_some_and(|w| steps == w + 40) {
+                    // h2 first: while h1 is half-written, h2's whole
+                    // record must wait (held), not land inside h1's.
+                    for name in [&b"h2"[..], b"h1"] {
+                        let p = db.probe(name, 0);
+                        db.update_obj(&p, |o| {
+                            if let Object::Hash(HashObj::Table(d)) = o {
+                                d.insert(b"f7", b"new".to_vec().into_boxed_slice());
+                                d.remove(b"f8");
+                                d.insert(b"brand-new", b"x".to_vec().into_boxed_slice());
+                            }
+                        });
+                    }
+                    db.remove(b"k3");
+                    db.set(b"k5", b"new".to_vec(), false);
+                    db.remove_expire(b"h2");
+                }
+                steps += 1;
+                let done = db.snapshot_step(3);
+                in_record += usize::from(db.snapshot_in_record());
+                db.snapshot_drain_into(&mut out);
+                if done {
+                    break;
+                }
+                assert!(steps < 100_000);
+            }
+            if write_at.is_none() {
+                assert!(in_record > 50, "{in_record}");
+            }
+            db.snapshot_end();
+            out.push(crate::rdb::OP_EOF);
+            out.extend_from_slice(&[0; 8]);
+            let mut back = [Db::new(1)];
+            crate::rdb::load::load(&out[..], &mut back, &Limits::default(), 0, true).unwrap();
+            assert_eq!(dump(&back[0]), before, "write at {write_at:?}");
+            assert!(db.check_invariants());
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //!   encodings a 7.0 server still loads (ziplists, quicklist 1, zset with
 //!   string scores); bounded by the file (a corrupt file is an error).
 //! * [`blob`] — Redis's listpack / intset / ziplist byte layouts.
+//! * [`resume`] — a large value's record written across many sweep slices.
 //! * [`lzf`], [`crc64`] — string compression and the checksum.
 //! * [`file`](mod@file) — crash-safe writing (temp file, fsync, rename, fsync dir).
 //!
@@ -24,6 +25,7 @@ pub mod crc64;
 pub mod file;
 pub mod load;
 pub mod lzf;
+pub(crate) mod resume;
 pub mod save;
 
 /// The RDB format version written (Redis 7.0).

@@ -13,8 +13,8 @@ use crate::zset::ZSet;
 
 /// Entries per listpack node of a saved list, and its byte budget: the
 /// node size Redis uses by default (`list-max-listpack-size -2`: 8 KiB).
-const LIST_NODE_ENTRIES: usize = 128;
-const LIST_NODE_BYTES: usize = 8 * 1024;
+pub(super) const LIST_NODE_ENTRIES: usize = 128;
+pub(super) const LIST_NODE_BYTES: usize = 8 * 1024;
 
 /// Redis's `rdbSaveLen`.
 pub fn put_len(out: &mut Vec<u8>, n: u64) {
