@@ -197,7 +197,7 @@ fn analyze(ts: &Series, now: i64) -> (u64, u64, u64, i64) {
     (n, avg, dev / n, period)
 }
 
-#[derive(Default)]
+#[derive(Default, PartialEq)]
 struct Advice {
     slowlog_tuning: bool,
     slowlog_inspect: bool,
@@ -214,6 +214,13 @@ struct Advice {
     disable_thp: bool,
 }
 
+impl Advice {
+    /// Some advice applies (Redis counts them; only "none" matters).
+    fn any(&self) -> bool {
+        *self != Advice::default()
+    }
+}
+
 /// LATENCY DOCTOR's report (Redis's `createLatencyReport`).
 pub fn doctor(m: &LatencyMonitor, dc: &DoctorContext, now: i64) -> String {
     let mut r = String::new();
@@ -222,7 +229,6 @@ pub fn doctor(m: &LatencyMonitor, dc: &DoctorContext, now: i64) -> String {
         return r;
     }
     let mut a = Advice::default();
-    let mut advices = 0;
     for (num, (event, ts)) in m.events.iter().enumerate() {
         if num == 0 {
             r.push_str("Dave, I have observed latency spikes in this Redis instance. You don't mind talking about it, do you Dave?\n\n");
@@ -239,56 +245,45 @@ pub fn doctor(m: &LatencyMonitor, dc: &DoctorContext, now: i64) -> String {
             "command" => {
                 if SLOWLOG_LOG_SLOWER_THAN_US / 1000 > m.threshold_ms as i64 {
                     a.slowlog_tuning = true;
-                    advices += 1;
                 }
                 a.slowlog_inspect = true;
                 a.large_objects = true;
-                advices += 2;
             }
             "fast-command" => {
                 a.scheduler = true;
-                advices += 1;
             }
             "aof-write-pending-fsync" => {
                 a.local_disk = true;
                 a.disk_contention = true;
                 a.ssd = true;
                 a.data_writeback = true;
-                advices += 4;
             }
             "aof-write-active-child" => {
                 a.no_appendfsync = true;
                 a.data_writeback = true;
                 a.ssd = true;
-                advices += 3;
             }
             "aof-write-alone" => {
                 a.local_disk = true;
                 a.data_writeback = true;
                 a.ssd = true;
-                advices += 3;
             }
             "aof-fsync-always" => {
                 a.relax_fsync = true;
-                advices += 1;
             }
             "aof-fstat" | "rdb-unlink-temp-file" => {
                 a.disk_contention = true;
                 a.local_disk = true;
-                advices += 2;
             }
             "expire-cycle" => {
                 a.hz = true;
                 a.large_objects = true;
-                advices += 2;
             }
             "eviction-del" => {
                 a.large_objects = true;
-                advices += 1;
             }
             "eviction-cycle" => {
                 a.mass_eviction = true;
-                advices += 1;
             }
             _ => {}
         }
@@ -296,13 +291,12 @@ pub fn doctor(m: &LatencyMonitor, dc: &DoctorContext, now: i64) -> String {
     }
     if dc.anon_huge_pages > 0 {
         a.disable_thp = true;
-        advices += 1;
     }
-    if m.events.is_empty() && advices == 0 {
+    if m.events.is_empty() && !a.any() {
         r.push_str("Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sit down calmly, take a stress pill, and think things over.\n");
         return r;
     }
-    if advices == 0 {
+    if !a.any() {
         r.push_str("\nWhile there are latency events logged, I'm not able to suggest any easy fix. Please use the Redis community to get some help, providing this report in your help request.\n");
         return r;
     }
