@@ -16,6 +16,13 @@
 //! error log is open), and the file can be reopened in place for logrotate
 //! (`USR1`). Each record is one write(2) of one line, so lines from several
 //! processes appending to one file do not interleave.
+//!
+//! `error_log` in `http`, `server` and `location` (nginx's per-context logs,
+//! `r->connection->log` set from the location's `error_log`) are [`LogChain`]s:
+//! a line about a request or connection is routed by its [`LogContext`] to its
+//! location's or server's chain, written to every log of it whose level lets
+//! it through; any other line goes to the main log. Files are opened once per
+//! path ([`open_chain_file`]) and reopened together on `USR1`.
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -79,10 +86,150 @@ fn logger() -> &'static ErrorLog {
     })
 }
 
+/// The main log's own level (the `log` facade's maximum may be higher
+/// for a context log's sake).
+static MAIN_LEVEL: AtomicU8 = AtomicU8::new(LEVEL_INFO);
+/// The most verbose level of every context log made so far.
+static CHAIN_LEVEL: AtomicU8 = AtomicU8::new(0);
+const LEVEL_INFO: u8 = 3;
+
+fn level_code(l: LevelFilter) -> u8 {
+    l as usize as u8
+}
+
+fn level_from(code: u8) -> LevelFilter {
+    match code {
+        0 => LevelFilter::Off,
+        1 => LevelFilter::Error,
+        2 => LevelFilter::Warn,
+        3 => LevelFilter::Info,
+        4 => LevelFilter::Debug,
+        _ => LevelFilter::Trace,
+    }
+}
+
+fn apply_max_level() {
+    let m = MAIN_LEVEL
+        .load(Ordering::Relaxed)
+        .max(CHAIN_LEVEL.load(Ordering::Relaxed));
+    log::set_max_level(level_from(m));
+}
+
 /// Installs the error log (writing to stderr) at `level`. Idempotent.
 pub fn init(level: LevelFilter) {
     let _ = log::set_logger(logger());
-    log::set_max_level(level);
+    MAIN_LEVEL.store(level_code(level), Ordering::Relaxed);
+    apply_max_level();
+}
+
+/// A file a context log writes to, shared by every chain naming its path.
+#[derive(Debug)]
+pub struct ChainFile {
+    path: PathBuf,
+    file: Mutex<Option<File>>,
+}
+
+/// Files of the context logs alive, for [`reopen`].
+static CHAIN_FILES: Mutex<Vec<std::sync::Weak<ChainFile>>> = Mutex::new(Vec::new());
+
+/// Opens `path` for appending, or shares the file another chain opened.
+pub fn open_chain_file(path: &Path) -> std::io::Result<std::sync::Arc<ChainFile>> {
+    let mut files = CHAIN_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    files.retain(|w| w.strong_count() > 0);
+    if let Some(f) = files
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .find(|f| f.path == path)
+    {
+        return Ok(f);
+    }
+    let file = OpenOptions::new().create(true).append(true).open(path)?;
+    let f = std::sync::Arc::new(ChainFile {
+        path: path.to_path_buf(),
+        file: Mutex::new(Some(file)),
+    });
+    files.push(std::sync::Arc::downgrade(&f));
+    Ok(f)
+}
+
+/// One log of a chain: where and from which level.
+#[derive(Debug, Clone)]
+pub struct ChainLog {
+    /// None: standard error.
+    file: Option<std::sync::Arc<ChainFile>>,
+    level: LevelFilter,
+    floor: u8,
+}
+
+/// The logs of one `http`, `server` or `location` level (all its
+/// `error_log` lines).
+pub type LogChain = std::sync::Arc<[ChainLog]>;
+
+/// Opens the logs one level's `error_log` lines name (nginx opens them
+/// while reading the configuration, so `-t` reports a path it cannot open),
+/// and lets the `log` facade pass their levels.
+pub fn make_chain(logs: &[crate::conf::ErrorLog]) -> Result<LogChain, String> {
+    use crate::conf::LogTarget;
+    let mut out = Vec::with_capacity(logs.len());
+    for l in logs {
+        let (level, floor) = filter_of(l.level);
+        let file = match &l.target {
+            LogTarget::Stderr => None,
+            LogTarget::File(p) => Some(open_chain_file(p).map_err(|e| {
+                format!(
+                    "open() \"{}\" failed ({})",
+                    p.display(),
+                    crate::sys_error_text(&e)
+                )
+            })?),
+        };
+        CHAIN_LEVEL.fetch_max(level_code(level), Ordering::Relaxed);
+        out.push(ChainLog { file, level, floor });
+    }
+    apply_max_level();
+    Ok(out.into())
+}
+
+thread_local! {
+    /// The chain the line being logged is routed to ([`Route`]).
+    static ROUTE: std::cell::RefCell<Option<LogChain>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Routes the lines logged while it lives to a context's chain (made by
+/// [`log_ctx!`] from [`LogContext::chain`]).
+pub struct Route(bool);
+
+impl Route {
+    pub fn new(chain: Option<&LogChain>) -> Route {
+        match chain {
+            Some(c) => {
+                ROUTE.with(|r| *r.borrow_mut() = Some(c.clone()));
+                Route(true)
+            }
+            None => Route(false),
+        }
+    }
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        if self.0 {
+            ROUTE.with(|r| *r.borrow_mut() = None);
+        }
+    }
+}
+
+/// A record passes a log at `level` with crit/alert/emerg `floor`.
+fn passes(r: &Record<'_>, level: LevelFilter, floor: u8) -> bool {
+    if r.level() > level {
+        return false;
+    }
+    let above = if r.level() == Level::Error {
+        above_error(r.target())
+    } else {
+        0
+    };
+    above >= floor
 }
 
 /// Directs the log to `path` (appending), or back to stderr with None.
@@ -103,7 +250,16 @@ pub fn reopen() -> std::io::Result<()> {
         let s = logger().sink.lock().unwrap_or_else(|e| e.into_inner());
         s.path.clone()
     };
-    open(path.as_deref())
+    open(path.as_deref())?;
+    let files: Vec<_> = {
+        let files = CHAIN_FILES.lock().unwrap_or_else(|e| e.into_inner());
+        files.iter().filter_map(std::sync::Weak::upgrade).collect()
+    };
+    for f in files {
+        let file = OpenOptions::new().create(true).append(true).open(&f.path)?;
+        *f.file.lock().unwrap_or_else(|e| e.into_inner()) = Some(file);
+    }
+    Ok(())
 }
 
 /// nginx's error-log timestamp, in UTC: `YYYY/MM/DD HH:MM:SS`.
@@ -130,42 +286,75 @@ impl Log for ErrorLog {
         if !self.enabled(r.metadata()) {
             return;
         }
-        let mut line = String::with_capacity(128);
-        timestamp(&mut line);
-        use std::fmt::Write as _;
-        let above = if r.level() == Level::Error {
-            above_error(r.target())
-        } else {
-            0
-        };
-        // `error_log FILE crit|alert|emerg` keeps only those above it.
-        if above < ERROR_FLOOR.load(Ordering::Relaxed) {
-            return;
-        }
-        let name = match above {
-            1 => CRIT,
-            2 => ALERT,
-            3 => EMERG,
-            _ => level_name(r.level()),
-        };
-        // nginx built with threads (Debian's) writes `PID#TID`; the line's
-        // length limit counts them.
-        let tid = rustix::thread::gettid().as_raw_nonzero();
-        let _ = write!(line, " [{name}] {}#{tid}: {}", std::process::id(), r.args());
-        cap(&mut line);
-        line.push('\n');
-        let mut s = self.sink.lock().unwrap_or_else(|e| e.into_inner());
-        match s.file.as_mut() {
-            Some(f) => {
-                let _ = f.write_all(line.as_bytes());
+        let chain = ROUTE.with(|c| c.borrow().clone());
+        match &chain {
+            Some(c) => {
+                if !c.iter().any(|l| passes(r, l.level, l.floor)) {
+                    return;
+                }
             }
             None => {
-                let _ = std::io::stderr().write_all(line.as_bytes());
+                let main = level_from(MAIN_LEVEL.load(Ordering::Relaxed));
+                if !passes(r, main, ERROR_FLOOR.load(Ordering::Relaxed)) {
+                    return;
+                }
+            }
+        }
+        let line = format_line(r);
+        let Some(chain) = chain else {
+            let mut s = self.sink.lock().unwrap_or_else(|e| e.into_inner());
+            write_to(s.file.as_mut(), &line);
+            return;
+        };
+        for l in chain.iter().filter(|l| passes(r, l.level, l.floor)) {
+            match &l.file {
+                Some(f) => {
+                    let mut g = f.file.lock().unwrap_or_else(|e| e.into_inner());
+                    write_to(g.as_mut(), &line);
+                }
+                None => write_to(None, &line),
             }
         }
     }
 
     fn flush(&self) {}
+}
+
+/// One record as nginx writes it, with its newline.
+fn format_line(r: &Record<'_>) -> String {
+    let mut line = String::with_capacity(128);
+    timestamp(&mut line);
+    use std::fmt::Write as _;
+    let above = if r.level() == Level::Error {
+        above_error(r.target())
+    } else {
+        0
+    };
+    let name = match above {
+        1 => CRIT,
+        2 => ALERT,
+        3 => EMERG,
+        _ => level_name(r.level()),
+    };
+    // nginx built with threads (Debian's) writes `PID#TID`; the line's
+    // length limit counts them.
+    let tid = rustix::thread::gettid().as_raw_nonzero();
+    let _ = write!(line, " [{name}] {}#{tid}: {}", std::process::id(), r.args());
+    cap(&mut line);
+    line.push('\n');
+    line
+}
+
+/// One write(2) of a whole line, to the file or to stderr.
+fn write_to(file: Option<&mut File>, line: &str) {
+    match file {
+        Some(f) => {
+            let _ = f.write_all(line.as_bytes());
+        }
+        None => {
+            let _ = std::io::stderr().write_all(line.as_bytes());
+        }
+    }
 }
 
 /// nginx's `NGX_MAX_ERROR_STR`: a line is at most this many bytes with
@@ -224,6 +413,11 @@ pub trait LogContext {
     /// Appends the context after the message, each part with its leading
     /// `, ` (`, client: 127.0.0.1, server: localhost, request: "GET / HTTP/1.1"`).
     fn context(&self, out: &mut dyn fmt::Write) -> fmt::Result;
+    /// The `error_log`s of the line's location or server (None: the main
+    /// log).
+    fn chain(&self) -> Option<&LogChain> {
+        None
+    }
 }
 
 /// A message with its [`LogContext`], formatted only when the line is
@@ -245,53 +439,58 @@ impl<C: LogContext + ?Sized> fmt::Display for WithContext<'_, C> {
 #[macro_export]
 macro_rules! log_ctx {
     (alert, $ctx:expr, $($arg:tt)+) => {
-        $crate::errlog::__log::log!(
-            target: $crate::errlog::ALERT,
-            $crate::errlog::ERROR,
-            "{}",
-            $crate::errlog::WithContext($ctx, format_args!($($arg)+))
-        )
+        $crate::log_ctx!(@go $crate::errlog::ALERT, $crate::errlog::ERROR, $ctx, $($arg)+)
     };
     (crit, $ctx:expr, $($arg:tt)+) => {
-        $crate::errlog::__log::log!(
-            target: $crate::errlog::CRIT,
-            $crate::errlog::ERROR,
-            "{}",
-            $crate::errlog::WithContext($ctx, format_args!($($arg)+))
-        )
+        $crate::log_ctx!(@go $crate::errlog::CRIT, $crate::errlog::ERROR, $ctx, $($arg)+)
+    };
+    (@go $target:expr, $level:expr, $ctx:expr, $($arg:tt)+) => {
+        if $level <= $crate::errlog::__log::max_level() {
+            let cx = $ctx;
+            let _route = $crate::errlog::Route::new($crate::errlog::LogContext::chain(cx));
+            $crate::errlog::__log::log!(
+                target: $target,
+                $level,
+                "{}",
+                $crate::errlog::WithContext(cx, format_args!($($arg)+))
+            )
+        }
     };
     ($level:expr, $ctx:expr, $($arg:tt)+) => {
-        $crate::errlog::__log::log!(
-            $level,
-            "{}",
-            $crate::errlog::WithContext($ctx, format_args!($($arg)+))
-        )
+        $crate::log_ctx!(@go module_path!(), $level, $ctx, $($arg)+)
     };
 }
 
 #[doc(hidden)]
 pub use log as __log;
 
-/// Applies the configuration's first `error_log`: its target and level.
-pub fn configure(logs: &[crate::conf::ErrorLog]) -> std::io::Result<()> {
-    use crate::conf::{LogLevel, LogTarget};
-    let Some(first) = logs.first() else {
-        return Ok(());
-    };
-    let floor = match first.level {
+/// The `log` filter and the crit/alert/emerg floor of an nginx level.
+fn filter_of(l: crate::conf::LogLevel) -> (LevelFilter, u8) {
+    use crate::conf::LogLevel;
+    let floor = match l {
         LogLevel::Crit => 1,
         LogLevel::Alert => 2,
         LogLevel::Emerg => 3,
         _ => 0,
     };
-    ERROR_FLOOR.store(floor, Ordering::Relaxed);
-    let level = match first.level {
+    let level = match l {
         LogLevel::Emerg | LogLevel::Alert | LogLevel::Crit | LogLevel::Error => LevelFilter::Error,
         LogLevel::Warn => LevelFilter::Warn,
         LogLevel::Notice => LevelFilter::Info,
         LogLevel::Info => LevelFilter::Debug,
         LogLevel::Debug => LevelFilter::Trace,
     };
+    (level, floor)
+}
+
+/// Applies the configuration's first `error_log`: its target and level.
+pub fn configure(logs: &[crate::conf::ErrorLog]) -> std::io::Result<()> {
+    use crate::conf::LogTarget;
+    let Some(first) = logs.first() else {
+        return Ok(());
+    };
+    let (level, floor) = filter_of(first.level);
+    ERROR_FLOOR.store(floor, Ordering::Relaxed);
     match &first.target {
         LogTarget::Stderr => open(None)?,
         LogTarget::File(p) => open(Some(p)).map_err(|e| {

@@ -23,6 +23,7 @@ use crate::ssl;
 use crate::variables::Variables;
 
 mod connection;
+pub mod error_log;
 pub mod extra_logs;
 pub mod hints;
 mod modules;
@@ -163,6 +164,8 @@ pub struct LocSettings {
     pub log_not_found: Option<bool>,
     pub open_file_cache: Option<Option<OpenFileCache>>,
     pub access_log: Option<Option<PathBuf>>,
+    /// This level's `error_log` lines (conf::error_log).
+    pub error_log: Option<Vec<gyre_core::conf::ErrorLog>>,
     pub recursive_error_pages: Option<bool>,
     /// The level's further `access_log`s (conf::extra_logs).
     pub extra_logs: Vec<extra_logs::ExtraLog>,
@@ -263,6 +266,8 @@ pub struct LocConf {
     pub log_not_found: bool,
     pub open_file_cache: Option<OpenFileCache>,
     pub access_log: Option<PathBuf>,
+    /// The `error_log`s its requests' lines go to (None: the main log).
+    pub error_log: Option<gyre_core::errlog::LogChain>,
     /// `recursive_error_pages` (off): an error page's own error may use
     /// `error_page` again.
     pub recursive_error_pages: bool,
@@ -579,6 +584,7 @@ fn resolve(levels: &[&LocSettings], default_root: &Path, default_log: &Path) -> 
         open_file_cache: pick(levels, |s| s.open_file_cache)
             .unwrap_or(Some(DEFAULT_OPEN_FILE_CACHE)),
         extra_logs: Arc::from([]),
+        error_log: None,
         recursive_error_pages: pick(levels, |s| s.recursive_error_pages).unwrap_or(false),
         // nginx's default: `access_log logs/access.log combined`.
         access_log: pick(levels, |s| s.access_log.clone())
@@ -677,6 +683,7 @@ fn resolve_location(
     let mut lc = resolve(&refs, defaults.0, defaults.1);
     lc.log_format = log_format_of(&refs, formats)?;
     lc.extra_logs = extra_logs::resolve(&refs, formats)?;
+    lc.error_log = error_log::resolve(&refs)?;
     lc.name = l.uri.as_str().into();
     lc.kind = l.kind;
     if l.set.proxy.pass.is_some() {
@@ -697,6 +704,7 @@ fn resolve_location(
             let mut ic = resolve(&refs, defaults.0, defaults.1);
             ic.log_format = log_format_of(&refs, formats)?;
             ic.extra_logs = extra_logs::resolve(&refs, formats)?;
+            ic.error_log = error_log::resolve(&refs)?;
             ic.proxy = if set.proxy.pass.is_some() {
                 crate::proxy::conf::resolve(&refs, &lc.name, lc.kind)
             } else {
@@ -720,6 +728,7 @@ fn resolve_location(
         let mut lmt = resolve(&refs, defaults.0, defaults.1);
         lmt.log_format = log_format_of(&refs, formats)?;
         lmt.extra_logs = extra_logs::resolve(&refs, formats)?;
+        lmt.error_log = error_log::resolve(&refs)?;
         drop(refs);
         levels.pop();
         lmt.name = lc.name.clone();
@@ -803,6 +812,7 @@ fn http_init(c: &mut HttpConf, cx: &ConfCtx) -> Result<(), ConfError> {
         let mut fallback = resolve(&[&http_set, &srv_set], &default_root, &default_log);
         fallback.log_format = log_format_of(&[&http_set, &srv_set], &c.log_formats)?;
         fallback.extra_logs = extra_logs::resolve(&[&http_set, &srv_set], &c.log_formats)?;
+        fallback.error_log = error_log::resolve(&[&http_set, &srv_set])?;
         s.fallback = Some(Arc::new(fallback));
         s.srv_script = Arc::from(s.script.clone());
         let mut levels = vec![http_set.clone(), srv_set];

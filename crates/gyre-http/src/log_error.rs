@@ -17,7 +17,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 
-use gyre_core::errlog::LogContext;
+use gyre_core::errlog::{LogChain, LogContext};
 
 use crate::conf::HttpConf;
 use crate::parse::Request;
@@ -33,6 +33,8 @@ pub struct ReqLog<'a> {
     /// nginx's `upstream: "http://127.0.0.1:8080/x"` (the peer and URI a
     /// proxied request is on).
     upstream: Option<&'a dyn fmt::Display>,
+    /// The location's (or server's) `error_log`s.
+    chain: Option<&'a LogChain>,
 }
 
 /// The context of `r`'s lines (its server's first `server_name`, as
@@ -45,7 +47,16 @@ pub fn req<'a>(conf: &'a HttpConf, r: &'a HttpRequest) -> ReqLog<'a> {
         server: server_name(conf, r.st.server),
         action: None,
         upstream: None,
+        chain: r.st.loc.error_log.as_ref(),
     }
+}
+
+/// The `error_log`s of server `i` (its own, or the http level's).
+pub fn server_chain(conf: &HttpConf, i: usize) -> Option<&LogChain> {
+    conf.servers
+        .get(i)
+        .and_then(|s| s.fallback.as_ref())
+        .and_then(|f| f.error_log.as_ref())
 }
 
 /// The context of a head refused before the phases (no request object
@@ -63,10 +74,17 @@ pub fn head<'a>(
         server,
         action: None,
         upstream: None,
+        chain: None,
     }
 }
 
 impl<'a> ReqLog<'a> {
+    /// The same context written to `chain` (a head's server's logs).
+    pub fn with_chain(mut self, chain: Option<&'a LogChain>) -> ReqLog<'a> {
+        self.chain = chain;
+        self
+    }
+
     /// The same context with nginx's `while ACTION`.
     pub fn with_action(mut self, action: &'static str) -> ReqLog<'a> {
         self.action = Some(action);
@@ -97,6 +115,10 @@ impl LogContext for ReqLog<'_> {
 
     fn action(&self) -> Option<&str> {
         self.action
+    }
+
+    fn chain(&self) -> Option<&LogChain> {
+        self.chain
     }
 
     fn context(&self, out: &mut dyn fmt::Write) -> fmt::Result {
@@ -140,6 +162,8 @@ pub struct ConnLog<'a> {
     pub host: Option<&'a str>,
     pub referrer: Option<&'a str>,
     pub action: Option<&'static str>,
+    /// The server's `error_log`s ([`server_chain`]).
+    pub chain: Option<&'a LogChain>,
 }
 
 /// What a connection line names as its server.
@@ -155,6 +179,10 @@ impl LogContext for ConnLog<'_> {
 
     fn action(&self) -> Option<&str> {
         self.action
+    }
+
+    fn chain(&self) -> Option<&LogChain> {
+        self.chain
     }
 
     fn context(&self, out: &mut dyn fmt::Write) -> fmt::Result {
@@ -191,6 +219,7 @@ mod tests {
             host: None,
             referrer: None,
             action: Some("reading client request line"),
+            chain: None,
         };
         let line = WithContext(&c, format_args!("client sent invalid version")).to_string();
         assert_eq!(

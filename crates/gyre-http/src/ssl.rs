@@ -785,6 +785,7 @@ pub fn refuse(
         peer,
         crate::log_error::server_name(conf, server_i),
     )
+    .with_chain(crate::log_error::server_chain(conf, server_i))
     .with_action("reading client request headers");
     if plain {
         gyre_core::log_ctx!(INFO, &cx, "client sent plain HTTP request to HTTPS port");

@@ -193,18 +193,44 @@ fn set_pid(c: &mut CoreConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> 
 }
 
 fn set_error_log(c: &mut CoreConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    c.error_log.push(parse_error_log(d, cx)?);
+    Ok(())
+}
+
+/// nginx's `debug_core` … `debug_stream` masks.
+const DEBUG_MASKS: &[&str] = &[
+    "debug_core",
+    "debug_alloc",
+    "debug_mutex",
+    "debug_event",
+    "debug_http",
+    "debug_mail",
+    "debug_stream",
+];
+
+/// One `error_log FILE|stderr [LEVEL]` line, in any context (the http
+/// module keeps its levels' lines; see errlog's chains).
+pub fn parse_error_log(d: &Directive, cx: &ConfCtx) -> Result<ErrorLog, String> {
     let target = match d.arg(0) {
         "stderr" => LogTarget::Stderr,
         file => LogTarget::File(cx.full_path(file)),
     };
-    let level = match d.args.get(1) {
-        None => LogLevel::Error,
-        Some(name) => {
-            LogLevel::parse(name).ok_or_else(|| format!("invalid log level \"{name}\""))?
+    // nginx's ngx_log_set_levels: one level, or debug_* masks (which
+    // mean debug here: gyre has no per-module debug switches).
+    let mut level = None;
+    for name in d.args.iter().skip(1) {
+        let l = match LogLevel::parse(name) {
+            Some(l) => l,
+            None if DEBUG_MASKS.contains(&name.as_str()) => LogLevel::Debug,
+            None => return Err(format!("invalid log level \"{name}\"")),
+        };
+        if level.is_some_and(|prev| prev != LogLevel::Debug || l != LogLevel::Debug) {
+            return Err(format!("duplicate log level \"{name}\""));
         }
-    };
-    c.error_log.push(ErrorLog { target, level });
-    Ok(())
+        level = Some(l);
+    }
+    let level = level.unwrap_or(LogLevel::Error);
+    Ok(ErrorLog { target, level })
 }
 
 fn set_daemon(c: &mut CoreConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
@@ -292,7 +318,7 @@ const CORE_DIRECTIVES: &[DirectiveSpec<CoreConf>] = &[
         set_worker_rlimit_nofile,
     ),
     DirectiveSpec::new("pid", Context::MAIN, Args::TAKE1, set_pid),
-    DirectiveSpec::multi("error_log", Context::MAIN, Args::TAKE12, set_error_log),
+    DirectiveSpec::multi("error_log", Context::MAIN, Args::ONE_MORE, set_error_log),
     DirectiveSpec::new("daemon", Context::MAIN, Args::FLAG, set_daemon),
     DirectiveSpec::new(
         "master_process",

@@ -112,8 +112,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use core_conf::{
-    CoreConf, CpuAffinity, CpuMask, ErrorLog, EventMethod, EventsConf, LogLevel, LogTarget,
-    WorkerUser, CORE_MODULE, EVENTS_MODULE,
+    parse_error_log, CoreConf, CpuAffinity, CpuMask, ErrorLog, EventMethod, EventsConf, LogLevel,
+    LogTarget, WorkerUser, CORE_MODULE, EVENTS_MODULE,
 };
 pub use directive::{
     no_init, Args, Block, ConfCtx, Context, Directive, DirectiveSpec, Location, Module, ModuleDef,

@@ -454,6 +454,12 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         modules::set_recursive_error_pages,
     ),
     DirectiveSpec::multi(
+        "error_log",
+        HSL,
+        Args::ONE_MORE,
+        super::error_log::set_error_log,
+    ),
+    DirectiveSpec::multi(
         "access_log",
         HSL.or(LMT).or(IF),
         Args::ONE_MORE,

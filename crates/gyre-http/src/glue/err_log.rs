@@ -52,6 +52,7 @@ impl HttpConn {
             host: n.host.as_deref(),
             referrer: n.referrer.as_deref(),
             action: n.action,
+            chain: log_error::server_chain(&self.shared.conf, server),
         };
         gyre_core::log_ctx!(level, &cx, "{}", n.message());
     }
@@ -74,13 +75,17 @@ impl HttpConn {
                 host: None,
                 referrer: None,
                 action: Some("waiting for request"),
+                chain: log_error::server_chain(&self.shared.conf, self.port.default),
             };
             gyre_core::log_ctx!(INFO, &cx, "recv() failed ({text})");
         } else if self.is_idle() {
             let addr = peer.map(|p| p.ip().to_string()).unwrap_or_default();
             gyre_core::log_ctx!(
                 INFO,
-                &Bare(number),
+                &Bare(
+                    number,
+                    log_error::server_chain(&self.shared.conf, self.port.default)
+                ),
                 "client {addr} closed keepalive connection ({text})"
             );
         }
@@ -97,6 +102,7 @@ impl HttpConn {
             host: None,
             referrer: None,
             action: Some("waiting for request"),
+            chain: log_error::server_chain(&self.shared.conf, self.port.default),
         };
         gyre_core::log_ctx!(INFO, &cx, "{TIMED_OUT}");
     }
@@ -118,13 +124,17 @@ impl HttpConn {
                 host: None,
                 referrer: None,
                 action: Some("waiting for request"),
+                chain: log_error::server_chain(&self.shared.conf, self.port.default),
             };
             gyre_core::log_ctx!(INFO, &cx, "client closed connection");
         } else if self.is_idle() {
             let addr = peer.map(|p| p.ip().to_string()).unwrap_or_default();
             gyre_core::log_ctx!(
                 INFO,
-                &Bare(number),
+                &Bare(
+                    number,
+                    log_error::server_chain(&self.shared.conf, self.port.default)
+                ),
                 "client {addr} closed keepalive connection"
             );
         }
@@ -146,6 +156,7 @@ impl HttpConn {
             host: None,
             referrer: None,
             action: Some(SENDING),
+            chain: log_error::server_chain(&self.shared.conf, self.port.default),
         };
         gyre_core::log_ctx!(INFO, &cx, "{TIMED_OUT}");
     }
@@ -153,11 +164,15 @@ impl HttpConn {
 
 /// A line with the connection number only (nginx's lines written while
 /// `c->log->handler` is unset).
-struct Bare(u64);
+struct Bare<'a>(u64, Option<&'a gyre_core::errlog::LogChain>);
 
-impl gyre_core::errlog::LogContext for Bare {
+impl gyre_core::errlog::LogContext for Bare<'_> {
     fn number(&self) -> u64 {
         self.0
+    }
+
+    fn chain(&self) -> Option<&gyre_core::errlog::LogChain> {
+        self.1
     }
 
     fn context(&self, _out: &mut dyn std::fmt::Write) -> std::fmt::Result {
