@@ -283,7 +283,19 @@ def eviction(srv, keys, ops, value_size):
     secs, cpu = time.time() - t0, cpu_secs(srv.pid) - c0
     peak = max(peak, int(info(srv.port, "memory")["used_memory"]))
     s.close()
-    return hits / (hits + misses), done / secs, cpu / done * 1e6, peak
+    return hits / (hits + misses), done / secs, cpu / done * 1e6, peak, rss_kib(srv.pid)
+
+
+def rss_kib(pid):
+    """The process's VmRSS in KiB (0 when unreadable)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 GYRE = None
@@ -342,8 +354,8 @@ def main():
                     srv.stop()
             g, r = res["gyre"], res["redis"]
             print(f"eviction {policy}, maxmemory {maxmem >> 20} MiB, {keys:,} keys x {value} B (Zipf GETs, SET on miss): "
-                  f"gyre hit ratio {100 * g[0]:.1f}%, {g[1]:,.0f} ops/s, {g[2]:.2f} us CPU/op, used_memory max {g[3] / 2**20:.2f} MiB; "
-                  f"redis hit ratio {100 * r[0]:.1f}%, {r[1]:,.0f} ops/s, {r[2]:.2f} us CPU/op, used_memory max {r[3] / 2**20:.2f} MiB",
+                  f"gyre hit ratio {100 * g[0]:.1f}%, {g[1]:,.0f} ops/s, {g[2]:.2f} us CPU/op, used_memory max {g[3] / 2**20:.2f} MiB, RSS at the end {g[4] / 1024:.1f} MiB; "
+                  f"redis hit ratio {100 * r[0]:.1f}%, {r[1]:,.0f} ops/s, {r[2]:.2f} us CPU/op, used_memory max {r[3] / 2**20:.2f} MiB, RSS at the end {r[4] / 1024:.1f} MiB",
                   flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
