@@ -16,6 +16,7 @@ A test gyre does not answer yet (an error reply to a probe) is recorded as
 handed bench.py's namespace (servers, redis-benchmark, CPU and RSS readers)
 rather than importing it, since bench.py runs as __main__.
 """
+import json
 import os
 import random
 import re
@@ -313,6 +314,12 @@ def zset_latency(port, n=5000):
 
 # ------------------------------------------------------------------- report
 
+def kept(d, part):
+    """The note for a part whose rows come from an earlier run."""
+    k = d.get("kept", {}).get(part)
+    return f"\n*Not rerun this time: these rows are from the earlier run ({k}).*\n" if k else ""
+
+
 def md(b, d):
     m = d["machine"]
     rows = []
@@ -351,7 +358,7 @@ against redis-server {b.redis_version()} from Debian (`--save '' --appendonly no
 per table. CPU is utime+stime of gyre's kv process or of redis-server.
 
 ### Throughput: redis-benchmark's type tests, `-c 50 -r {RANDOM_KEYSPACE}`
-
+{kept(d, "throughput")}
 One run per test and server, alternating, {b.ROUNDS} rounds, medians. LRANGE_N is
 `LRANGE bench:list 0 N-1` on a 600-item list filled once (a custom command, so the CPU is
 the LRANGE's alone). Goal at -P 16: CPU per request ≥ 1.3× less than redis (LRANGE_600 ≥ 1.5×).
@@ -360,7 +367,7 @@ Cells are gyre / redis.
 {b.table(["test", "req/s gyre / redis", "req/s ratio", "µs CPU/req", "CPU ratio redis/gyre"], rows)}
 
 ### Memory: each data set loaded with `redis-cli --pipe` into a fresh server
-
+{kept(d, "memory")}
 RSS and INFO used_memory growth over the empty server, MiB, gyre / redis. Goals: RSS
 ≤ 0.8× redis's for the 1e6 small aggregates, ≤ 0.7× for the large sorted set.
 
@@ -373,8 +380,21 @@ RSS and INFO used_memory growth over the empty server, MiB, gyre / redis. Goals:
 
 
 def sec_kv_types(b):
+    """BENCH_KVT_PARTS ("throughput memory" by default) picks the parts to
+    run; a part left out keeps its rows from the last saved run, named as
+    such in the report."""
     data = {"machine": b.machine()}
     b.log("== kv-types: gyre kv process vs redis-server " + b.redis_version())
-    data["throughput"] = throughput(b)
-    data["memory"] = memory(b)
+    parts = os.environ.get("BENCH_KVT_PARTS", "throughput memory").split()
+    try:
+        with open(os.path.join(b.RESULTS, "kv_types.json")) as f:
+            last = json.load(f)
+    except (OSError, ValueError):
+        last = {}
+    for part, run in (("throughput", throughput), ("memory", memory)):
+        if part in parts:
+            data[part] = run(b)
+        elif part in last:
+            data[part] = last[part]
+            data.setdefault("kept", {})[part] = last.get("kept", {}).get(part) or b.mline(last["machine"])
     b.save("kv_types", md(b, data), data)
