@@ -458,6 +458,7 @@ fn run(args: Args) -> io::Result<()> {
             trusted: args.upstream_ca.as_deref().map(std::path::Path::new),
             server_name: verify,
             alpn: Vec::new(),
+            ..ClientTlsOptions::default()
         })?;
         let name = rustls::pki_types::ServerName::try_from(args.upstream_name.clone())
             .map_err(|e| io::Error::other(format!("--upstream-name: {e}")))?;

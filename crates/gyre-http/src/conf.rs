@@ -681,7 +681,7 @@ fn resolve_location(
     lc.kind = l.kind;
     if l.set.proxy.pass.is_some() {
         crate::proxy::conf::check_buffers(&refs).map_err(ConfError::new)?;
-        lc.proxy = crate::proxy::conf::resolve(&refs, &lc.name, lc.kind);
+        lc.proxy = crate::proxy::conf::resolve(&refs, &lc.name, lc.kind).map_err(ConfError::new)?;
     }
     drop(refs);
     lc.regex = l.regex.clone();
@@ -698,7 +698,7 @@ fn resolve_location(
             ic.log_format = log_format_of(&refs, formats)?;
             ic.extra_logs = extra_logs::resolve(&refs, formats)?;
             ic.proxy = if set.proxy.pass.is_some() {
-                crate::proxy::conf::resolve(&refs, &lc.name, lc.kind)
+                crate::proxy::conf::resolve(&refs, &lc.name, lc.kind).map_err(ConfError::new)?
             } else {
                 lc.proxy.clone()
             };
