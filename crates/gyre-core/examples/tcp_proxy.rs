@@ -265,8 +265,11 @@ impl Session {
                 return;
             }
             if let Err(e) = core.connect_result(ev.conn) {
-                let why = if e.kind() == io::ErrorKind::InvalidData {
-                    // rustls refused the handshake (a certificate, an alert).
+                let why = if let Some(v) = gyre_core::event::tls_client::verify_failure(&e) {
+                    // The certificate refused, in nginx's words.
+                    format!("{v} while SSL handshaking to upstream")
+                } else if e.kind() == io::ErrorKind::InvalidData {
+                    // rustls refused the handshake (an alert, a protocol error).
                     format!(
                         "SSL_do_handshake() failed (SSL: {e}) while SSL handshaking to upstream"
                     )
@@ -458,6 +461,7 @@ fn run(args: Args) -> io::Result<()> {
             trusted: args.upstream_ca.as_deref().map(std::path::Path::new),
             server_name: verify,
             alpn: Vec::new(),
+            ..ClientTlsOptions::default()
         })?;
         let name = rustls::pki_types::ServerName::try_from(args.upstream_name.clone())
             .map_err(|e| io::Error::other(format!("--upstream-name: {e}")))?;

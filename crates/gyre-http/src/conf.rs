@@ -688,7 +688,7 @@ fn resolve_location(
     lc.kind = l.kind;
     if l.set.proxy.pass.is_some() {
         crate::proxy::conf::check_buffers(&refs).map_err(ConfError::new)?;
-        lc.proxy = crate::proxy::conf::resolve(&refs, &lc.name, lc.kind);
+        lc.proxy = crate::proxy::conf::resolve(&refs, &lc.name, lc.kind).map_err(ConfError::new)?;
     }
     drop(refs);
     lc.regex = l.regex.clone();
@@ -706,7 +706,7 @@ fn resolve_location(
             ic.extra_logs = extra_logs::resolve(&refs, formats)?;
             ic.error_log = error_log::resolve(&refs)?;
             ic.proxy = if set.proxy.pass.is_some() {
-                crate::proxy::conf::resolve(&refs, &lc.name, lc.kind)
+                crate::proxy::conf::resolve(&refs, &lc.name, lc.kind).map_err(ConfError::new)?
             } else {
                 lc.proxy.clone()
             };

@@ -172,9 +172,17 @@ pub fn set_certificate_key(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Res
 }
 
 pub fn set_protocols(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
+    let v = parse_protocols(&d.args)?;
+    target(c, cx)?.protocols = Some(v);
+    Ok(())
+}
+
+/// `ssl_protocols` / `proxy_ssl_protocols` arguments as the versions
+/// rustls speaks.
+pub fn parse_protocols(args: &[String]) -> Result<Vec<Proto>, String> {
     let mut v = Vec::new();
     let mut old = None;
-    for a in &d.args {
+    for a in args {
         match a.as_str() {
             "TLSv1.2" => v.push(Proto::Tls12),
             "TLSv1.3" => v.push(Proto::Tls13),
@@ -192,8 +200,18 @@ pub fn set_protocols(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<()
             "\"{a}\" is not supported (rustls speaks TLSv1.2 and TLSv1.3 only)"
         ));
     }
-    target(c, cx)?.protocols = Some(v);
-    Ok(())
+    Ok(v)
+}
+
+/// The rustls versions of `protos`.
+pub fn versions(protos: &[Proto]) -> Vec<&'static rustls::SupportedProtocolVersion> {
+    protos
+        .iter()
+        .map(|p| match p {
+            Proto::Tls12 => &rustls::version::TLS12,
+            Proto::Tls13 => &rustls::version::TLS13,
+        })
+        .collect()
 }
 
 pub fn set_ciphers(c: &mut HttpConf, d: &Directive, cx: &ConfCtx) -> Result<(), String> {
@@ -435,13 +453,7 @@ fn build(set: &SslSet, zones: &mut Zones) -> Result<Built, String> {
         .clone()
         // nginx 1.22's default is "TLSv1 TLSv1.1 TLSv1.2" (TLSv1.3 joined
         // the default in 1.23.4): of those, rustls has TLSv1.2.
-        .unwrap_or(vec![Proto::Tls12])
-        .iter()
-        .map(|p| match p {
-            Proto::Tls12 => &rustls::version::TLS12,
-            Proto::Tls13 => &rustls::version::TLS13,
-        })
-        .collect();
+        .map_or_else(|| versions(&[Proto::Tls12]), |p| versions(&p));
     let verify = set.verify_client.unwrap_or(Verify::Off);
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)

@@ -465,6 +465,14 @@ pub fn capture<'a>(env: &VarEnv<'a>, n: usize) -> Option<&'a [u8]> {
     env.cap_src.get(s..e)
 }
 
+/// The proxy settings `$proxy_host` and `$proxy_port` read: the
+/// request's evaluated `proxy_pass` with variables, else the location's.
+fn proxy_target<'a>(env: &'a VarEnv<'_>) -> Option<&'a crate::proxy::conf::ProxyConf> {
+    env.upstream
+        .and_then(|u| u.evaluated())
+        .or(env.loc.proxy.as_deref())
+}
+
 fn push_u64(out: &mut Vec<u8>, n: u64) {
     let _ = write!(out, "{n}");
 }
@@ -708,11 +716,11 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
         VarKind::Pid => push_u64(out, u64::from(std::process::id())),
         VarKind::NginxVersion => out.extend_from_slice(NGINX_VERSION.as_bytes()),
         VarKind::LimitRate => push_u64(out, env.loc.limit_rate),
-        VarKind::ProxyHost => match &env.loc.proxy {
+        VarKind::ProxyHost => match proxy_target(env) {
             Some(p) => out.extend_from_slice(p.proxy_host.as_bytes()),
             None => return false,
         },
-        VarKind::ProxyPort => match &env.loc.proxy {
+        VarKind::ProxyPort => match proxy_target(env) {
             Some(p) => out.extend_from_slice(p.proxy_port.as_bytes()),
             None => return false,
         },

@@ -214,6 +214,8 @@ pub(super) fn client_write(
 }
 
 /// What the `proxy_ssl_*` directives decide about a client configuration.
+/// `Default` is nginx's defaults except for the protocols and suites
+/// (`None`: rustls's, TLS 1.2 and 1.3 with every suite).
 #[derive(Clone, Debug, Default)]
 pub struct ClientTlsOptions<'a> {
     /// `proxy_ssl_verify` (nginx's default: off — any certificate is taken).
@@ -225,6 +227,190 @@ pub struct ClientTlsOptions<'a> {
     pub server_name: bool,
     /// ALPN protocols offered (none by default).
     pub alpn: Vec<Vec<u8>>,
+    /// `proxy_ssl_crl`: PEM CRLs; with them every certificate of the chain
+    /// below the trusted one must have its issuer's list and not be on it
+    /// (OpenSSL's `X509_V_FLAG_CRL_CHECK_ALL`, as nginx sets it).
+    pub crl: Option<&'a Path>,
+    /// `proxy_ssl_verify_depth`, OpenSSL's count: at most this many
+    /// intermediate CAs between the certificate and a trusted one
+    /// (`None`: nginx's 1).
+    pub verify_depth: Option<usize>,
+    /// `proxy_ssl_certificate` and `proxy_ssl_certificate_key`: the chain
+    /// and key presented when the server asks for a client certificate.
+    pub certificate: Option<(&'a Path, &'a Path)>,
+    /// `proxy_ssl_protocols` (`None`: TLS 1.2 and 1.3).
+    pub versions: Option<Vec<&'static rustls::SupportedProtocolVersion>>,
+    /// `proxy_ssl_ciphers`: the TLS 1.2 suites, in order (`None`: all);
+    /// as OpenSSL's cipher list, it leaves the TLS 1.3 suites alone.
+    pub tls12_suites: Option<Vec<rustls::SupportedCipherSuite>>,
+    /// `proxy_ssl_session_reuse off`: every handshake is a full one.
+    pub no_session_reuse: bool,
+}
+
+/// Why `proxy_ssl_verify` refused a server's certificate, as nginx logs it
+/// after the handshake (`ngx_http_upstream_ssl_handshake`): OpenSSL's
+/// verify result, or the name check (`ngx_ssl_check_host`). Carried to
+/// the caller in the handshake's error ([`verify_failure`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifyFailure {
+    /// OpenSSL's `X509_V_ERR_*` code and text.
+    Chain(u32, &'static str),
+    /// The certificate is not for this name.
+    Name(String),
+}
+
+impl std::fmt::Display for VerifyFailure {
+    /// nginx's `[error]` text.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VerifyFailure::Chain(code, text) => {
+                write!(f, "upstream SSL certificate verify error: ({code}:{text})")
+            }
+            VerifyFailure::Name(n) => write!(f, "upstream SSL certificate does not match \"{n}\""),
+        }
+    }
+}
+
+impl std::error::Error for VerifyFailure {}
+
+/// The verification failure inside a handshake error from
+/// [`Core::connect_result`](super::Core::connect_result), if that is what
+/// ended the handshake.
+pub fn verify_failure(e: &io::Error) -> Option<&VerifyFailure> {
+    match e.get_ref()?.downcast_ref::<rustls::Error>()? {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(o)) => {
+            o.0.downcast_ref::<VerifyFailure>()
+        }
+        _ => None,
+    }
+}
+
+/// OpenSSL's verify result for a chain rustls refused (`chain`: the
+/// certificates the peer sent, leaf first), as `SSL_get_verify_result`
+/// gives it under a callback that lets verification go on to the end:
+/// for an issuer it cannot find, whether the leaf names itself (18), the
+/// chain ends in a self-signed certificate (19), the leaf came alone (21,
+/// the last check's error) or the chain's top is unknown (20).
+pub fn openssl_verify_error(e: &rustls::Error, chain: &[&[u8]]) -> (u32, &'static str) {
+    use rustls::CertificateError as E;
+    let self_issued = super::tls_x509::self_issued;
+    let unknown = || match chain {
+        [leaf] if self_issued(leaf) => (18, "self-signed certificate"),
+        [_] | [] => (21, "unable to verify the first certificate"),
+        [.., top] if self_issued(top) => (19, "self-signed certificate in certificate chain"),
+        _ => (20, "unable to get local issuer certificate"),
+    };
+    match e {
+        rustls::Error::InvalidCertificate(ce) => match ce {
+            E::UnknownIssuer => unknown(),
+            E::Expired | E::ExpiredContext { .. } => (10, "certificate has expired"),
+            E::NotValidYet | E::NotValidYetContext { .. } => (9, "certificate is not yet valid"),
+            E::BadSignature => (7, "certificate signature failure"),
+            E::Revoked => (23, "certificate revoked"),
+            E::UnknownRevocationStatus => (3, "unable to get certificate CRL"),
+            E::ExpiredRevocationList | E::ExpiredRevocationListContext { .. } => {
+                (12, "CRL has expired")
+            }
+            E::InvalidPurpose | E::InvalidPurposeContext { .. } => {
+                (26, "unsupported certificate purpose")
+            }
+            E::BadEncoding => (4, "unable to decrypt certificate's signature"),
+            _ => (1, "unspecified certificate verification error"),
+        },
+        _ => (1, "unspecified certificate verification error"),
+    }
+}
+
+/// `proxy_ssl_verify on`: the chain checked against the trusted CAs and
+/// the depth, then the name; a refusal carries nginx's verdict
+/// ([`VerifyFailure`]).
+#[derive(Debug)]
+struct Verify {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    /// The trusted certificates, to tell a sent root from an intermediate.
+    roots: Vec<CertificateDer<'static>>,
+    depth: usize,
+}
+
+fn refuse(f: VerifyFailure) -> rustls::Error {
+    rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+        Arc::new(f),
+    )))
+}
+
+impl ServerCertVerifier for Verify {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        use rustls::CertificateError as E;
+        // rustls does not say which path it built: the intermediates are
+        // the certificates sent that are not trusted ones.
+        let between = intermediates
+            .iter()
+            .filter(|c| !self.roots.iter().any(|r| r.as_ref() == c.as_ref()))
+            .count();
+        // OpenSSL stops building the chain at the depth, and its last
+        // word (what nginx logs) is then the issuer it did not look for.
+        let too_deep = || {
+            refuse(VerifyFailure::Chain(
+                20,
+                "unable to get local issuer certificate",
+            ))
+        };
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Ok(_) if between > self.depth => Err(too_deep()),
+            Ok(v) => Ok(v),
+            Err(rustls::Error::InvalidCertificate(
+                E::NotValidForName | E::NotValidForNameContext { .. },
+            )) => {
+                if between > self.depth {
+                    return Err(too_deep());
+                }
+                let name = server_name.to_str();
+                let name = name.trim_start_matches('[').trim_end_matches(']');
+                Err(refuse(VerifyFailure::Name(name.to_string())))
+            }
+            Err(e) => {
+                let mut chain: Vec<&[u8]> = vec![end_entity.as_ref()];
+                chain.extend(intermediates.iter().map(|c| c.as_ref()));
+                let (code, text) = openssl_verify_error(&e, &chain);
+                Err(refuse(VerifyFailure::Chain(code, text)))
+            }
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// Accepts every certificate (`proxy_ssl_verify off`); the handshake
@@ -277,39 +463,103 @@ impl ServerCertVerifier for NoVerify {
     }
 }
 
-/// A client configuration for outbound TLS. Sessions are cached per
-/// configuration (rustls's default in-memory store), like nginx's
-/// `proxy_ssl_session_reuse on`.
+fn invalid(text: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, text)
+}
+
+/// A client configuration for outbound TLS (built once per distinct
+/// settings, when the configuration is read). Sessions are cached per
+/// configuration and server name (rustls's in-memory store), like nginx's
+/// `proxy_ssl_session_reuse on`. Errors are nginx's texts where nginx has
+/// one (`no proxy_ssl_trusted_certificate for proxy_ssl_verify`).
 pub fn client_config(o: &ClientTlsOptions<'_>) -> io::Result<Arc<rustls::ClientConfig>> {
-    let p = tls_conf::provider();
+    let base = tls_conf::provider();
+    let p = match &o.tls12_suites {
+        None => base,
+        Some(tls12) => {
+            let mut suites: Vec<rustls::SupportedCipherSuite> = base
+                .cipher_suites
+                .iter()
+                .copied()
+                .filter(|s| s.version() == &rustls::version::TLS13)
+                .collect();
+            suites.extend(tls12.iter().copied());
+            Arc::new(rustls::crypto::CryptoProvider {
+                cipher_suites: suites,
+                ..(*base).clone()
+            })
+        }
+    };
+    let versions = o.versions.as_deref().unwrap_or(rustls::DEFAULT_VERSIONS);
     let b = rustls::ClientConfig::builder_with_provider(p.clone())
-        .with_safe_default_protocol_versions()
-        .map_err(io::Error::other)?;
-    let mut cc = if o.verify {
+        .with_protocol_versions(versions)
+        .map_err(|e| invalid(format!("SSL_CTX_set_cipher_list() failed ({e})")))?;
+    let verifier: Arc<dyn ServerCertVerifier> = if o.verify {
         let Some(path) = o.trusted else {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "no proxy_ssl_trusted_certificate for proxy_ssl_verify",
             ));
         };
+        let certs = tls_conf::load_certs(path)?;
         let mut roots = rustls::RootCertStore::empty();
-        for c in tls_conf::load_certs(path)? {
-            roots.add(c).map_err(|e| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("{}: {e}", path.display()),
-                )
-            })?;
+        for c in &certs {
+            roots
+                .add(c.clone())
+                .map_err(|e| invalid(format!("{}: {e}", path.display())))?;
         }
-        b.with_root_certificates(roots).with_no_client_auth()
+        let mut vb =
+            rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), p.clone());
+        if let Some(crl) = o.crl {
+            vb = vb
+                .with_crls(tls_conf::load_crls(crl)?)
+                .enforce_revocation_expiration();
+        }
+        let inner = vb
+            .build()
+            .map_err(|e| invalid(format!("{}: {e}", path.display())))?;
+        Arc::new(Verify {
+            inner,
+            roots: certs,
+            depth: o.verify_depth.unwrap_or(1),
+        })
     } else {
-        b.dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(p)))
-            .with_no_client_auth()
+        Arc::new(NoVerify(p.clone()))
+    };
+    let b = b.dangerous().with_custom_certificate_verifier(verifier);
+    let mut cc = match o.certificate {
+        None => b.with_no_client_auth(),
+        Some((cert, key)) => {
+            let ck = tls_conf::certified_key(&p, cert, key)?;
+            b.with_client_cert_resolver(Arc::new(ClientCert(ck)))
+        }
     };
     cc.enable_sni = o.server_name;
     cc.alpn_protocols = o.alpn.clone();
+    if o.no_session_reuse {
+        cc.resumption = rustls::client::Resumption::disabled();
+    }
     Ok(Arc::new(cc))
+}
+
+/// `proxy_ssl_certificate`: sent whenever the server asks, whatever CAs
+/// it names (as OpenSSL does with a certificate set on the context).
+#[derive(Debug)]
+struct ClientCert(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::client::ResolvesClientCert for ClientCert {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        self.0.key.choose_scheme(sigschemes)?;
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
 }
 
 /// How far a client handshake got.

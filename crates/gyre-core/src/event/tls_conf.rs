@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 
 /// The crypto provider of every configuration gyre builds.
@@ -37,6 +37,20 @@ pub fn load_certs(path: &Path) -> io::Result<Vec<CertificateDer<'static>>> {
     }
     if out.is_empty() {
         return Err(pem_error(path, "no certificate found"));
+    }
+    Ok(out)
+}
+
+/// Every certificate revocation list in a PEM file (`X509 CRL` blocks).
+/// An empty file is an error.
+pub fn load_crls(path: &Path) -> io::Result<Vec<CertificateRevocationListDer<'static>>> {
+    let data = std::fs::read(path)?;
+    let mut out = Vec::new();
+    for c in CertificateRevocationListDer::pem_slice_iter(&data) {
+        out.push(c.map_err(|e| pem_error(path, e))?);
+    }
+    if out.is_empty() {
+        return Err(pem_error(path, "no CRL found"));
     }
     Ok(out)
 }

@@ -202,6 +202,58 @@ pub(super) static HTTP_DIRECTIVES: &[DirectiveSpec<HttpConf>] = &[
         Args::TAKE1234,
         crate::proxy::conf::set_value,
     ),
+    // TLS to upstreams (crate::proxy::ssl).
+    DirectiveSpec::new("proxy_ssl_verify", HSL, Args::FLAG, crate::proxy::ssl::set),
+    DirectiveSpec::new(
+        "proxy_ssl_verify_depth",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::ssl::set,
+    ),
+    DirectiveSpec::new(
+        "proxy_ssl_trusted_certificate",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::ssl::set,
+    ),
+    DirectiveSpec::new("proxy_ssl_crl", HSL, Args::TAKE1, crate::proxy::ssl::set),
+    DirectiveSpec::new(
+        "proxy_ssl_server_name",
+        HSL,
+        Args::FLAG,
+        crate::proxy::ssl::set,
+    ),
+    DirectiveSpec::new("proxy_ssl_name", HSL, Args::TAKE1, crate::proxy::ssl::set),
+    DirectiveSpec::new(
+        "proxy_ssl_session_reuse",
+        HSL,
+        Args::FLAG,
+        crate::proxy::ssl::set,
+    ),
+    DirectiveSpec::new(
+        "proxy_ssl_protocols",
+        HSL,
+        Args::ONE_MORE,
+        crate::proxy::ssl::set,
+    ),
+    DirectiveSpec::new(
+        "proxy_ssl_ciphers",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::ssl::set,
+    ),
+    DirectiveSpec::new(
+        "proxy_ssl_certificate",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::ssl::set,
+    ),
+    DirectiveSpec::new(
+        "proxy_ssl_certificate_key",
+        HSL,
+        Args::TAKE1,
+        crate::proxy::ssl::set,
+    ),
     DirectiveSpec::block(
         "http",
         Context::MAIN,

@@ -141,6 +141,8 @@ pub struct ProxySettings {
     pub redirect: super::redirect::RedirectConf,
     /// `proxy_cookie_domain`, `proxy_cookie_path`, `proxy_cookie_flags`.
     pub cookie: super::cookie::CookieConf,
+    /// The `proxy_ssl_*` directives.
+    pub ssl: super::ssl::SslSettings,
 }
 
 /// A request header the proxy sends, and where its value comes from.
@@ -169,6 +171,12 @@ pub struct ProxyConf {
     pub proxy_host: String,
     /// `$proxy_port`.
     pub proxy_port: String,
+    /// The host of the URL (an upstream's name), without the port: the
+    /// default `proxy_ssl_name`.
+    pub host: String,
+    /// TLS to the upstream (`https://`, or a URL with variables that may
+    /// say so), built when the configuration is read.
+    pub tls: Option<Arc<super::ssl::UpstreamTls>>,
     pub uri: Option<String>,
     /// The location's name (what a URI part replaces).
     pub location: Arc<str>,
@@ -230,9 +238,22 @@ const PAGE: usize = 4096;
 const DEFAULT_MAX_TEMP: u64 = 1 << 30;
 
 /// A location's proxy settings from its levels (outermost first), when its
-/// own level has `proxy_pass`.
-pub fn resolve(levels: &[&LocSettings], name: &Arc<str>, kind: LocKind) -> Option<Arc<ProxyConf>> {
-    let pass = levels.last()?.proxy.pass.clone()?;
+/// own level has `proxy_pass`; the error is one of nginx's merge errors
+/// (the TLS configuration's).
+pub fn resolve(
+    levels: &[&LocSettings],
+    name: &Arc<str>,
+    kind: LocKind,
+) -> Result<Option<Arc<ProxyConf>>, String> {
+    let Some(pass) = levels.last().and_then(|l| l.proxy.pass.clone()) else {
+        return Ok(None);
+    };
+    // nginx's `plcf->ssl`: set by an https URL and by one with variables.
+    let tls = if pass.https || pass.vars.is_some() {
+        Some(super::ssl::resolve(levels)?)
+    } else {
+        None
+    };
     let p = |f: &dyn Fn(&ProxySettings) -> Option<u64>| pick(levels, |s| f(&s.proxy));
     let set_header = pick(levels, |s| s.proxy.set_header.clone()).unwrap_or_default();
     let mut headers: Vec<(Arc<str>, HeaderValue)> = set_header
@@ -297,8 +318,10 @@ pub fn resolve(levels: &[&LocSettings], name: &Arc<str>, kind: LocKind) -> Optio
             .merge(&redirect, &ProxyPass::redirect_pass(l.proxy.pass.as_ref()));
         cookie = l.proxy.cookie.merge(&cookie);
     }
-    Some(Arc::new(ProxyConf {
+    Ok(Some(Arc::new(ProxyConf {
         upstream: pass.upstream,
+        host: pass.host.clone(),
+        tls,
         dynamic: pass.vars.clone(),
         https: pass.https,
         proxy_host,
@@ -331,7 +354,7 @@ pub fn resolve(levels: &[&LocSettings], name: &Arc<str>, kind: LocKind) -> Optio
             .unwrap_or_else(|| Arc::new(TempPath::new("proxy_temp".into()))),
         redirect,
         cookie,
-    }))
+    })))
 }
 
 /// nginx's checks of the buffer sizes (`ngx_http_proxy_merge_loc_conf`),

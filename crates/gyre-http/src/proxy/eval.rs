@@ -80,6 +80,7 @@ pub fn eval(url: &str, base: &ProxyConf, set: &UpstreamSet) -> Result<Evaluated,
     let mut conf = base.clone();
     conf.https = https;
     conf.proxy_host = crate::upstream::http_request::proxy_host(&host, port, https, unix);
+    conf.host = host.clone();
     conf.proxy_port = if unix {
         String::new()
     } else {

@@ -326,6 +326,9 @@ pub fn start(
     p.own = own;
     p.first = cx.now;
     r.st.upstream.clear();
+    if let Some(e) = &evaluated {
+        r.st.upstream.set_evaluated(e.clone());
+    }
     let has_body = !matches!(r.st.req.body, crate::body::BodyKind::None);
     let stream = match r.st.req.body {
         crate::body::BodyKind::Length(n) if !conf.request_buffering && conf.pass_request_body => n,

@@ -1,8 +1,8 @@
 //! The reverse proxy (nginx's `ngx_http_proxy_module` on the upstream
 //! machinery of [`crate::upstream`]): `proxy_pass` and its directives
 //! ([`conf`]), the URI rules ([`uri`]), the content handler and the
-//! upstream state machine ([`handler`]), the `$upstream_*` records
-//! ([`vars`]); and the hook-up of `upstream {}` blocks: read with the
+//! upstream state machine ([`handler`]), TLS to upstreams ([`ssl`]), the
+//! `$upstream_*` records ([`vars`]); and the hook-up of `upstream {}` blocks: read with the
 //! http block, resolved once the file is read ([`init_upstreams`]), and
 //! per worker ([`Worker`]) the peers' balancing state and the keep-alive
 //! caches.
@@ -17,6 +17,7 @@ mod pipe;
 pub mod redirect;
 mod request;
 mod response;
+pub mod ssl;
 mod tunnel;
 pub mod uri;
 pub mod vars;
@@ -27,9 +28,7 @@ use std::sync::Arc;
 
 use gyre_core::conf::{ConfCtx, ConfError, Directive};
 use gyre_core::conn::ConnId;
-use gyre_core::event::tls::rustls;
-use gyre_core::event::tls_client::{client_config, ClientTlsOptions};
-use gyre_core::event::{Core, Msec, TlsConnect};
+use gyre_core::event::{Core, Msec};
 
 use crate::complex_value::ComplexValue;
 use crate::conf::{HttpConf, Location};
@@ -49,6 +48,9 @@ pub fn set_upstream(c: &mut HttpConf, d: &Directive, _: &ConfCtx) -> Result<(), 
 /// `proxy_pass` target (a block's name, or an implicit upstream resolved
 /// now), then the `hash` keys compiled.
 pub fn init_upstreams(c: &mut HttpConf) -> Result<(), ConfError> {
+    // The locations' TLS configurations are built after this, as they are
+    // resolved: none of the last read's is reused.
+    ssl::begin_read();
     let mut set = UpstreamSet::default();
     for d in &c.upstream_blocks {
         let (_, warnings) = set.add_block(d)?;
@@ -97,7 +99,6 @@ pub struct Worker {
     rng: Cell<u32>,
     #[allow(clippy::vec_box)]
     pool: RefCell<Vec<Box<handler::Proxy>>>,
-    tls: RefCell<Option<Arc<rustls::ClientConfig>>>,
 }
 
 /// Request states kept for reuse.
@@ -125,7 +126,6 @@ impl Worker {
             kept: RefCell::new(HashMap::new()),
             rng: Cell::new(std::process::id().wrapping_mul(2_654_435_761) | 1),
             pool: RefCell::new(Vec::new()),
-            tls: RefCell::new(None),
         }
     }
 
@@ -155,28 +155,6 @@ impl Worker {
         if pool.len() < POOL {
             pool.push(p);
         }
-    }
-
-    /// TLS to an upstream (`proxy_pass https://`): nginx's defaults,
-    /// `proxy_ssl_verify off` and no SNI (`proxy_ssl_server_name off`).
-    pub fn tls_for(&self, peer: &str) -> Option<TlsConnect> {
-        let mut t = self.tls.borrow_mut();
-        if t.is_none() {
-            let o = ClientTlsOptions {
-                verify: false,
-                trusted: None,
-                server_name: false,
-                alpn: Vec::new(),
-            };
-            *t = client_config(&o).ok();
-        }
-        let config = t.clone()?;
-        let host = peer.rsplit_once(':').map_or(peer, |(h, _)| h);
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let name = rustls::pki_types::ServerName::try_from(host.to_string())
-            .or_else(|_| rustls::pki_types::ServerName::try_from("localhost".to_string()))
-            .ok()?;
-        Some(TlsConnect { config, name })
     }
 
     /// Closes every cached connection (worker exit).

@@ -96,7 +96,7 @@ pub(super) fn connect(
     }
     let mut o = ConnectOptions::new(addr, p.conf.connect_timeout);
     if p.conf.https {
-        o.tls = env.worker.tls_for(&p.conf.proxy_host);
+        o.tls = super::ssl::connect_tls(env, r, &p.conf, now);
     }
     match core.connect(&o, Box::new(Relay { client: env.client })) {
         Ok(u) => {
@@ -209,7 +209,7 @@ pub(super) fn connecting(
     }
     if let Err(e) = core.connect_result(u) {
         let msg = if e.kind() == io::ErrorKind::InvalidData {
-            format!("SSL_do_handshake() failed (SSL: {e})")
+            super::ssl::handshake_error(&e)
         } else {
             format!("connect() failed ({})", sys_error_text(&e))
         };

@@ -28,6 +28,10 @@ pub struct UpstreamVars {
     names: String,
     /// The last response's headers: `name\0value\0` pairs.
     headers: Vec<u8>,
+    /// A `proxy_pass` with variables: the settings evaluated for this
+    /// request (`$proxy_host`, `$proxy_port` as nginx sets them from the
+    /// evaluated URL).
+    evaluated: Option<std::sync::Arc<super::conf::ProxyConf>>,
 }
 
 impl UpstreamVars {
@@ -35,6 +39,18 @@ impl UpstreamVars {
         self.attempts.clear();
         self.names.clear();
         self.headers.clear();
+        self.evaluated = None;
+    }
+
+    /// Records the settings a `proxy_pass` with variables evaluated to.
+    pub fn set_evaluated(&mut self, conf: std::sync::Arc<super::conf::ProxyConf>) {
+        self.evaluated = Some(conf);
+    }
+
+    /// The settings of this request's `proxy_pass` with variables, once
+    /// evaluated.
+    pub fn evaluated(&self) -> Option<&super::conf::ProxyConf> {
+        self.evaluated.as_deref()
     }
 
     /// True when the request was proxied.

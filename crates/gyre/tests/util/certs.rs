@@ -64,6 +64,66 @@ impl Ca {
 }
 
 impl Ca {
+    /// An intermediate CA signed by this one, written as `<name>.crt`.
+    pub fn intermediate(&self, dir: &Path, name: &str) -> Ca {
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name.push(rcgen::DnType::CommonName, name);
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let key = keypair(Alg::Ecdsa);
+        let cert = p.signed_by(&key, &self.cert, &self.key).unwrap();
+        let pem = dir.join(format!("{name}.crt"));
+        std::fs::write(&pem, cert.pem()).unwrap();
+        Ca { cert, key, pem }
+    }
+
+    /// A leaf like [`Ca::leaf`] with a chosen serial number (for a CRL).
+    pub fn leaf_with_serial(&self, dir: &Path, file: &str, names: &[&str], serial: u64) -> Leaf {
+        let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            .unwrap();
+        p.distinguished_name.push(
+            rcgen::DnType::CommonName,
+            names.first().copied().unwrap_or(file),
+        );
+        p.serial_number = Some(rcgen::SerialNumber::from(serial));
+        let key = keypair(Alg::Ecdsa);
+        let cert = p.signed_by(&key, &self.cert, &self.key).unwrap();
+        let leaf = Leaf {
+            cert: dir.join(format!("{file}.crt")),
+            key: dir.join(format!("{file}.key")),
+        };
+        std::fs::write(&leaf.cert, cert.pem()).unwrap();
+        std::fs::write(&leaf.key, key.serialize_pem()).unwrap();
+        leaf
+    }
+
+    /// A CRL of this CA revoking `serials`, valid until the end of
+    /// `next_year` (a past year makes an expired list), written as
+    /// `<file>.crl`.
+    pub fn crl(&self, dir: &Path, file: &str, serials: &[u64], next_year: i32) -> PathBuf {
+        let revoked = serials
+            .iter()
+            .map(|&n| rcgen::RevokedCertParams {
+                serial_number: rcgen::SerialNumber::from(n),
+                revocation_time: rcgen::date_time_ymd(2020, 1, 2),
+                reason_code: Some(rcgen::RevocationReason::KeyCompromise),
+                invalidity_date: None,
+            })
+            .collect();
+        let params = rcgen::CertificateRevocationListParams {
+            this_update: rcgen::date_time_ymd(2020, 1, 1),
+            next_update: rcgen::date_time_ymd(next_year, 12, 31),
+            crl_number: rcgen::SerialNumber::from(1u64),
+            issuing_distribution_point: None,
+            revoked_certs: revoked,
+            key_identifier_method: rcgen::KeyIdMethod::Sha256,
+        };
+        let crl = params.signed_by(&self.cert, &self.key).unwrap();
+        let path = dir.join(format!("{file}.crl"));
+        std::fs::write(&path, crl.pem().unwrap()).unwrap();
+        path
+    }
+
     /// A client certificate (for mTLS) signed by this CA.
     pub fn client(&self, dir: &Path, file: &str, cn: &str) -> Leaf {
         let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
