@@ -536,13 +536,15 @@ def callgrind_total(out):
     return 0
 
 
-def callgrind_per_request(kind, path, close, headers=(), prepare=None, **conf):
+def callgrind_per_request(kind, path, close, headers=(), prepare=None, conns=CONNS, **conf):
     """User-space instructions per request of a single-process server
     (`master_process off`) under callgrind: wrk for CG_SECS, minus a run that
     only starts, answers the readiness probe and stops. Instruction counts
     do not depend on what else the machine is doing, unlike time. `conf`
     (http=, server=) adds to the configuration, `prepare(server)` writes
-    the files it needs, `headers` go on wrk's requests."""
+    the files it needs, `headers` go on wrk's requests. Work still in flight
+    when wrk stops is counted but its requests are not: slow responses
+    want few `conns`."""
     s = Server(kind, 1, main="master_process off;", **conf)
     if prepare:
         prepare(s)
@@ -560,7 +562,8 @@ def callgrind_per_request(kind, path, close, headers=(), prepare=None, **conf):
             if not wait_for(lambda: http_get(s.port) == 200, 60):
                 raise RuntimeError(f"{kind} did not start under valgrind")
             if load:
-                r = wrk(s.url(path), secs=CG_SECS, latency=False, close=close, headers=headers)
+                r = wrk(s.url(path), secs=CG_SECS, conns=conns, latency=False, close=close,
+                        headers=headers)
                 n = r["reqs"]
         finally:
             p.send_signal(signal.SIGQUIT)
@@ -2175,6 +2178,12 @@ def write_svg():
         for d in json.load(open(p))["rows"]:
             lab = f"{d['case']}, {d['conn']}, {d['workers']}w"
             bars.append((lab, d["ratio_rps"], d["ratio_cpu"], goal_for(d["case"], d["conn"])))
+    p = os.path.join(RESULTS, "http_conf.json")
+    if os.path.exists(p):  # the realistic configuration and gzip rows (bench/http_conf.py)
+        j = json.load(open(p))
+        for d in j.get("realistic", []) + j.get("gzip", []):
+            bars.append((d["case"].replace(", gzip_comp_level", ", level"), d["ratio_rps"],
+                         d["ratio_cpu"], 1.3 if d["case"].startswith("realistic") else 1.0))
     p = os.path.join(RESULTS, "kv.json")
     if os.path.exists(p):  # kv rows: the ratios are gyre / redis-server
         for d in json.load(open(p)).get("throughput", []):
