@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gyre vs nginx (and gyre's kv process vs redis-server) benchmarks and fault tests; issue 6.
-#   bench/run.sh [http|core|memory|balance|ceiling|faults|faults-kv|kv|kv-fair|kv-types|kv-persist|kv-cache|tls|proxy|all|report]...
+#   bench/run.sh [http|http-conf|core|memory|balance|ceiling|faults|faults-kv|kv|kv-fair|kv-types|kv-persist|kv-cache|tls|proxy|all|report]...
 #   bench/run.sh fuzz [seconds]   cargo-fuzz targets in fuzz/, each for seconds (300);
 #                                 not part of all (nightly Rust, 3 x 5 minutes)
 # Needs: Debian's nginx wrk apache2-utils linux-perf strace valgrind redis-server redis-tools (installed with
@@ -15,6 +15,7 @@
 #        kv-persist: BENCH_PERSIST_KEYS (the dataset, 1e6);
 #        kv-cache: BENCH_KV_CACHE_SCALE (multiplies its counts, 1.0; 0.1 for a smoke run);
 #        fuzz: BENCH_FUZZ_SECS (seconds per target when none is given);
+#        http-conf: BENCH_LIMIT_SECS (seconds of each limit_req run, 10; see bench/http_conf.py);
 #        proxy: BENCH_PROXY_KINDS ("gyre nginx"), BENCH_PROXY_SLOW_N/_SLOW_SECS/_SLOW_RATE,
 #        BENCH_PROXY_FAILOVER_SECS (see bench/proxy.py).
 set -euo pipefail

@@ -40,6 +40,7 @@ pub mod proxy;
 pub mod range;
 pub mod realip;
 pub mod regex;
+pub mod regex_prefilter;
 pub mod request;
 pub mod request_body;
 pub mod response;

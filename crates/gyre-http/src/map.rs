@@ -122,41 +122,37 @@ impl Map {
     }
 
     /// The value to use for a source value `src`, or `None` (empty).
+    /// Keys are stored lowercased and compared caselessly in place: no
+    /// lowercased copy of the source (a User-Agent is longer than a stack
+    /// buffer would be, and copying it was an allocation per request).
     pub fn find(&self, src: &[u8]) -> Option<&ComplexValue> {
-        let mut low = [0u8; 128];
         let key: &[u8] = if self.hostnames && src.ends_with(b".") {
             &src[..src.len() - 1]
         } else {
             src
         };
-        let owned;
-        let lower: &[u8] = if key.len() <= low.len() {
-            let l = &mut low[..key.len()];
-            l.copy_from_slice(key);
-            l.make_ascii_lowercase();
-            l
-        } else {
-            owned = key.to_ascii_lowercase();
-            &owned
-        };
-        if let Some((_, v)) = self.exact.iter().find(|(k, _)| *k == lower) {
+        if let Some((_, v)) = self.exact.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)) {
             return Some(v);
         }
         if self.hostnames {
+            let ends = |s: &[u8]| {
+                key.len() >= s.len() && key[key.len() - s.len()..].eq_ignore_ascii_case(s)
+            };
             let head = self
                 .head
                 .iter()
                 .filter(|(suffix, bare, _)| {
-                    lower.ends_with(suffix) || (*bare && lower == &suffix[1..])
+                    ends(suffix) || (*bare && key.eq_ignore_ascii_case(&suffix[1..]))
                 })
                 .max_by_key(|(s, _, _)| s.len());
             if let Some((_, _, v)) = head {
                 return Some(v);
             }
+            let starts = |p: &[u8]| key.len() >= p.len() && key[..p.len()].eq_ignore_ascii_case(p);
             let tail = self
                 .tail
                 .iter()
-                .filter(|(prefix, _)| lower.starts_with(prefix))
+                .filter(|(prefix, _)| starts(prefix))
                 .max_by_key(|(p, _)| p.len());
             if let Some((_, v)) = tail {
                 return Some(v);
@@ -220,6 +216,11 @@ mod tests {
         assert_eq!(found(&m, "a.org").as_deref(), Some("o"));
         assert_eq!(found(&m, "zzz").as_deref(), Some("d"));
         assert_eq!(found(&map("a b;"), "zzz"), None);
+        // A key longer than any stack buffer, in another case.
+        let long = "Mozilla/5.0-".repeat(20);
+        let m = map(&format!("default d; {long} l;"));
+        assert_eq!(found(&m, &long.to_ascii_uppercase()).as_deref(), Some("l"));
+        assert_eq!(found(&m, &long[1..]).as_deref(), Some("d"));
     }
 
     #[test]
@@ -229,6 +230,9 @@ mod tests {
         assert_eq!(found(&m, "x.example.com.").as_deref(), Some("dot"));
         assert_eq!(found(&m, "b.a.example.com").as_deref(), Some("star"));
         assert_eq!(found(&m, "www.example.org").as_deref(), Some("tail"));
+        assert_eq!(found(&m, "WWW.Example.ORG").as_deref(), Some("tail"));
+        assert_eq!(found(&m, "X.A.EXAMPLE.COM").as_deref(), Some("star"));
+        assert_eq!(found(&m, "Example.Com").as_deref(), Some("dot"));
         assert_eq!(found(&m, "other.org"), None);
     }
 }

@@ -7,8 +7,13 @@
 //! per match attempt with reused capture buffers; README has the figures).
 //! A compiled [`Regex`] is shared by the configuration; the per-match
 //! buffers live in a worker's [`MatchCache`], so a match allocates nothing.
+//! Before PCRE2 is called, a [`Prefilter`] read off the pattern refuses
+//! subjects that cannot match (a literal start after `^`, the last bytes
+//! before `$`): most regex locations fail for most requests.
 
 use pcre2::bytes::{CaptureLocations, Regex as Pcre, RegexBuilder};
+
+use crate::regex_prefilter::Prefilter;
 
 /// One compiled pattern.
 #[derive(Debug, Clone)]
@@ -26,6 +31,8 @@ pub struct Regex {
     /// The variables named groups set when the regex matches (filled by
     /// the configuration, which owns the variable registry).
     pub name_vars: Vec<(crate::variables::VarIndex, usize)>,
+    /// What a subject must look like to be worth PCRE2's time.
+    pre: Prefilter,
 }
 
 /// Capture spans of the last successful match: `(start, end)` byte
@@ -70,12 +77,13 @@ impl Regex {
             id,
             names,
             name_vars: Vec::new(),
+            pre: Prefilter::new(pattern, caseless),
         })
     }
 
     /// Whether `subject` matches (no captures kept).
     pub fn is_match(&self, subject: &[u8]) -> bool {
-        self.re.is_match(subject).unwrap_or(false)
+        self.pre.may_match(subject) && self.re.is_match(subject).unwrap_or(false)
     }
 
     /// The group number of a named capture.
@@ -96,6 +104,9 @@ impl MatchCache {
     /// match error (PCRE2's match limit) counts as no match, logged as
     /// nginx logs `pcre2_match() failed`.
     pub fn exec(&mut self, re: &Regex, subject: &[u8], caps: &mut Captures) -> bool {
+        if !re.pre.may_match(subject) {
+            return false;
+        }
         if self.locs.len() <= re.id {
             self.locs.resize_with(re.id + 1, || None);
         }

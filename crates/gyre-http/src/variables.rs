@@ -473,8 +473,22 @@ fn proxy_target<'a>(env: &'a VarEnv<'_>) -> Option<&'a crate::proxy::conf::Proxy
         .or(env.loc.proxy.as_deref())
 }
 
+/// Decimal digits without `fmt` (log formats print several numbers per
+/// request).
 fn push_u64(out: &mut Vec<u8>, n: u64) {
-    let _ = write!(out, "{n}");
+    crate::response::push_decimal(out, n);
+}
+
+/// `SECS.MMM` (`$request_time`, `$msec`).
+fn push_millis(out: &mut Vec<u8>, ms: u64) {
+    push_u64(out, ms / 1000);
+    let f = ms % 1000;
+    out.extend_from_slice(&[
+        b'.',
+        b'0' + (f / 100) as u8,
+        b'0' + (f / 10 % 10) as u8,
+        b'0' + (f % 10) as u8,
+    ]);
 }
 
 /// `name=value` pairs of `args`, the value of the first `name` (caseless).
@@ -498,8 +512,22 @@ fn cookie<'a>(req: &'a Request, name: &[u8]) -> Option<&'a [u8]> {
     })
 }
 
+/// An address as nginx prints it; IPv4 (nearly every `$remote_addr`)
+/// without `fmt`.
 fn push_ip(out: &mut Vec<u8>, ip: IpAddr) {
-    let _ = write!(out, "{ip}");
+    match ip {
+        IpAddr::V4(a) => {
+            for (i, o) in a.octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b'.');
+                }
+                push_u64(out, u64::from(o));
+            }
+        }
+        IpAddr::V6(_) => {
+            let _ = write!(out, "{ip}");
+        }
+    }
 }
 
 /// The machine's host name, read once.
@@ -628,7 +656,10 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
             }
         }
         VarKind::ServerProtocol => {
-            let _ = write!(out, "HTTP/{}.{}", req.version.major, req.version.minor);
+            out.extend_from_slice(b"HTTP/");
+            push_u64(out, u64::from(req.version.major));
+            out.push(b'.');
+            push_u64(out, u64::from(req.version.minor));
         }
         VarKind::Ssl(name) => {
             if let Some(v) = crate::ssl::tls_var(env.conn.ssl.as_deref(), name) {
@@ -662,8 +693,7 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
             None => return false,
         },
         VarKind::RequestTime => {
-            let ms = env.now.wrapping_sub(env.start);
-            let _ = write!(out, "{}.{:03}", ms / 1000, ms % 1000);
+            push_millis(out, env.now.wrapping_sub(env.start));
         }
         VarKind::RequestFilename => {
             let mut p = std::path::PathBuf::new();
@@ -695,14 +725,22 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
             }
         }
         VarKind::Status => {
-            let _ = write!(out, "{:03}", crate::response::wire_status(env.status));
+            // Three digits, as nginx's `%03ui`.
+            let s = crate::response::wire_status(env.status);
+            if s < 100 {
+                out.push(b'0');
+            }
+            if s < 10 {
+                out.push(b'0');
+            }
+            push_u64(out, u64::from(s));
         }
         VarKind::BodyBytesSent => push_u64(out, env.body_bytes_sent),
         VarKind::BytesSent => push_u64(out, env.bytes_sent),
         VarKind::Connection => push_u64(out, env.conn.number),
         VarKind::ConnectionRequests => push_u64(out, env.conn.requests),
         VarKind::Msec => {
-            let _ = write!(out, "{}.{:03}", env.unix_ms / 1000, env.unix_ms % 1000);
+            push_millis(out, env.unix_ms);
         }
         VarKind::TimeLocal => crate::access_log::time_local(env.unix_ms / 1000, out),
         VarKind::TimeIso8601 => {
