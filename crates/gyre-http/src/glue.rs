@@ -20,7 +20,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use gyre_core::conn::{ConnId, ListenOptions, Listener, Protocol};
-use gyre_core::event::clock::msec_diff;
+use gyre_core::event::clock::{msec_before, msec_diff};
 use gyre_core::event::{Core, Ev, EvKind, Handler, Next};
 
 use crate::access_log::{AccessLog, Entry};
@@ -284,6 +284,7 @@ pub fn init_worker(conf: &HttpConf, core: &mut Core, listeners: Vec<Listener>) -
                     default,
                     addr,
                     settings,
+                    tls: tls.is_some(),
                 }),
             }),
         )?;
@@ -334,6 +335,9 @@ struct Port {
     /// The machine's settings, from the default server: computed once,
     /// copied into a machine each time one is taken.
     settings: HttpSettings,
+    /// `listen ... ssl`: connections here speak TLS (or were refused as
+    /// plain HTTP), so requests are checked for that and read its facts.
+    tls: bool,
 }
 
 fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettings {
@@ -349,6 +353,7 @@ fn settings_for(s: &ServerConf, loc: &LocConf, log_requests: bool) -> HttpSettin
         keepalive_timeout: loc.keepalive_timeout,
         keepalive_requests: loc.keepalive_requests,
         server_tokens: loc.server_tokens,
+        send_timeout: loc.send_timeout,
         ..HttpSettings::default()
     };
     s.srv.conn.apply(&mut st);
@@ -382,11 +387,11 @@ impl Protocol for HttpProtocol {
             held: Vec::new(),
             files: Vec::new(),
             stat: Stat::None,
-            send_timeout: fallback.send_timeout,
             lingering: false,
             nodelay: !fallback.tcp_nodelay,
             last_call: false,
             head_alone: true,
+            idle_deadline: now,
         }))
     }
 }
@@ -438,7 +443,6 @@ struct HttpConn {
     /// Files referenced by `Segment::File` tokens.
     files: Vec<(u64, Rc<FileInfo>)>,
     stat: Stat,
-    send_timeout: u64,
     lingering: bool,
     /// TCP_NODELAY is set (or not wanted). Like nginx, it is set when the
     /// connection first goes keep-alive: a connection closed after one
@@ -460,6 +464,11 @@ struct HttpConn {
     /// 3.3 µs of client CPU per request, 9% of it). Later responses merge
     /// head and file with MSG_MORE: by then the budget is spent either way.
     head_alone: bool,
+    /// When an idle keep-alive connection times out. Its read timer is
+    /// left armed across requests when it fires no later than this (a
+    /// request answered in one go then costs no timer change); an early
+    /// firing re-arms it for the rest ([`HttpConn::handle`]).
+    idle_deadline: gyre_core::event::Msec,
 }
 
 enum Flow {
@@ -762,14 +771,18 @@ impl HttpConn {
                 // the phases' own, as nginx's do.
                 self.log_note(core, c);
                 let mut r = self.new_request(core, c, req);
-                let refused = crate::ssl::refuse(
-                    core,
-                    c,
-                    &self.shared.conf,
-                    &self.port.servers,
-                    self.port.default,
-                    &r.st.req,
-                );
+                let refused = if self.port.tls {
+                    crate::ssl::refuse(
+                        core,
+                        c,
+                        &self.shared.conf,
+                        &self.port.servers,
+                        self.port.default,
+                        &r.st.req,
+                    )
+                } else {
+                    None
+                };
                 let start = match refused {
                     Some(resp) => Start::Refused(resp.status),
                     None => Start::New,
@@ -802,8 +815,12 @@ impl HttpConn {
             local: Some(self.port.addr),
             number: core.conn(c).map_or(0, |x| x.number),
             requests: self.m.as_ref().map_or(0, |m| m.requests()),
-            tls: core.tls_info(c).is_some(),
-            ssl: core.tls_info_rc(c),
+            tls: self.port.tls && core.tls_info(c).is_some(),
+            ssl: if self.port.tls {
+                core.tls_info_rc(c)
+            } else {
+                None
+            },
         };
         let now = core.now();
         let pooled = self.shared.requests.borrow_mut().pop();
@@ -891,7 +908,9 @@ impl HttpConn {
         };
         // Drop what the response shares (file bytes, texts) now.
         out.reset(0);
-        self.send_timeout = r.st.loc.send_timeout;
+        if let Some(m) = self.m.as_mut() {
+            m.settings_mut().send_timeout = r.st.loc.send_timeout;
+        }
         status
     }
 
@@ -1179,6 +1198,15 @@ impl Handler for HttpConn {
             self.close(core, c);
             return;
         }
+        if ev.timedout && ev.kind == EvKind::Read && self.m.is_none() && self.requests > 0 {
+            // An idle keep-alive connection's timer armed for an earlier
+            // request's deadline (see `idle_deadline`): not yet timed out.
+            let now = core.now();
+            if msec_before(now, self.idle_deadline) {
+                core.add_timer(Ev::read(c), msec_diff(self.idle_deadline, now) as u64);
+                return;
+            }
+        }
         if ev.kind == EvKind::Write && self.delayed && (ev.timedout || !core.timer_set(ev)) {
             // A suspended request's wake-up: its timer, or the posted
             // event of work done in slices (no timer then).
@@ -1291,7 +1319,7 @@ impl HttpConn {
             cx,
         };
         let flow = crate::proxy::handler::drive(core, &mut env, r);
-        self.send_timeout = r.st.loc.send_timeout;
+        env.cx.m.settings_mut().send_timeout = r.st.loc.send_timeout;
         flow
     }
 
@@ -1316,7 +1344,8 @@ impl HttpConn {
                 self.close(core, c);
                 return;
             }
-            core.add_timer(Ev::write(c), self.send_timeout);
+            let send_timeout = self.m.as_ref().map_or(0, |m| m.settings().send_timeout);
+            core.add_timer(Ev::write(c), send_timeout);
             let _ = core.disable_read(c);
             return;
         }
@@ -1360,7 +1389,15 @@ impl HttpConn {
                 return;
             }
             if let Some(d) = self.m.as_ref().and_then(|m| m.next_deadline()) {
-                core.add_timer(Ev::read(c), msec_diff(d, now).max(0) as u64);
+                // The keep-alive timer of the previous idle period fires
+                // before this deadline (it only moves later, unless a
+                // location with a shorter keepalive_timeout answered):
+                // left as it is, it re-arms itself when it fires.
+                self.idle_deadline = d;
+                let armed = core.timer_deadline(Ev::read(c));
+                if armed.is_none_or(|t| msec_before(d, t)) {
+                    core.add_timer(Ev::read(c), msec_diff(d, now).max(0) as u64);
+                }
             }
             self.release_machine();
         } else {
@@ -1390,6 +1427,10 @@ mod size_tests {
     /// one more pointer).
     #[test]
     fn idle_connection_state_stays_small() {
-        assert!(std::mem::size_of::<super::HttpConn>() <= 112);
+        assert!(
+            std::mem::size_of::<super::HttpConn>() <= 112,
+            "{}",
+            std::mem::size_of::<super::HttpConn>()
+        );
     }
 }

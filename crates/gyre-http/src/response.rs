@@ -464,11 +464,76 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(&digits[i..]);
 }
 
+/// [`push_decimal`] for the head: the digits are written left-aligned in
+/// a fixed 20-byte block that is appended whole (a copy of known size, a
+/// couple of moves instead of a `memcpy` call) and cut to length.
+#[inline]
+fn push_decimal_fixed(out: &mut Vec<u8>, n: u64) {
+    let mut len = 1;
+    let mut v = n / 10;
+    while v > 0 {
+        len += 1;
+        v /= 10;
+    }
+    let mut digits = [0u8; 20];
+    let mut v = n;
+    for d in digits.iter_mut().take(len).rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    let at = out.len();
+    out.extend_from_slice(&digits);
+    out.truncate(at + len);
+}
+
+/// Appends an HTTP date (always 29 bytes: a copy of known size).
+#[inline]
+fn push_date(out: &mut Vec<u8>, date: &[u8]) {
+    match <&[u8; 29]>::try_from(date) {
+        Ok(d) => out.extend_from_slice(d),
+        Err(_) => out.extend_from_slice(date),
+    }
+}
+
 fn push_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     out.extend_from_slice(name);
     out.extend_from_slice(b": ");
     out.extend_from_slice(value);
     out.extend_from_slice(b"\r\n");
+}
+
+/// The statuses most responses have, with their status line, `Server`
+/// and the start of `Date` as one constant per `server_tokens` setting
+/// (one copy instead of four).
+macro_rules! status_heads {
+    ($($code:literal => $line:literal,)*) => {
+        fn status_server_date(status: u16, tokens: bool) -> Option<&'static [u8]> {
+            Some(match (status, tokens) {
+                $(
+                    ($code, false) => {
+                        concat!("HTTP/1.1 ", $line, "\r\nServer: gyre\r\nDate: ").as_bytes()
+                    }
+                    ($code, true) => concat!(
+                        "HTTP/1.1 ", $line, "\r\nServer: gyre/", env!("CARGO_PKG_VERSION"),
+                        "\r\nDate: "
+                    )
+                    .as_bytes(),
+                )*
+                _ => return None,
+            })
+        }
+    };
+}
+
+status_heads! {
+    200 => "200 OK",
+    204 => "204 No Content",
+    206 => "206 Partial Content",
+    301 => "301 Moved Permanently",
+    302 => "302 Moved Temporarily",
+    304 => "304 Not Modified",
+    403 => "403 Forbidden",
+    404 => "404 Not Found",
 }
 
 /// Serializes the response head onto `out`. `content_length` is the final
@@ -484,6 +549,64 @@ pub(crate) fn write_head(
     out: &mut Vec<u8>,
 ) {
     out.reserve(192);
+    let fast = if resp.reason.is_none() && !resp.foreign_server && !resp.foreign_date {
+        status_server_date(resp.status, tokens)
+    } else {
+        None
+    };
+    match fast {
+        Some(head) => {
+            out.extend_from_slice(head);
+            push_date(out, date.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        None => write_status_server_date(resp, tokens, date, out),
+    }
+    if let Some(ct) = &resp.content_type {
+        out.extend_from_slice(b"Content-Type: ");
+        out.extend_from_slice(ct.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if let Some(cl) = content_length {
+        out.extend_from_slice(b"Content-Length: ");
+        push_decimal_fixed(out, cl);
+        out.extend_from_slice(b"\r\n");
+    }
+    if let Some(lm) = &resp.last_modified {
+        out.extend_from_slice(b"Last-Modified: ");
+        push_date(out, lm.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if let Some(loc) = &resp.location {
+        push_header(out, b"Location", loc.as_bytes());
+    }
+    if chunked {
+        out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+    }
+    // The Connection header and, when nothing follows, the empty line.
+    let last = resp.headers.is_empty();
+    out.extend_from_slice(match (resp.status == 101, keep_alive, last) {
+        (true, _, true) => b"Connection: upgrade\r\n\r\n",
+        (true, _, false) => b"Connection: upgrade\r\n",
+        (false, true, true) => b"Connection: keep-alive\r\n\r\n",
+        (false, true, false) => b"Connection: keep-alive\r\n",
+        (false, false, true) => b"Connection: close\r\n\r\n",
+        (false, false, false) => b"Connection: close\r\n",
+    });
+    if last {
+        return;
+    }
+    for (k, v) in &resp.headers {
+        push_header(out, k.as_bytes(), v.as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The status line, `Server` and `Date` of a head the constants of
+/// [`status_server_date`] do not cover (another status, an upstream's
+/// reason text, its own `Server` or `Date`).
+#[cold]
+fn write_status_server_date(resp: &Response, tokens: bool, date: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(b"HTTP/1.1 ");
     let line = status_line(resp.status);
     if let Some(reason) = &resp.reason {
@@ -510,34 +633,6 @@ pub(crate) fn write_head(
     if !resp.foreign_date {
         push_header(out, b"Date", date.as_bytes());
     }
-    if let Some(ct) = &resp.content_type {
-        push_header(out, b"Content-Type", ct.as_bytes());
-    }
-    if let Some(cl) = content_length {
-        out.extend_from_slice(b"Content-Length: ");
-        push_decimal(out, cl);
-        out.extend_from_slice(b"\r\n");
-    }
-    if let Some(lm) = &resp.last_modified {
-        push_header(out, b"Last-Modified", lm.as_bytes());
-    }
-    if let Some(loc) = &resp.location {
-        push_header(out, b"Location", loc.as_bytes());
-    }
-    if chunked {
-        out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
-    }
-    out.extend_from_slice(if resp.status == 101 {
-        b"Connection: upgrade\r\n"
-    } else if keep_alive {
-        b"Connection: keep-alive\r\n"
-    } else {
-        b"Connection: close\r\n"
-    });
-    for (k, v) in &resp.headers {
-        push_header(out, k.as_bytes(), v.as_bytes());
-    }
-    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]
@@ -576,6 +671,106 @@ mod tests {
         ] {
             assert_eq!(error_page(s).unwrap().len(), n - 1, "{s}");
         }
+    }
+
+    /// The head as written field by field (the order and texts before the
+    /// constants of `status_server_date` and the fixed-size copies).
+    fn reference_head(
+        resp: &Response,
+        cl: Option<u64>,
+        chunked: bool,
+        keep_alive: bool,
+        tokens: bool,
+        date: &str,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_status_server_date(resp, tokens, date, &mut out);
+        let mut h = |k: &str, v: &str| out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+        if let Some(ct) = &resp.content_type {
+            h("Content-Type", ct);
+        }
+        if let Some(cl) = cl {
+            h("Content-Length", &cl.to_string());
+        }
+        if let Some(lm) = &resp.last_modified {
+            h("Last-Modified", lm);
+        }
+        if let Some(loc) = &resp.location {
+            h("Location", loc);
+        }
+        if chunked {
+            h("Transfer-Encoding", "chunked");
+        }
+        let conn = match (resp.status == 101, keep_alive) {
+            (true, _) => "upgrade",
+            (false, true) => "keep-alive",
+            (false, false) => "close",
+        };
+        h("Connection", conn);
+        for (k, v) in &resp.headers {
+            h(k, v);
+        }
+        out.extend_from_slice(b"\r\n");
+        out
+    }
+
+    #[test]
+    fn heads_match_the_field_by_field_text() {
+        let date = "Wed, 02 Dec 2026 01:45:06 GMT";
+        for status in 100..=599u16 {
+            for variant in 0..8u32 {
+                let mut r = Response::new(status);
+                let tokens = variant & 1 != 0;
+                let keep_alive = variant & 2 != 0;
+                if variant & 4 != 0 {
+                    r.content_type = Some("text/plain".into());
+                    r.last_modified = Some("Tue, 01 Dec 2026 10:00:00 GMT".into());
+                    r.headers.push(("ETag".into(), "\"x\"".into()));
+                }
+                if status == 302 {
+                    r.location = Some("http://h/".into());
+                }
+                if status == 299 {
+                    r.reason = Some("Odd".into());
+                }
+                if status == 298 {
+                    r.foreign_server = true;
+                    r.foreign_date = true;
+                    r.headers.push(("Server".into(), "up".into()));
+                }
+                for cl in [
+                    None,
+                    Some(0),
+                    Some(9),
+                    Some(10),
+                    Some(13),
+                    Some(65_536),
+                    Some(u64::MAX),
+                ] {
+                    let chunked = cl.is_none() && variant & 4 != 0;
+                    let mut out = b"x".to_vec();
+                    write_head(&r, cl, chunked, keep_alive, tokens, date, &mut out);
+                    let want = reference_head(&r, cl, chunked, keep_alive, tokens, date);
+                    assert_eq!(
+                        String::from_utf8_lossy(&out[1..]),
+                        String::from_utf8_lossy(&want),
+                        "{status} {variant} {cl:?}"
+                    );
+                }
+            }
+        }
+        // A date of another length (never made by the clock) is kept as is.
+        let mut out = Vec::new();
+        write_head(
+            &Response::new(200),
+            Some(1),
+            false,
+            true,
+            false,
+            "D",
+            &mut out,
+        );
+        assert!(out.starts_with(b"HTTP/1.1 200 OK\r\nServer: gyre\r\nDate: D\r\n"));
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub struct HttpSettings {
     /// configuration's default is nginx's `on`; a machine made without one
     /// says `gyre` alone).
     pub server_tokens: bool,
+    /// `send_timeout` of the request being answered (the glue arms it
+    /// while output waits; the machine does not use it).
+    pub send_timeout: u64,
 }
 
 impl Default for HttpSettings {
@@ -78,6 +81,7 @@ impl Default for HttpSettings {
             underscores_in_headers: false,
             ignore_invalid_headers: true,
             log_requests: true,
+            send_timeout: 60_000,
         }
     }
 }

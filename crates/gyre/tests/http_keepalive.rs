@@ -217,6 +217,16 @@ fn keepalive_settings_per_location() {
     if !c.closed_within(Duration::from_secs(3)) {
         wrong.push("location keepalive_timeout 1s: connection still open after 3 s".to_string());
     }
+    // The shorter timeout of a later request counts, not the 75 s of the
+    // one before it on the connection.
+    let mut c = r.raw();
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.response(false).text(), "AAAA\n");
+    c.send(b"GET /short/s.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.response(false).text(), "short\n");
+    if !c.closed_within(Duration::from_secs(3)) {
+        wrong.push("keepalive_timeout 1s after a 75 s request: still open after 3 s".to_string());
+    }
 
     let mut c = r.raw();
     for i in 1..=2 {

@@ -18,16 +18,22 @@ const TIMED_OUT: &str = "client timed out (110: Connection timed out)";
 
 impl HttpConn {
     /// The machine's notes, if it left any (cheap when it did not).
+    #[inline]
     pub(super) fn log_note(&mut self, core: &Core, c: ConnId) {
         self.log_note_about(core, c, None);
     }
 
     /// The same, naming `r` in the notes about a request (its body) — the
     /// request being ended, or the one a module reading its body holds.
+    #[inline]
     pub(super) fn log_note_about(&mut self, core: &Core, c: ConnId, r: Option<&HttpRequest>) {
-        if !self.m.as_ref().is_some_and(|m| m.has_notes()) {
-            return;
+        if self.m.as_ref().is_some_and(|m| m.has_notes()) {
+            self.log_notes(core, c, r);
         }
+    }
+
+    #[cold]
+    fn log_notes(&mut self, core: &Core, c: ConnId, r: Option<&HttpRequest>) {
         let notes = self.m.as_mut().map(|m| m.take_notes()).unwrap_or_default();
         for n in &notes {
             self.log_one_note(core, c, n, r.or(self.r.as_deref()));

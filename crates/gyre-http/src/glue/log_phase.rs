@@ -16,7 +16,20 @@ use crate::request::HttpRequest;
 use crate::variables::ConnInfo;
 
 impl HttpConn {
+    /// The machine's error notes and access-log records, written (a
+    /// test when there are none).
+    #[inline]
     pub(super) fn flush_logs(&mut self, core: &Core, c: ConnId) {
+        if self
+            .m
+            .as_ref()
+            .is_some_and(|m| m.has_notes() || m.has_logs())
+        {
+            self.write_logs(core, c);
+        }
+    }
+
+    fn write_logs(&mut self, core: &Core, c: ConnId) {
         // The error-log line of a refused or timed-out head comes first,
         // as nginx's does.
         self.log_note(core, c);
