@@ -176,6 +176,15 @@ impl Slot {
     /// Store `v` under the same key; the aggregate it replaced, if any
     /// (for [`super::Db::bury`]).
     pub(super) fn replace_value(&mut self, v: New<'_>) -> Option<Object> {
+        // SET over a short string: the new bytes go in place, key untouched.
+        if let (Slot::Inline { klen, vlen, buf }, New::Bytes(b)) = (&mut *self, &v) {
+            let k = usize::from(*klen);
+            if k + b.len() <= INLINE {
+                buf[k..k + b.len()].copy_from_slice(b);
+                *vlen = b.len() as u8;
+                return None;
+            }
+        }
         let new = Slot::new(self.key(), v);
         std::mem::replace(self, new).into_obj()
     }
