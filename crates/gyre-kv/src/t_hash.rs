@@ -151,8 +151,14 @@ impl HashObj {
             },
             HashObj::Table(d) => d.insert(field, value.into()).is_none(),
         };
-        if !self.is_table() && self.len() as u64 > lim.hash_max_listpack_entries {
-            self.convert_to_table();
+        // A pair takes at least two bytes: no walk to count the pairs
+        // while the bytes could not hold more than the limit.
+        if let HashObj::Listpack(lp) = self {
+            if (lp.bytes() / 2) as u64 > lim.hash_max_listpack_entries
+                && self.len() as u64 > lim.hash_max_listpack_entries
+            {
+                self.convert_to_table();
+            }
         }
         new
     }
