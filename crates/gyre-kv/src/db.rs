@@ -19,12 +19,14 @@
 //! every allocator call per key shows directly in how fast the active
 //! expire cycle empties a keyspace. So a key lives in **one** place:
 //!
-//! * `nodes: Vec<Node>` — every key, dense (72 bytes each). A node holds
+//! * `nodes: Vec<Node>` — every key, dense (56 bytes each). A node holds
 //!   32 bits of the key's hash, the next node of its bucket, its slot in
-//!   `ttl` (where its TTL is), its access clock, and the key and value
-//!   bytes, both inline when short (keys up to 22 bytes, values up to 30;
-//!   an aggregate's 24-byte object in the value's place): a typical key
-//!   costs no allocation at all. The dense vector is also what RANDOMKEY
+//!   `ttl` (where its TTL is), its access clock, and one 40-byte slot with
+//!   the key and the value ([`node::Slot`]): a string whose key and value
+//!   fit 37 bytes together is inline, a longer one is one allocation of
+//!   value and key; an aggregate's 24-byte object sits beside its key when
+//!   the key is up to 14 bytes. A typical key costs no allocation at all,
+//!   and a small aggregate exactly one. The dense vector is also what RANDOMKEY
 //!   samples in O(1) and what SCAN walks from the top down.
 //! * `table` — a power-of-two array of `u32` bucket heads (keyed
 //!   SipHash-1-2, random per database, so no one can aim collisions: see
@@ -73,17 +75,19 @@ mod table;
 
 use expire::{expire_of, is_expired};
 pub use node::Ref;
-use node::{KeyBytes, Node, TtlRef, Value};
+use node::{New, Node, Slot, TtlRef, Value};
 use table::{map_key, Table};
 
 /// Aggregates with more elements than this are freed incrementally.
 pub const LAZYFREE_MIN: usize = 1024;
 
 /// Estimated per-key overhead in bytes, for the `used_memory` estimate:
-/// the 72-byte node (access clock included) and its bucket (4 bytes at a
-/// load between 1/2 and 1: about 6 on average); a TTL slot adds 16 (not
-/// counted).
-pub const ENTRY_OVERHEAD: u64 = 78;
+/// the 56-byte node (access clock, key and short values included) and its
+/// bucket (4 bytes at a load between 1/2 and 1: about 6 on average); a
+/// TTL slot adds 16 (not counted). What a key's allocation adds is counted
+/// as malloc's chunk for it (see [`node::Slot::heap_mem`]), so the
+/// estimate follows the process's RSS per key.
+pub const ENTRY_OVERHEAD: u64 = 62;
 const NONE: u32 = u32::MAX;
 const NO_EXPIRE: i64 = -1;
 
@@ -217,8 +221,8 @@ pub struct Db {
     graveyard: Vec<Object>,
 }
 
-fn entry_mem(key: &[u8], value: &Value) -> u64 {
-    ENTRY_OVERHEAD + key.len() as u64 + value.mem()
+fn entry_mem(slot: &Slot) -> u64 {
+    ENTRY_OVERHEAD + slot.heap_mem()
 }
 
 impl Db {
@@ -286,7 +290,7 @@ impl Db {
             } else {
                 Some(Change::Deleted)
             };
-            self.note(node.key.as_slice(), false, change);
+            self.note(node.key(), false, change);
         }
         let from = self.nodes.len() as u32;
         if let Some(moved) = self.nodes.get(i) {
@@ -296,9 +300,7 @@ impl Db {
                 t.node = i as u32;
             }
         }
-        self.mem = self
-            .mem
-            .saturating_sub(entry_mem(node.key.as_slice(), &node.value));
+        self.mem = self.mem.saturating_sub(entry_mem(&node.slot));
         node
     }
 
@@ -350,10 +352,10 @@ impl Db {
     /// Note node `i`'s key for an `expired` keyspace event.
     fn log_expired(&mut self, i: usize) {
         if let Some(log) = &mut self.expired_log {
-            log.push(self.nodes[i].key.as_slice().to_vec());
+            log.push(self.nodes[i].key().to_vec());
         }
         if let Some(log) = &mut self.deleted_log {
-            log.push((self.nodes[i].key.as_slice().to_vec(), false));
+            log.push((self.nodes[i].key().to_vec(), false));
         }
     }
 
@@ -382,7 +384,7 @@ impl Db {
     fn entry_at(&self, i: usize) -> Entry<'_> {
         let n = &self.nodes[i];
         Entry {
-            value: n.value.as_ref(),
+            value: n.value(),
             expire: expire_of(&self.ttl, n),
         }
     }
@@ -441,10 +443,10 @@ impl Db {
         if self.noting() {
             self.note(key, true, Some(Change::Update));
         }
-        let v = &mut self.nodes[i].value;
-        let before = v.mem();
-        let r = v.update(f);
-        let after = v.mem();
+        let v = &mut self.nodes[i].slot;
+        let before = v.heap_mem();
+        let r = v.update_str(f);
+        let after = v.heap_mem();
         self.mem = self.mem.saturating_sub(before) + after;
         r
     }
@@ -457,7 +459,7 @@ impl Db {
             hash: h,
             index: self.find_hashed(h, key),
         };
-        self.store(p, key, Value::new(value), keep_ttl);
+        self.store(p, key, New::Owned(Value::Str(value)), keep_ttl);
     }
 
     /// Find `key` once for a write: hash, lookup and lazy expiry (an
@@ -479,12 +481,12 @@ impl Db {
 
     /// The value of a probed key.
     pub fn probed_ref(&self, p: &Probe) -> Option<Ref<'_>> {
-        p.index.map(|i| self.nodes[i].value.as_ref())
+        p.index.map(|i| self.nodes[i].value())
     }
 
     /// Store a new aggregate under a probed key that does not exist.
     pub fn insert_obj(&mut self, p: Probe, key: &[u8], obj: Object) -> Probe {
-        self.store(p, key, Value::Obj(obj), false)
+        self.store(p, key, New::Owned(Value::Obj(obj)), false)
     }
 
     /// Run `f` on a probed aggregate, then account its new size and delete
@@ -492,18 +494,17 @@ impl Db {
     /// string. The probe is stale afterwards.
     pub fn update_obj<R>(&mut self, p: &Probe, f: impl FnOnce(&mut Object) -> R) -> Option<R> {
         let i = p.index?;
-        if matches!(self.nodes[i].value, Value::Obj(_)) {
+        if self.nodes[i].slot.is_obj() {
             self.cow(i);
         }
-        let Value::Obj(o) = &mut self.nodes[i].value else {
-            return None;
-        };
-        let before = o.mem();
+        let before = self.nodes[i].slot.heap_mem();
+        let o = self.nodes[i].slot.obj_mut()?;
         let r = f(o);
-        let (after, empty) = (o.mem(), o.is_empty());
+        let empty = o.is_empty();
+        let after = self.nodes[i].slot.heap_mem();
         self.mem = self.mem.saturating_sub(before) + after;
         if self.noting() {
-            let key = self.nodes[i].key.as_slice().to_vec();
+            let key = self.nodes[i].key().to_vec();
             self.note(&key, true, Some(Change::Update));
         }
         if empty {
@@ -534,30 +535,30 @@ impl Db {
     /// changed the database since), from a borrowed value; returns the
     /// probe of the stored key.
     pub fn set_probed(&mut self, p: Probe, key: &[u8], value: &[u8], keep_ttl: bool) -> Probe {
-        self.store(p, key, Value::from_slice(value), keep_ttl)
+        self.store(p, key, New::Bytes(value), keep_ttl)
     }
 
     /// Store a new string under a probed key that does not exist, taking
     /// the bytes (the RDB loader: no copy of a value that goes to the heap).
     pub fn insert_str(&mut self, p: Probe, key: &[u8], value: Vec<u8>) -> Probe {
-        self.store(p, key, Value::new(value), false)
+        self.store(p, key, New::Owned(Value::Str(value)), false)
     }
 
-    fn store(&mut self, p: Probe, key: &[u8], value: Value, keep_ttl: bool) -> Probe {
+    fn store(&mut self, p: Probe, key: &[u8], value: New<'_>, keep_ttl: bool) -> Probe {
         if self.noting() {
             if p.index.is_none() {
                 self.note(key, true, Some(Change::New));
             }
             self.note(key, true, Some(Change::Write));
         }
-        let vlen = value.mem();
         if let Some(i) = p.index {
             self.cow(i);
-            let n = &mut self.nodes[i];
-            self.mem = self.mem.saturating_sub(n.value.mem()) + vlen;
-            let old = std::mem::replace(&mut n.value, value);
-            if matches!(old, Value::Obj(_)) {
-                self.bury(old);
+            let slot = &mut self.nodes[i].slot;
+            let before = slot.heap_mem();
+            let old = slot.replace_value(value);
+            self.mem = self.mem.saturating_sub(before) + slot.heap_mem();
+            if let Some(o) = old {
+                self.bury_obj(o);
             }
             // The TTL test inline: most keys have none.
             if !keep_ttl && self.nodes[i].ttl_slot != NONE {
@@ -569,15 +570,15 @@ impl Db {
         self.cow_hash(h);
         let idx = self.nodes.len() as u32;
         let next = self.link_new(h);
-        self.mem += ENTRY_OVERHEAD + key.len() as u64 + vlen;
+        let slot = Slot::new(key, value);
+        self.mem += entry_mem(&slot);
         let now_ms = self.access_mode.now_ms;
         self.nodes.push(Node {
             hash: h,
             next,
             ttl_slot: NONE,
             access: self.access_mode.new_key(now_ms),
-            key: KeyBytes::new(key),
-            value,
+            slot,
         });
         Probe {
             hash: h,
@@ -634,7 +635,7 @@ impl Db {
     /// Check internal index invariants (tests).
     pub fn check_invariants(&self) -> bool {
         let nodes_ok = self.nodes.iter().enumerate().all(|(i, n)| {
-            let key = n.key.as_slice();
+            let key = n.key();
             n.hash == self.hash(key)
                 && self.find(key) == Some(i)
                 && match n.ttl_slot {

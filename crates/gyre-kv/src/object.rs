@@ -4,8 +4,8 @@
 //!
 //! Strings are not here: they stay inline in the keyspace node
 //! ([`crate::db`]) so GET/SET never allocate or chase a pointer. Every
-//! other type is an `Object` of 24 bytes held in the node's value slot
-//! (the node is 72 bytes): a small hash, set or sorted set is the
+//! other type is an `Object` of 24 bytes held in the node's slot beside
+//! its key (the node is 56 bytes): a small hash, set or sorted set is the
 //! node plus one exact-size allocation, no box between them (Redis: a
 //! dict entry, an robj and the listpack).
 //! Each type's module owns its storage and encodings:
@@ -91,8 +91,14 @@ impl Object {
         }
     }
 
+    /// O(1) for every type (a small hash's or sorted set's `len` walks).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        match self {
+            Object::Hash(h) => h.is_empty(),
+            Object::List(l) => l.is_empty(),
+            Object::Set(s) => s.is_empty(),
+            Object::Zset(z) => z.is_empty(),
+        }
     }
 
     /// Free up to `budget` elements of an aggregate already out of the
@@ -206,7 +212,7 @@ pub const MAX_RANDOM_REPLY: u64 = 1 << 24;
 mod tests {
     use super::*;
 
-    /// An aggregate lives in the keyspace node's 32-byte value slot, with
+    /// An aggregate lives in the keyspace node's slot beside its key, with
     /// no box of its own: every type's small form (a list's: one node) is a
     /// 16-byte handle to one exact-size allocation, and the enums pack
     /// their tags into each other's spare values.

@@ -10,7 +10,10 @@
 
 use std::collections::VecDeque;
 
-use crate::listpack::{entry_size, Listpack};
+use crate::listpack::entry_size;
+
+/// A node: the counted, two-way listpack form.
+type Listpack = crate::listpack::Listpack<true>;
 
 /// A list of one node is that listpack alone (16 bytes: it lives in the
 /// keyspace node's value slot with no box, see [`crate::object`]); a

@@ -14,11 +14,15 @@ use crate::cmd::{
 use crate::db::Db;
 use crate::dict::Dict;
 use crate::float::F80;
-use crate::listpack::Listpack;
 use crate::object::{check_kind, read_kind, Kind, Limits, Object, MAX_RANDOM_REPLY};
 use crate::resp;
 use crate::server::Server;
 use crate::util::{parse_cursor, string2ll, Rng};
+
+/// A small hash's listpack: field, value, field, value ..., in the
+/// forward-only form (one byte of framing per short entry, no stored
+/// count: see [`crate::listpack`]).
+pub type Listpack = crate::listpack::Listpack<false>;
 
 #[derive(Clone, Debug)]
 pub enum HashObj {
@@ -77,7 +81,10 @@ impl HashObj {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        match self {
+            HashObj::Listpack(lp) => lp.is_empty(),
+            HashObj::Table(d) => d.len() == 0,
+        }
     }
 
     pub fn encoding(&self) -> &'static str {
@@ -144,8 +151,14 @@ impl HashObj {
             },
             HashObj::Table(d) => d.insert(field, value.into()).is_none(),
         };
-        if self.len() as u64 > lim.hash_max_listpack_entries {
-            self.convert_to_table();
+        // A pair takes at least two bytes: no walk to count the pairs
+        // while the bytes could not hold more than the limit.
+        if let HashObj::Listpack(lp) = self {
+            if (lp.bytes() / 2) as u64 > lim.hash_max_listpack_entries
+                && self.len() as u64 > lim.hash_max_listpack_entries
+            {
+                self.convert_to_table();
+            }
         }
         new
     }

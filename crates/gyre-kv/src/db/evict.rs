@@ -45,11 +45,7 @@ impl Db {
                 self.rng.below(self.nodes.len())
             };
             let node = &self.nodes[i];
-            out.push((
-                node.key.as_slice().to_vec(),
-                node.access,
-                expire_of(&self.ttl, node),
-            ));
+            out.push((node.key().to_vec(), node.access, expire_of(&self.ttl, node)));
         }
     }
 
@@ -66,7 +62,7 @@ impl Db {
             }
             self.rng.below(self.nodes.len())
         };
-        Some(self.nodes[i].key.as_slice().to_vec())
+        Some(self.nodes[i].key().to_vec())
     }
 
     /// Evict `key` (maxmemory): removed like a delete for WATCH, not

@@ -101,7 +101,7 @@ impl Db {
     pub(super) fn set_expire_at(&mut self, i: usize, when: i64) {
         self.cow(i);
         if self.noting() {
-            let key = self.nodes[i].key.as_slice().to_vec();
+            let key = self.nodes[i].key().to_vec();
             self.note(&key, true, Some(Change::Expire));
         }
         let when = when.max(0);
@@ -124,7 +124,7 @@ impl Db {
         }
         self.cow(i);
         if self.noting() {
-            let key = self.nodes[i].key.as_slice().to_vec();
+            let key = self.nodes[i].key().to_vec();
             self.note(&key, true, Some(Change::Persist));
         }
         let n = &mut self.nodes[i];

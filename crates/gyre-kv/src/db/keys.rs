@@ -13,7 +13,7 @@ impl Db {
             }
             let i = self.rng.below(self.nodes.len());
             if !self.expire_at_if_needed(i, now) {
-                return Some(self.nodes[i].key.as_slice().to_vec());
+                return Some(self.nodes[i].key().to_vec());
             }
         }
         None
@@ -31,9 +31,9 @@ impl Db {
             .iter()
             .filter(|n| {
                 !is_expired(expire_of(&self.ttl, n), now)
-                    && (all || stringmatch(pattern, n.key.as_slice(), false))
+                    && (all || stringmatch(pattern, n.key(), false))
             })
-            .map(|n| n.key.as_slice().to_vec())
+            .map(|n| n.key().to_vec())
             .collect()
     }
 
@@ -65,14 +65,12 @@ impl Db {
             let Some(n) = self.nodes.get(i as usize) else {
                 continue;
             };
-            let key = n.key.as_slice();
+            let key = n.key();
             if is_expired(expire_of(&self.ttl, n), now) {
                 expired.push(key.to_vec());
                 continue;
             }
-            if kind
-                .is_some_and(|k| !k.eq_ignore_ascii_case(n.value.as_ref().kind().name().as_bytes()))
-            {
+            if kind.is_some_and(|k| !k.eq_ignore_ascii_case(n.value().kind().name().as_bytes())) {
                 continue;
             }
             if let Some(p) = pattern {
@@ -95,14 +93,14 @@ impl Db {
         let Some(i) = self.find(src) else {
             return false;
         };
-        let v = self.remove_at(i).value;
+        let v = self.remove_at(i).slot.into_value();
         self.remove(dst);
         let h = self.hash(dst);
         let p = Probe {
             hash: h,
             index: self.find_hashed(h, dst),
         };
-        let p = self.store(p, dst, v, false);
+        let p = self.store(p, dst, New::Owned(v), false);
         if let Some(t) = expire {
             self.set_expire_probed(&p, t);
         }
@@ -114,7 +112,7 @@ impl Db {
         let i = self.find_live(key, now)?;
         let n = &self.nodes[i];
         let e = expire_of(&self.ttl, n);
-        Some((Copied(n.value.clone()), (e >= 0).then_some(e)))
+        Some((Copied(n.slot.clone_value()), (e >= 0).then_some(e)))
     }
 
     /// Take a live key out (MOVE): its value and TTL.
@@ -123,7 +121,7 @@ impl Db {
         let e = expire_of(&self.ttl, &self.nodes[i]);
         let expire = (e >= 0).then_some(e);
         let n = self.remove_at(i);
-        Some((Copied(n.value), expire))
+        Some((Copied(n.slot.into_value()), expire))
     }
 
     /// Store a [`Copied`] value (COPY / MOVE), replacing what is there.
@@ -133,7 +131,7 @@ impl Db {
             hash: h,
             index: self.find_hashed(h, key),
         };
-        let p = self.store(p, key, v.0, false);
+        let p = self.store(p, key, New::Owned(v.0), false);
         if let Some(t) = expire {
             self.set_expire_probed(&p, t);
         }

@@ -1,23 +1,22 @@
 //! Freeing big aggregates a slice at a time (Redis's `lazyfree.c` role,
 //! on the loop instead of a thread): see the module notes of [`super`].
 
-use super::node::Value;
 use super::*;
 
 impl Db {
-    /// Drop a removed value, burying a big aggregate for `free_some`.
-    pub(super) fn bury(&mut self, v: Value) {
-        if let Value::Obj(o) = v {
-            if o.len() > LAZYFREE_MIN {
-                self.graveyard.push(o);
-            }
+    /// Drop a removed aggregate, burying a big one for `free_some`.
+    pub(super) fn bury_obj(&mut self, o: Object) {
+        if o.len() > LAZYFREE_MIN {
+            self.graveyard.push(o);
         }
     }
 
     /// Remove node `i` and drop its value (see [`Db::bury`]).
     pub(super) fn delete_at(&mut self, i: usize) {
         let n = self.remove_at(i);
-        self.bury(n.value);
+        if let Some(o) = n.slot.into_obj() {
+            self.bury_obj(o);
+        }
     }
 
     /// Free up to `budget` elements of buried aggregates; true while some

@@ -123,7 +123,7 @@ impl Db {
     /// Every stored key: bytes, value, expire (ms).
     pub fn entries(&self) -> impl Iterator<Item = (&[u8], Ref<'_>, Option<i64>)> {
         self.nodes.iter().map(|n| {
-            (n.key.as_slice(), n.value.as_ref(), {
+            (n.key(), n.value(), {
                 let e = expire_of(&self.ttl, n);
                 (e >= 0).then_some(e)
             })
@@ -167,7 +167,7 @@ impl Db {
         if let Some((p, b)) = s.big.as_mut() {
             let p = *p;
             let done = match self.nodes.get(p) {
-                Some(node) => resume::step(b, &mut s.out, node.value.as_ref(), resume::CHUNK),
+                Some(node) => resume::step(b, &mut s.out, node.value(), resume::CHUNK),
                 None => true,
             };
             if done {
@@ -184,7 +184,7 @@ impl Db {
             if s.done.is_empty() || !s.done.contains(&node.hash) {
                 let e = expire_of(&self.ttl, node);
                 let e = (e >= 0).then_some(e);
-                let (key, v) = (node.key.as_slice(), node.value.as_ref());
+                let (key, v) = (node.key(), node.value());
                 if !s.aof {
                     if let Some(b) = resume::begin(&mut s.out, key, v, e, s.compress) {
                         s.big = Some((start + i, b));
@@ -279,7 +279,7 @@ impl Db {
             if n.hash == h && s.big.as_ref().is_some_and(|(p, _)| *p == j as usize) {
                 // The half-written key: finish its record now.
                 if let Some((_, mut b)) = s.big.take() {
-                    resume::step(&mut b, &mut s.out, n.value.as_ref(), usize::MAX);
+                    resume::step(&mut b, &mut s.out, n.value(), usize::MAX);
                 }
                 s.saved += 1;
                 s.copied += 1;
@@ -291,9 +291,9 @@ impl Db {
                 } else {
                     &mut s.out
                 };
-                match n.value.as_ref() {
-                    Ref::Str(v) => put_raw(&mut s.raw, n.key.as_slice(), v, e),
-                    v => put_record(sink, n.key.as_slice(), v, e, s.compress, s.aof),
+                match n.value() {
+                    Ref::Str(v) => put_raw(&mut s.raw, n.key(), v, e),
+                    v => put_record(sink, n.key(), v, e, s.compress, s.aof),
                 }
                 s.saved += 1;
                 s.copied += 1;

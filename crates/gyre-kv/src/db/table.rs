@@ -105,7 +105,7 @@ impl Db {
     pub(super) fn find_hashed(&self, h: u32, key: &[u8]) -> Option<usize> {
         let mut i = self.table.head(h);
         while let Some(n) = self.nodes.get(i as usize) {
-            if n.hash == h && n.key.as_slice() == key {
+            if n.hash == h && n.key() == key {
                 return Some(i as usize);
             }
             i = n.next;

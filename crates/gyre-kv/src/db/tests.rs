@@ -141,27 +141,82 @@ fn the_table_grows_incrementally() {
     }
 }
 
+/// A key and its short string, or a short key and an aggregate's
+/// 24-byte object, share the node's 40-byte slot (see [`node`]).
 #[test]
-fn node_stays_72_bytes() {
-    assert_eq!(std::mem::size_of::<Node>(), 72);
+fn node_is_56_bytes() {
+    assert_eq!(std::mem::size_of::<Node>(), 56);
+    assert_eq!(std::mem::size_of::<Slot>(), 40);
 }
 
 #[test]
 fn inline_values_grow_to_heap_and_back() {
     let mut db = Db::new(1);
-    db.set(b"k", vec![b'a'; 30], false);
+    db.set(b"k", vec![b'a'; 36], false);
+    assert!(matches!(db.nodes[0].slot, Slot::Inline { .. }));
     db.update_value(b"k", 0, |v| v.push(b'b'));
-    assert_eq!(db.lookup_write(b"k", 0).unwrap().str().unwrap().len(), 31);
+    assert!(matches!(db.nodes[0].slot, Slot::Joined { .. }));
+    assert_eq!(db.lookup_write(b"k", 0).unwrap().str().unwrap().len(), 37);
+    // APPEND-like growth keeps the key and the value apart.
+    for _ in 0..100 {
+        db.update_value(b"k", 0, |v| v.extend_from_slice(b"xyz"));
+    }
+    let v = db.lookup_write(b"k", 0).unwrap().str().unwrap().to_vec();
+    assert_eq!(v.len(), 337);
+    assert!(v.starts_with(&[b'a'; 36]) && &v[36..40] == b"bxyz" && v.ends_with(b"xyzxyz"));
+    assert_eq!(db.nodes[0].key(), b"k");
     db.update_value(b"k", 0, |v| v.truncate(2));
     assert_eq!(db.lookup_write(b"k", 0).unwrap().str().unwrap(), b"aa");
-    assert!(matches!(db.nodes[0].value, Value::Inline(..)));
-    let long = vec![b'k'; 23];
+    assert!(matches!(db.nodes[0].slot, Slot::Inline { .. }));
+    let long = vec![b'k'; 40];
     db.set(&long, b"v".to_vec(), false);
-    assert!(matches!(db.nodes[1].key, KeyBytes::Heap(_)));
+    assert!(matches!(db.nodes[1].slot, Slot::Joined { .. }));
+    assert_eq!(db.lookup_write(&long, 0).unwrap().str().unwrap(), b"v");
     assert_eq!(
         db.random_key(0).map(|k| k.len() == 1 || k == long),
         Some(true)
     );
+    assert!(db.check_invariants());
+}
+
+/// Every slot form stores, reads back, overwrites into another form,
+/// renames and copies, with `used_memory` back to zero at the end.
+#[test]
+fn slot_forms_round_trip() {
+    use crate::t_set::SetObj;
+    let mut db = Db::new(2);
+    let short_obj = |n: i64| {
+        let mut s = SetObj::for_member(b"1");
+        for i in 0..n {
+            s.add(i.to_string().as_bytes(), &crate::object::Limits::default());
+        }
+        Object::Set(s)
+    };
+    let keys: [&[u8]; 4] = [b"", b"fourteen-bytes", b"fifteen--bytes!", &[b'q'; 300]];
+    for (n, k) in keys.iter().enumerate() {
+        for v in [&b""[..], b"x", &[b'v'; 37], &[b'w'; 1000]] {
+            db.set(k, v.to_vec(), false);
+            assert_eq!(db.lookup_write(k, 0).unwrap().str().unwrap(), v);
+            assert_eq!(db.nodes[db.find(k).unwrap()].key(), *k);
+        }
+        let p = db.probe(k, 0);
+        db.store(p, k, New::Owned(Value::Obj(short_obj(n as i64 + 3))), false);
+        let e = db.lookup_write(k, 0).unwrap();
+        assert!(matches!(e.value, Ref::Obj(o) if o.len() == n + 3));
+        assert_eq!(db.nodes[db.find(k).unwrap()].key(), *k);
+    }
+    assert!(db.check_invariants());
+    for k in keys {
+        let mut to = k.to_vec();
+        to.extend_from_slice(b"-renamed-to-something-longer");
+        assert!(db.rename(k, &to));
+        let (c, _) = db.copy_out(&to, 0).unwrap();
+        db.store_copy(b"c", c, None);
+        assert!(db.lookup_write(b"c", 0).is_some());
+        assert!(db.delete(&to, 0) && db.delete(b"c", 0));
+    }
+    assert!(db.check_invariants() && db.is_empty());
+    assert_eq!(db.used_memory(), 0);
 }
 
 /// The longest single insert while 2^21 keys go in (growing the table
@@ -182,4 +237,123 @@ fn measure_growth() {
         }
     }
     println!("longest insert {:?} at key {}", worst.0, worst.1);
+}
+
+/// An aggregate of `n` members `member:0..` of `kind` (0 hash, 1 set,
+/// 2 sorted set, 3 list).
+fn big_aggregate(kind: usize, n: usize) -> Object {
+    use crate::quicklist::{Fill, Quicklist};
+    use crate::t_hash::HashObj;
+    use crate::t_set::SetObj;
+    use crate::zset::{Limits as ZLimits, ZSet};
+    let lim = crate::object::Limits::default();
+    let m = |i: usize| format!("member:{i}").into_bytes();
+    match kind {
+        0 => {
+            let mut h = HashObj::new();
+            for i in 0..n {
+                h.set(&m(i), b"value", &lim);
+            }
+            Object::Hash(h)
+        }
+        1 => {
+            let mut s = SetObj::for_member(b"member:0");
+            for i in 0..n {
+                s.add(&m(i), &lim);
+            }
+            Object::Set(s)
+        }
+        2 => {
+            let zl = ZLimits::default();
+            let mut z = ZSet::for_first(&zl, 8);
+            for i in 0..n {
+                z.set(&m(i), i as f64, &zl);
+            }
+            Object::Zset(z)
+        }
+        _ => {
+            let mut l = Quicklist::new();
+            for i in 0..n {
+                l.push_back(&m(i), Fill::from_conf(-2));
+            }
+            Object::List(l)
+        }
+    }
+}
+
+/// A big aggregate leaves the keyspace at once, by DEL, by an overwrite or
+/// by expiry, `used_memory` with it, and is then freed a bounded slice per
+/// turn (issue 13's "no stall" for big keys): every `free_some` turn drops
+/// at most about its budget of elements and gives back part of the
+/// object's memory, so the work is spread over many turns.
+#[test]
+fn big_aggregates_are_freed_over_several_turns() {
+    let n = 30_000;
+    for kind in 0..4 {
+        for way in 0..3 {
+            let mut db = Db::new(3);
+            let p = db.probe(b"big", 0);
+            db.insert_obj(p, b"big", big_aggregate(kind, n));
+            assert!(db.used_memory() > n as u64 * 8);
+            match way {
+                0 => assert!(db.delete(b"big", 0)),
+                1 => db.set(b"big", b"small".to_vec(), false),
+                _ => {
+                    assert!(db.set_expire(b"big", 5));
+                    assert!(db.expire_if_needed(b"big", 10));
+                }
+            }
+            let left = db.lookup_write(b"big", 10).map(|e| e.kind());
+            assert!(matches!(left, None | Some(Kind::String)), "{kind} {way}");
+            assert!(db.used_memory() < 100, "{kind} {way}: {}", db.used_memory());
+            assert_eq!(db.lazyfree_pending(), 1);
+            let (mut turns, mut last) = (0, db.graveyard[0].mem());
+            let mut elems = db.graveyard[0].len();
+            while db.free_some(1000) {
+                turns += 1;
+                let o = &db.graveyard[0];
+                assert!(o.mem() < last, "{kind} {way}: memory comes back each turn");
+                assert!(
+                    elems - o.len() <= 1000 + 1024,
+                    "{kind} {way}: a bounded slice"
+                );
+                (last, elems) = (o.mem(), o.len());
+                assert!(turns < 1000);
+            }
+            assert!(turns >= 10, "{kind} {way}: {turns} turns");
+            assert_eq!(db.lazyfree_pending(), 0);
+        }
+    }
+}
+
+/// The longest lazyfree turn (the server's `LAZYFREE_CHUNK` elements)
+/// while a 10-million-member hash, set, sorted set and list are freed,
+/// and the DEL itself, release build:
+/// `cargo test --release -p gyre-kv --lib db::tests::measure_lazyfree -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn measure_lazyfree() {
+    let n: usize = std::env::var("LAZYFREE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000_000);
+    for (kind, name) in ["hash", "set", "zset", "list"].iter().enumerate() {
+        let mut db = Db::new(4);
+        let p = db.probe(b"big", 0);
+        db.insert_obj(p, b"big", big_aggregate(kind, n));
+        let t = std::time::Instant::now();
+        assert!(db.delete(b"big", 0));
+        let del = t.elapsed();
+        let (mut worst, mut turns) = (std::time::Duration::ZERO, 0);
+        loop {
+            let t = std::time::Instant::now();
+            let more = db.free_some(crate::server::LAZYFREE_CHUNK);
+            worst = worst.max(t.elapsed());
+            turns += 1;
+            if !more {
+                break;
+            }
+        }
+        println!("{name} of {n}: DEL {del:?}, {turns} turns, longest turn {worst:?}");
+    }
 }

@@ -263,13 +263,16 @@ impl Large {
     }
 
     /// Lazy free (the set is out of the keyspace): up to about `budget`
-    /// members go, the arena pages in step with the tree, the index at
-    /// once (one allocation). Returns how many went (at least one while
-    /// any remain).
+    /// members go, the arena pages, the member index and the free list in
+    /// step with the tree (the index of ten million members is over 100
+    /// MB: unmapping it at once stopped the loop for milliseconds).
+    /// Returns how many went (at least one while any remain).
     pub fn free_some(&mut self, budget: usize) -> usize {
-        self.index = Vec::new();
-        self.free = Vec::new();
+        let before = self.tree.len();
         let n = self.tree.free_some(budget);
+        let left = self.tree.len();
+        keep_share(&mut self.index, left, before);
+        keep_share(&mut self.free, left, before);
         let keep = self.tree.len().div_ceil(PAGE);
         while self.pages.len() > keep {
             self.pages.pop();
@@ -394,6 +397,16 @@ impl Large {
         });
         ok
     }
+}
+
+/// Cut a vector being freed to its share `left / before` of its length,
+/// giving the rest back ([`Large::free_some`]).
+fn keep_share<T>(v: &mut Vec<T>, left: usize, before: usize) {
+    let keep = (v.len() as u64 * left as u64)
+        .checked_div(before as u64)
+        .unwrap_or(0) as usize;
+    v.truncate(keep);
+    v.shrink_to(keep);
 }
 
 #[cfg(test)]

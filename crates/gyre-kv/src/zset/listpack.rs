@@ -3,24 +3,27 @@
 //! `listpack` encoding in spirit (one allocation, linear scans, a few
 //! bytes of framing per entry), not its byte format.
 //!
-//! Entry layout: `varint member length | member bytes | score`, where the
-//! score is a tag byte then its payload: tags `16..=255` are the integers
-//! -100..=139 themselves (no payload: a typical entry costs its member
-//! plus 2 bytes), tags `0..=8` an integral score stored as a zigzag
-//! integer in that many little-endian bytes, tag `9` an IEEE double in 8
-//! bytes. Integral means exactly representable (|v| < 2^53), so the
-//! integer form is lossless; `-0` is stored as `0`, as Redis's listpack
-//! does (ZSCORE answers `0` for a small set, `-0` for a skiplist one).
+//! Entry layout: `header | [varint member length] | member bytes | score
+//! payload`. The header byte's low 5 bits are the member's length (31:
+//! longer, its length follows as a varint), its high 3 bits the score's
+//! form: codes `0..=5` an integral score as a zigzag integer in that many
+//! little-endian bytes (0: the score 0), `6` one in 7 bytes, `7` an IEEE
+//! double in 8 bytes. Integral means exactly representable (|v| < 2^53),
+//! so the integer form is lossless; `-0` is stored as `0`, as Redis's
+//! listpack does (ZSCORE answers `0` for a small set, `-0` for a skiplist
+//! one). A member of 8 bytes with a score under a million costs 12 bytes,
+//! so ten of them are 120: glibc's 128-byte chunk.
 //!
-//! There is no back-length, so walking backwards means collecting the
-//! entry offsets first; the form is bounded by
+//! There is no back-length and no stored count (see
+//! [`crate::counted`]), so walking backwards means collecting the entry
+//! offsets first and the length is a walk; the form is bounded by
 //! `zset-max-listpack-entries` (128 by default), so that is cheap.
 
-const TAG_DOUBLE: u8 = 9;
-/// Tags from here on are a small integer score in the tag itself:
-/// `tag - TAG_SMALL + SMALL_MIN`, -100..=139.
-const TAG_SMALL: u8 = 16;
-const SMALL_MIN: i64 = -100;
+/// Member length bits of the header meaning "a varint length follows".
+const ESCAPE: u8 = 31;
+const CODE_DOUBLE: u8 = 7;
+/// Payload bytes of each score code.
+const PAYLOAD: [usize; 8] = [0, 1, 2, 3, 4, 5, 7, 8];
 const INT_LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53
 
 use crate::counted::CountedBytes;
@@ -29,7 +32,7 @@ use crate::counted::CountedBytes;
 /// Stored as [`CountedBytes`] (16 bytes, exact size).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Listpack {
-    buf: CountedBytes,
+    buf: CountedBytes<false>,
 }
 
 /// One decoded entry and where it sits in the buffer.
@@ -46,8 +49,9 @@ impl Listpack {
         Listpack::default()
     }
 
+    /// Members (a walk: see the module comment).
     pub fn len(&self) -> usize {
-        self.buf.count() as usize
+        self.iter().count()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -144,24 +148,24 @@ impl<'a> Iterator for Iter<'a> {
             return None;
         }
         let offset = self.pos;
-        let (mlen, n) = read_varint(&self.buf[self.pos..]);
-        let mstart = self.pos + n;
-        let member = &self.buf[mstart..mstart + mlen];
-        let tag = self.buf[mstart + mlen];
-        let p = mstart + mlen + 1;
-        let (score, plen) = if tag >= TAG_SMALL {
-            ((i64::from(tag - TAG_SMALL) + SMALL_MIN) as f64, 0)
-        } else if tag == TAG_DOUBLE {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&self.buf[p..p + 8]);
-            (f64::from_le_bytes(b), 8)
+        let h = self.buf[offset];
+        let code = h >> 5;
+        let (mlen, mstart) = if h & ESCAPE == ESCAPE {
+            let (m, n) = read_varint(&self.buf[offset + 1..]);
+            (m, offset + 1 + n)
         } else {
-            let n = usize::from(tag);
-            let mut b = [0u8; 8];
-            b[..n].copy_from_slice(&self.buf[p..p + n]);
+            (usize::from(h & ESCAPE), offset + 1)
+        };
+        let member = &self.buf[mstart..mstart + mlen];
+        let p = mstart + mlen;
+        let plen = PAYLOAD[usize::from(code)];
+        let mut b = [0u8; 8];
+        b[..plen].copy_from_slice(&self.buf[p..p + plen]);
+        let score = if code == CODE_DOUBLE {
+            f64::from_le_bytes(b)
+        } else {
             let z = u64::from_le_bytes(b);
-            let v = ((z >> 1) as i64) ^ -((z & 1) as i64);
-            (v as f64, n)
+            (((z >> 1) as i64) ^ -((z & 1) as i64)) as f64
         };
         self.pos = p + plen;
         Some(At {
@@ -174,21 +178,24 @@ impl<'a> Iterator for Iter<'a> {
 }
 
 fn encode(out: &mut Vec<u8>, member: &[u8], score: f64) {
-    write_varint(out, member.len());
-    out.extend_from_slice(member);
-    let small = (score as i64).saturating_sub(SMALL_MIN);
-    if score.fract() == 0.0 && (0..=i64::from(u8::MAX - TAG_SMALL)).contains(&small) {
-        out.push(TAG_SMALL + small as u8);
-    } else if score.fract() == 0.0 && score.abs() < INT_LIMIT {
+    let (code, payload) = if score.fract() == 0.0 && score.abs() < INT_LIMIT {
         let v = score as i64;
         let z = ((v << 1) ^ (v >> 63)) as u64;
-        let n = (8 - z.leading_zeros() / 8) as usize;
-        out.push(n as u8);
-        out.extend_from_slice(&z.to_le_bytes()[..n]);
+        // 0..=7 bytes (|v| < 2^53: at most 54 bits); 6 goes to 7.
+        let n = 8 - z.leading_zeros() / 8;
+        (n.min(6) as u8, z.to_le_bytes())
     } else {
-        out.push(TAG_DOUBLE);
-        out.extend_from_slice(&score.to_le_bytes());
+        (CODE_DOUBLE, score.to_le_bytes())
+    };
+    let m = member.len();
+    if m < usize::from(ESCAPE) {
+        out.push((code << 5) | m as u8);
+    } else {
+        out.push((code << 5) | ESCAPE);
+        write_varint(out, m);
     }
+    out.extend_from_slice(member);
+    out.extend_from_slice(&payload[..PAYLOAD[usize::from(code)]]);
 }
 
 fn write_varint(out: &mut Vec<u8>, mut n: usize) {
@@ -255,16 +262,27 @@ mod tests {
         assert!(p
             .windows(2)
             .all(|w| super::super::order(w[0].1, &w[0].0, w[1].1, &w[1].0).is_lt()));
-        // Small integers are their tag byte; larger ones take payload.
+        // The score 0 is the header alone; others take zigzag payload.
         let mut one = Listpack::new();
         one.insert(b"a", 3.0);
         assert_eq!(one.buf.data().len(), 1 + 1 + 1);
         one.insert(b"b", 140.0);
         one.insert(b"c", -101.0);
+        one.insert(b"d", 0.0);
         // 140 as zigzag takes 2 payload bytes, -101 one.
-        assert_eq!(one.buf.data().len(), 3 + 5 + 4);
+        assert_eq!(one.buf.data().len(), 3 + 4 + 3 + 2);
         let got: Vec<f64> = one.iter().map(|a| a.score).collect();
-        assert_eq!(got, [-101.0, 3.0, 140.0]);
+        assert_eq!(got, [-101.0, 0.0, 3.0, 140.0]);
+        // Ten 8-byte members with scores under a million: 120 bytes, the
+        // allocation itself (no count, no framing beyond the header).
+        let mut ten = Listpack::new();
+        for k in 0..10 {
+            ten.insert(
+                format!("m{k}{:06}", 999_990 + k).as_bytes(),
+                999_999.0 - k as f64,
+            );
+        }
+        assert_eq!((ten.allocated(), ten.len()), (120, 10));
     }
 
     #[test]
@@ -302,5 +320,18 @@ mod tests {
         assert_eq!(lp.get(1).unwrap().member.len(), 70_000);
         assert_eq!(lp.get(1).unwrap().score, 2.5);
         assert_eq!(lp.get(0).unwrap().member, b"s");
+        // Around the header's length limit: 30 bytes in the header, 31
+        // and 127 a one-byte varint after it, 128 two.
+        for (n, size) in [(30, 1 + 30), (31, 2 + 31), (127, 2 + 127), (128, 3 + 128)] {
+            let mut one = Listpack::new();
+            let m = vec![b'm'; n];
+            one.insert(&m, -9_007_199_254_740_991.0);
+            assert_eq!(one.allocated(), size + 7);
+            let a = one.get(0).unwrap();
+            assert_eq!(
+                (a.member, a.score, a.size),
+                (&m[..], -9_007_199_254_740_991.0, size + 7)
+            );
+        }
     }
 }

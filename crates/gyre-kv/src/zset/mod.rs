@@ -156,7 +156,10 @@ impl ZSet {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        match self {
+            ZSet::Listpack(l) => l.is_empty(),
+            ZSet::Large(t) => t.is_empty(),
+        }
     }
 
     /// Estimated bytes held, O(1) (the `used_memory` estimate).
