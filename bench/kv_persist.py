@@ -75,30 +75,45 @@ def load(port, keys, size, hashes=False):
             buf += b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(val), val)
     subprocess.run(["redis-cli", "-p", str(port), "--pipe"], input=bytes(buf), capture_output=True, check=True)
 
+# The GET probe runs in a process of its own: as a thread of this script it
+# shared the GIL with the loop that polls INFO and /proc during the save
+# (and only then), so its round trips during the save included waits for
+# this process's other thread (preempted while holding the GIL on a busy
+# machine), for gyre and redis alike.
+PROBE = r"""
+import signal, socket, sys, time
+stop = False
+def on_term(*_):
+    global stop
+    stop = True
+signal.signal(signal.SIGTERM, on_term)
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+q = b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000007\r\n"
+rtts = []
+sys.stdout.write("ready\n"); sys.stdout.flush()
+while not stop:
+    t = time.perf_counter()
+    s.sendall(q)
+    got = b""
+    while not got.endswith(b"\r\n") or got.count(b"\r\n") < (2 if got.startswith(b"$") and not got.startswith(b"$-1") else 1):
+        got += s.recv(65536)
+    rtts.append(time.perf_counter() - t)
+    time.sleep(0.001)
+sys.stdout.write(" ".join("%.7f" % x for x in rtts) + "\n")
+"""
+
 class GetProbe:
-    """Another connection sending one GET per millisecond; round trips."""
+    """Another connection, in another process, sending one GET per
+    millisecond; round trips."""
     def __init__(self, port):
-        import threading
-        self.rtts, self.stop = [], False
-        self.s = socket.create_connection(("127.0.0.1", port))
-        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.t = threading.Thread(target=self.run, daemon=True)
-        self.t.start()
-    def run(self):
-        q = b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000007\r\n"
-        while not self.stop:
-            t = time.perf_counter()
-            self.s.sendall(q)
-            got = b""
-            while not got.endswith(b"\r\n") or got.count(b"\r\n") < (2 if got.startswith(b"$") and not got.startswith(b"$-1") else 1):
-                got += self.s.recv(65536)
-            self.rtts.append(time.perf_counter() - t)
-            time.sleep(0.001)
+        self.p = subprocess.Popen([sys.executable, "-c", PROBE, str(port)],
+                                  stdout=subprocess.PIPE, text=True)
+        self.p.stdout.readline()
     def finish(self):
-        self.stop = True
-        self.t.join(5)
-        self.s.close()
-        r = sorted(self.rtts) or [0.0]
+        self.p.terminate()
+        out, _ = self.p.communicate(timeout=30)
+        r = sorted(float(x) for x in out.split()) or [0.0]
         return r[len(r) // 2] * 1000, r[min(len(r) - 1, int(len(r) * 0.99))] * 1000, r[-1] * 1000, len(r)
 
 def measure(name, port, pid, keys, size, log=None):

@@ -553,14 +553,10 @@ impl KvConn {
         let mut reads = 0;
         loop {
             // Replies made while blocked (served, timed out) go first.
-            {
-                let mut server = self.shared.server.borrow_mut();
-                let pending = server.take_output(self.id);
-                if !pending.is_empty() {
-                    let now = now_ms(core);
-                    server.queue_output(self.id, &pending, now);
-                }
-            }
+            self.shared
+                .server
+                .borrow_mut()
+                .deliver_blocked_output(self.id, now_ms(core));
             if !self.flush(core, c)? {
                 return Ok(true);
             }

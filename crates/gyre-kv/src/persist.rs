@@ -25,7 +25,11 @@
 //! written chunks come back to be filled again (no 256 KiB allocation or
 //! page faults per chunk). A write to a key ahead of the sweep only copies
 //! the old key and value bytes (strings; an aggregate is serialized); the
-//! next slice serializes and compresses the copies. So a client waits at
+//! next slices serialize and compress the copies inside their budget,
+//! [`SWEEP_STEP`] between two looks at the clock (they once drained them
+//! all, however many a turn's writes made: the turn grew past the budget
+//! early in a save under a SET load), all of them only when
+//! `COPIES_MAX` bytes wait (bounded memory). So a client waits at
 //! most one slice behind the save per turn, and under a full load the save
 //! takes about `bgsave-slice-us` of every turn; an idle loop runs slices
 //! back to back. Measured with `examples/bgsave_ticks.rs` (the turn and the
@@ -53,8 +57,13 @@ const CHUNK: usize = 256 * 1024;
 const WRITER_QUEUE: usize = 8;
 /// `bgsave-slice-us`'s default.
 pub const DEFAULT_BGSAVE_SLICE_US: u64 = 250;
-/// Keys a slice serializes between two looks at the clock.
+/// Keys a slice serializes between two looks at the clock (and old values
+/// copied ahead of the sweep it serializes).
 pub const SWEEP_STEP: usize = 32;
+/// Bytes of old values copied ahead of the sweep past which a slice
+/// serializes them all, over its time budget: the save's extra memory
+/// stays bounded whatever the write rate.
+const COPIES_MAX: usize = 4 << 20;
 /// Keys loaded per loading slice.
 pub const LOAD_SLICE_KEYS: u64 = 2000;
 
@@ -535,8 +544,8 @@ impl Server {
                 if bg.db < self.dbs.len() && self.dbs[bg.db].snapshot_step(SWEEP_STEP) {
                     bg.db += 1;
                 }
-                self.gather(&mut bg);
-                let swept = bg.db >= self.dbs.len();
+                let copies = self.gather(&mut bg, SWEEP_STEP);
+                let swept = bg.db >= self.dbs.len() && copies == 0;
                 if bg.chunk.len() >= CHUNK || swept {
                     let next = bg.writer.as_ref().map_or_else(Vec::new, BgWriter::buffer);
                     bg.held = Some(std::mem::replace(&mut bg.chunk, next));
@@ -549,7 +558,7 @@ impl Server {
                     bg.committed = true;
                     break;
                 }
-                if t0.elapsed() >= budget {
+                if copies <= COPIES_MAX && t0.elapsed() >= budget {
                     break;
                 }
             }
@@ -579,8 +588,11 @@ impl Server {
         log::debug!("background save swept {saved} keys, {copied} saved before a write");
     }
 
-    /// Move every database's pending records into the chunk.
-    fn gather(&mut self, bg: &mut Bgsave) {
+    /// Move every database's pending records into the chunk, at most
+    /// `max_copies` old values copied ahead of the sweep from each;
+    /// returns the copies' bytes left.
+    fn gather(&mut self, bg: &mut Bgsave, max_copies: usize) -> usize {
+        let mut left = 0;
         // While a large value's record is half-written in one database,
         // the others wait (a SELECTDB would land inside the record).
         let only = self.dbs.iter().position(|d| d.snapshot_in_record());
@@ -599,8 +611,9 @@ impl Server {
                 }
                 bg.out_db = Some(i);
             }
-            db.snapshot_drain_into(&mut bg.chunk);
+            left += db.snapshot_drain_some(&mut bg.chunk, max_copies);
         }
+        left
     }
 
     /// Hand the held chunk to the writer; false if its queue is full.

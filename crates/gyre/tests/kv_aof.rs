@@ -4,7 +4,7 @@
 //! acknowledged write; a torn tail loaded with `aof-load-truncated yes`
 //! and refused without it; interop both ways with redis-server 7.0 and
 //! `redis-check-aof`; an old single-file AOF migrated; BGREWRITEAOF under
-//! writes; CONFIG SET appendonly; the automatic rewrite; evictions; a full
+//! writes (big keys across slices without the RDB preamble); CONFIG SET appendonly; the automatic rewrite; evictions; a full
 //! disk. Peers missing: skipped with a message.
 #![allow(clippy::unwrap_used)]
 
@@ -822,4 +822,120 @@ fn evicted_keys_stay_evicted_after_a_replay() {
     let mut after: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
     after.sort();
     assert_eq!(after, before);
+}
+
+/// BGREWRITEAOF without the RDB preamble writes big keys (a 150k-field
+/// hash, list, skiplist zset and set table) a few commands per slice,
+/// not whole in one turn; writes to them while their commands are
+/// half-written, and to other keys, leave base + incr file the dataset:
+/// redis-check-aof accepts the directory, the respawned kv process and
+/// redis-server load exactly what was written.
+#[test]
+fn a_rewrite_without_the_preamble_writes_big_keys_across_slices_under_writes() {
+    let kv = start(
+        "kv-aof-bigkeys",
+        "save \"\";\nappendonly yes;\nappendfsync always;\naof-use-rdb-preamble no;\nbgsave-slice-us 20;",
+    );
+    let mut c = connect(kv.addr);
+    let n = 150_000;
+    for b in 0..n / 2000 {
+        let mut p = redis::pipe();
+        let mut h = redis::cmd("HSET");
+        h.arg("big:hash");
+        let mut l = redis::cmd("RPUSH");
+        l.arg("big:list");
+        let mut z = redis::cmd("ZADD");
+        z.arg("big:zset");
+        let mut s = redis::cmd("SADD");
+        s.arg("big:set");
+        for i in b * 2000..(b + 1) * 2000 {
+            h.arg(format!("field:{i}"))
+                .arg(format!("{i}-{}", "v".repeat(i % 50)));
+            l.arg(format!("{i}-{}", "e".repeat(i % 30)));
+            z.arg(i as f64 * 0.25 - 7.0).arg(format!("m:{i}"));
+            s.arg(format!("s:{i}"));
+        }
+        p.add_command(h).ignore();
+        p.add_command(l).ignore();
+        p.add_command(z).ignore();
+        p.add_command(s).ignore();
+        let _: () = p.query(&mut c).unwrap();
+    }
+    for i in 0..2000 {
+        run(&mut c, &format!("SET s:{i} {i}"));
+    }
+    run(&mut c, "PEXPIREAT big:hash 4000000000000");
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+    let mut round = 0;
+    while info_field(&mut c, "aof_rewrite_in_progress") == "1" {
+        assert!(round < 100_000, "the rewrite did not end: {}", kv.s.log());
+        let mut w = redis::pipe();
+        for j in 0..20 {
+            w.cmd("SET")
+                .arg(format!("s:{}", (round * 20 + j) % 2000))
+                .arg("new")
+                .ignore();
+        }
+        match round % 4 {
+            0 => {
+                w.cmd("HSET")
+                    .arg("big:hash")
+                    .arg(format!("field:{round}"))
+                    .arg("new")
+                    .ignore();
+                w.cmd("HDEL")
+                    .arg("big:hash")
+                    .arg(format!("field:{}", round + 7))
+                    .ignore();
+            }
+            1 => {
+                w.cmd("RPUSH").arg("big:list").arg("more").ignore();
+                w.cmd("LPOP").arg("big:list").ignore();
+            }
+            2 => {
+                w.cmd("ZINCRBY")
+                    .arg("big:zset")
+                    .arg(1000)
+                    .arg(format!("m:{round}"))
+                    .ignore();
+            }
+            _ => {
+                w.cmd("SADD")
+                    .arg("big:set")
+                    .arg(format!("new:{round}"))
+                    .ignore();
+                w.cmd("SREM")
+                    .arg("big:set")
+                    .arg(format!("s:{round}"))
+                    .ignore();
+            }
+        }
+        let _: () = w.query(&mut c).unwrap();
+        round += 1;
+    }
+    assert!(
+        round > 10,
+        "the rewrite ended too soon to overlap the writes ({round})"
+    );
+    assert_eq!(info_field(&mut c, "aof_last_bgrewrite_status"), "ok");
+    let m = std::fs::read_to_string(kv.p.path("appendonlydir/appendonly.aof.manifest")).unwrap();
+    assert!(m.contains(".base.aof seq 2 type b"), "{m}");
+    let want = contents(&mut c);
+    let ttl: i64 = redis::cmd("PEXPIRETIME")
+        .arg("big:hash")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(ttl, 4_000_000_000_000);
+    if have(CHECK_AOF) {
+        check_aof(&kv.p.path("appendonlydir"));
+    }
+    if have(REDIS) {
+        let rdir = Prefix::new("kv-aof-bigkeys-redis");
+        copy_dir(&kv.p.path("appendonlydir"), &rdir.dir.join("appendonlydir"));
+        let r = Redis::start_with(&rdir.dir, "dump.rdb", &["--appendonly", "yes"]);
+        let mut rc = connect(r.addr);
+        same(&contents(&mut rc), &want);
+    }
+    let mut c = kill9_and_wait(&kv);
+    same(&contents(&mut c), &want);
 }

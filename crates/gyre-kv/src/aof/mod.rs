@@ -429,6 +429,24 @@ impl Server {
         self.queue_output(id, bytes, now_ms);
     }
 
+    /// The replies made for client `id` while it was blocked (a BLPOP
+    /// served by another client's push, a timeout) join its output, held
+    /// like any reply of the turn while `appendfsync always` has writes
+    /// not yet on disk: the push that served the pop must be durable
+    /// before the popped element is shown (Redis sends every reply after
+    /// `beforeSleep`'s write and fsync).
+    pub fn deliver_blocked_output(&mut self, id: crate::server::ClientId, now_ms: i64) {
+        let pending = self.take_output(id);
+        if pending.is_empty() {
+            return;
+        }
+        if self.aof_hold_replies() {
+            self.hold_output(id, &pending, now_ms);
+        } else {
+            self.queue_output(id, &pending, now_ms);
+        }
+    }
+
     /// Whether client `id`'s output waits for the turn's fsync.
     #[inline]
     pub fn output_held(&self, id: crate::server::ClientId) -> bool {
@@ -718,6 +736,72 @@ mod tests {
         out.clear();
         s.feed(b, b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", 1_000, &mut out);
         assert!(!s.aof_hold_replies());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A BLPOP woken by another client's LPUSH: its reply waits for the
+    /// fsync of the push too, then goes out.
+    #[test]
+    fn a_woken_blpop_answers_after_the_fsync_of_the_push() {
+        let dir = std::env::temp_dir().join(format!("gyre-aof-woken-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut config = crate::server::Config::default();
+        config.persist.dir = dir.clone();
+        config.persist.aof.appendonly = true;
+        config.persist.aof.appendfsync = Fsync::Always;
+        let mut s = Server::new(config, 1_000);
+        s.aof.status = AofStatus::On;
+        s.aof.group_commit = true;
+        s.aof_open_at_start(1_000).unwrap();
+        s.sync_propagation();
+        let a = s
+            .connect("127.0.0.1:1", "127.0.0.1:6379", 7, 1_000)
+            .unwrap();
+        let b = s
+            .connect("127.0.0.1:2", "127.0.0.1:6379", 8, 1_000)
+            .unwrap();
+        let incr = dir.join("appendonlydir/appendonly.aof.1.incr.aof");
+        let mut out = Vec::new();
+        let r = s.feed(
+            b,
+            b"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n",
+            1_000,
+            &mut out,
+        );
+        assert!(r.blocked.is_some() && out.is_empty());
+        s.feed(
+            a,
+            b"*3\r\n$5\r\nLPUSH\r\n$1\r\nq\r\n$1\r\nv\r\n",
+            1_000,
+            &mut out,
+        );
+        assert_eq!(out, b":1\r\n");
+        s.hold_output(a, &out, 1_000);
+        assert_eq!(s.take_woken(), vec![b]);
+        // The glue's turn for the woken client, before the loop sleeps.
+        s.deliver_blocked_output(b, 1_000);
+        assert!(s.pending_output(b).is_empty(), "sent before the fsync");
+        assert_eq!(std::fs::metadata(&incr).unwrap().len(), 0);
+        s.before_sleep(1_000);
+        assert!(std::fs::read_to_string(&incr).unwrap().contains("LPUSH"));
+        let mut w = s.take_writers();
+        w.sort();
+        assert_eq!(w, vec![a, b]);
+        assert_eq!(s.pending_output(b), b"*2\r\n$1\r\nq\r\n$1\r\nv\r\n");
+        s.output_sent(b, s.pending_output(b).len());
+        // Without a write waiting, a woken reply is queued at once.
+        out.clear();
+        s.feed(
+            b,
+            b"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n",
+            1_000,
+            &mut out,
+        );
+        s.block_timeout(b);
+        s.deliver_blocked_output(b, 1_000);
+        assert!(!s.aof_hold_replies());
+        assert_eq!(s.pending_output(b), b"*-1\r\n");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

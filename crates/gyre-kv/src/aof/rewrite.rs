@@ -17,7 +17,7 @@ use crate::db::Ref;
 use crate::object::Object;
 use crate::server::Server;
 use crate::t_hash::HashObj;
-use crate::zset::ZSet;
+use crate::t_set::SetObj;
 
 /// Redis's `AOF_REWRITE_ITEMS_PER_CMD`: elements per RPUSH / SADD / ZADD /
 /// HMSET of a rewritten aggregate.
@@ -40,66 +40,90 @@ pub const ERR_REWRITE_IN_PROGRESS: &str =
 pub fn put_rewrite_kv(out: &mut Vec<u8>, key: &[u8], v: Ref<'_>, expire: Option<i64>) {
     match v {
         Ref::Str(s) => cat_command(out, &[b"SET", key, s]),
-        Ref::Obj(Object::List(l)) => {
-            batches(out, b"RPUSH", key, l.iter().map(<[u8]>::to_vec));
-        }
-        Ref::Obj(Object::Set(s)) => batches(out, b"SADD", key, s.members().into_iter()),
-        Ref::Obj(Object::Hash(h)) => {
-            let mut flat: Vec<Vec<u8>> = Vec::with_capacity(2 * h.len());
-            match h {
-                HashObj::Listpack(lp) => flat.extend(lp.iter().map(<[u8]>::to_vec)),
-                HashObj::Table(d) => {
-                    for (f, val) in d.iter() {
-                        flat.push(f.to_vec());
-                        flat.push(val.to_vec());
-                    }
-                }
-            }
-            batches_of(out, b"HMSET", key, flat.into_iter(), 2);
-        }
-        Ref::Obj(Object::Zset(z)) => {
-            let mut flat: Vec<Vec<u8>> = Vec::with_capacity(2 * z.len());
-            let z: &ZSet = z;
-            z.visit(0, z.len(), false, |m, s| {
-                flat.push(crate::zset::score::format(s).into_bytes());
-                flat.push(m.to_vec());
-            });
-            batches_of(out, b"ZADD", key, flat.into_iter(), 2);
+        Ref::Obj(o) => {
+            put_rewrite_part(out, key, o, 0, usize::MAX, usize::MAX);
         }
     }
     if let Some(ms) = expire {
-        cat_command(out, &[b"PEXPIREAT", key, ms.to_string().as_bytes()]);
+        put_rewrite_expire(out, key, ms);
     }
 }
 
-fn batches(out: &mut Vec<u8>, cmd: &[u8], key: &[u8], items: impl Iterator<Item = Vec<u8>>) {
-    batches_of(out, cmd, key, items, 1);
+/// A key's TTL, after the commands that rebuild it.
+pub(crate) fn put_rewrite_expire(out: &mut Vec<u8>, key: &[u8], ms: i64) {
+    cat_command(out, &[b"PEXPIREAT", key, ms.to_string().as_bytes()]);
 }
 
-/// `cmd key item...` with up to [`ITEMS_PER_CMD`] groups of `group` items.
-fn batches_of(
+/// The commands that rebuild elements `from..to` of aggregate `o` (list
+/// entries, set members, hash fields, sorted-set members; in the order
+/// of [`put_rewrite_kv`]): whole commands of up to [`ITEMS_PER_CMD`]
+/// elements until at least `budget` elements are written (the resumable
+/// rewrite of a big key, [`crate::rdb::resume`], calls it a few commands
+/// at a time). Returns where it stopped.
+pub(crate) fn put_rewrite_part(
     out: &mut Vec<u8>,
-    cmd: &[u8],
     key: &[u8],
-    items: impl Iterator<Item = Vec<u8>>,
-    group: usize,
-) {
-    let mut cur: Vec<Vec<u8>> = Vec::new();
-    let flush = |out: &mut Vec<u8>, cur: &mut Vec<Vec<u8>>| {
-        let mut args: Vec<&[u8]> = vec![cmd, key];
-        args.extend(cur.iter().map(Vec::as_slice));
-        cat_command(out, &args);
-        cur.clear();
-    };
-    for it in items {
-        cur.push(it);
-        if cur.len() == ITEMS_PER_CMD * group {
-            flush(out, &mut cur);
+    o: &Object,
+    from: usize,
+    to: usize,
+    budget: usize,
+) -> usize {
+    let to = to.min(o.len());
+    let (mut at, mut done) = (from, 0);
+    while at < to && done < budget {
+        let n = ITEMS_PER_CMD.min(to - at);
+        put_batch(out, key, o, at, n);
+        at += n;
+        done += n;
+    }
+    at
+}
+
+/// One `RPUSH` / `SADD` / `HMSET` / `ZADD` of elements `at..at + n`.
+fn put_batch(out: &mut Vec<u8>, key: &[u8], o: &Object, at: usize, n: usize) {
+    // Elements that are not bytes in the value (integers of an intset,
+    // scores; a skiplist's members are copied with their scores).
+    let mut owned: Vec<Vec<u8>> = Vec::new();
+    let mut args: Vec<&[u8]> = Vec::with_capacity(2 + 2 * n);
+    match o {
+        Object::List(l) => {
+            args.extend([&b"RPUSH"[..], key]);
+            args.extend(l.range(at, n));
+        }
+        Object::Set(SetObj::Table(d)) => {
+            args.extend([&b"SADD"[..], key]);
+            args.extend((at..at + n).filter_map(|i| d.entry(i)).map(|(m, _)| m));
+        }
+        Object::Set(SetObj::Intset(s)) => {
+            owned.extend(
+                s.iter()
+                    .skip(at)
+                    .take(n)
+                    .map(|x| x.to_string().into_bytes()),
+            );
+            args.extend([&b"SADD"[..], key]);
+            args.extend(owned.iter().map(Vec::as_slice));
+        }
+        Object::Hash(HashObj::Table(d)) => {
+            args.extend([&b"HMSET"[..], key]);
+            for (f, v) in (at..at + n).filter_map(|i| d.entry(i)) {
+                args.extend([f, &**v]);
+            }
+        }
+        Object::Hash(HashObj::Listpack(lp)) => {
+            args.extend([&b"HMSET"[..], key]);
+            args.extend(lp.iter().skip(2 * at).take(2 * n));
+        }
+        Object::Zset(z) => {
+            z.visit(at, at + n, false, |m, s| {
+                owned.push(crate::zset::score::format(s).into_bytes());
+                owned.push(m.to_vec());
+            });
+            args.extend([&b"ZADD"[..], key]);
+            args.extend(owned.iter().map(Vec::as_slice));
         }
     }
-    if !cur.is_empty() {
-        flush(out, &mut cur);
-    }
+    cat_command(out, &args);
 }
 
 impl Server {

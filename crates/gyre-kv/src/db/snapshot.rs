@@ -19,7 +19,8 @@
 //!
 //! A large value (a hash or set table, a skiplist zset, a quicklist of
 //! over [`resume::BIG`] elements) is written across slices
-//! ([`crate::rdb::resume`]): the sweep stops at it with the cursor *on* it
+//! ([`crate::rdb::resume`]; its RDB record, or an AOF rewrite's commands
+//! for it): the sweep stops at it with the cursor *on* it
 //! (`big`) and writes [`resume::CHUNK`] elements per step. Its record is
 //! half-written in `out`, so records saved ahead of the sweep meanwhile
 //! wait in `held` / `raw` until it is complete (the output stays a
@@ -50,9 +51,11 @@ pub(crate) struct Sweep {
     out: Vec<u8>,
     /// Old strings a write copied ahead of the sweep, raw (key length,
     /// key, value length, value, expire): the write only copies bytes;
-    /// the next slice serializes and compresses them
-    /// ([`Db::snapshot_drain_into`]), inside its time budget.
+    /// the next slices serialize and compress them
+    /// ([`Db::snapshot_drain_some`]), a few at a time inside their time
+    /// budget; `raw[..raw_off]` is done.
     raw: Vec<u8>,
+    raw_off: usize,
     /// The large value being written across slices: its node (always
     /// the cursor) and where its record is.
     big: Option<(usize, resume::Big)>,
@@ -76,16 +79,25 @@ fn put_raw(raw: &mut Vec<u8>, key: &[u8], val: &[u8], e: Option<i64>) {
     raw.extend_from_slice(&e.unwrap_or(-1).to_le_bytes());
 }
 
-/// Serialize every record of `raw` into `out`.
-fn drain_raw(raw: &[u8], out: &mut Vec<u8>, compress: bool, aof: bool) {
+/// Serialize up to `max` records of `raw` from offset `p` into `out`;
+/// the offset after them.
+fn drain_raw(
+    raw: &[u8],
+    mut p: usize,
+    max: usize,
+    out: &mut Vec<u8>,
+    compress: bool,
+    aof: bool,
+) -> usize {
     fn take<'a>(raw: &'a [u8], p: &mut usize, n: usize) -> &'a [u8] {
         let b = raw.get(*p..*p + n).unwrap_or_default();
         *p += n;
         b
     }
     let len = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as usize;
-    let mut p = 0;
-    while p < raw.len() {
+    let mut n = 0;
+    while p < raw.len() && n < max {
+        n += 1;
         let kl = len(take(raw, &mut p, 4));
         let key = take(raw, &mut p, kl);
         let vl = len(take(raw, &mut p, 4));
@@ -100,6 +112,7 @@ fn drain_raw(raw: &[u8], out: &mut Vec<u8>, compress: bool, aof: bool) {
             aof,
         );
     }
+    p
 }
 
 /// One key in the sweep's format.
@@ -185,12 +198,10 @@ impl Db {
                 let e = expire_of(&self.ttl, node);
                 let e = (e >= 0).then_some(e);
                 let (key, v) = (node.key(), node.value());
-                if !s.aof {
-                    if let Some(b) = resume::begin(&mut s.out, key, v, e, s.compress) {
-                        s.big = Some((start + i, b));
-                        s.cursor = start + i;
-                        return false;
-                    }
+                if let Some(b) = resume::begin(&mut s.out, key, v, e, s.compress, s.aof) {
+                    s.big = Some((start + i, b));
+                    s.cursor = start + i;
+                    return false;
                 }
                 put_record(&mut s.out, key, v, e, s.compress, s.aof);
                 s.saved += 1;
@@ -210,19 +221,38 @@ impl Db {
     /// Move the records produced so far to the end of `out` (the output
     /// keeps its capacity for the next ones).
     pub fn snapshot_drain_into(&mut self, out: &mut Vec<u8>) {
-        if let Some(s) = self.snap.as_mut() {
-            out.extend_from_slice(&s.out);
-            s.out.clear();
-            if s.big.is_some() {
-                return;
-            }
-            out.extend_from_slice(&s.held);
-            s.held.clear();
-            if !s.raw.is_empty() {
-                drain_raw(&s.raw, out, s.compress, s.aof);
+        self.snapshot_drain_some(out, usize::MAX);
+    }
+
+    /// [`Db::snapshot_drain_into`] with at most `max_copies` of the old
+    /// strings copied ahead of the sweep serialized (the costly part:
+    /// compression), so a slice can keep to its time budget however
+    /// many writes came since the last one. Returns the copies' bytes
+    /// still waiting that could have been drained (none while a big
+    /// record is half-written: they wait for it).
+    pub fn snapshot_drain_some(&mut self, out: &mut Vec<u8>, max_copies: usize) -> usize {
+        let Some(s) = self.snap.as_mut() else {
+            return 0;
+        };
+        out.extend_from_slice(&s.out);
+        s.out.clear();
+        if s.big.is_some() {
+            return 0;
+        }
+        out.extend_from_slice(&s.held);
+        s.held.clear();
+        if s.raw_off < s.raw.len() {
+            s.raw_off = drain_raw(&s.raw, s.raw_off, max_copies, out, s.compress, s.aof);
+            if s.raw_off >= s.raw.len() {
                 s.raw.clear();
+                s.raw_off = 0;
+            } else if s.raw_off >= 64 * 1024 && s.raw_off * 2 >= s.raw.len() {
+                // Writes keep appending: give the drained front back.
+                s.raw.drain(..s.raw_off);
+                s.raw_off = 0;
             }
         }
+        s.raw.len() - s.raw_off
     }
 
     /// Records saved so far by the running sweep.
@@ -237,7 +267,7 @@ impl Db {
                 + if s.big.is_some() {
                     0
                 } else {
-                    s.raw.len() + s.held.len()
+                    s.raw.len() - s.raw_off + s.held.len()
                 }
         })
     }
@@ -445,8 +475,70 @@ mod tests {
     /// Large hashes are written across steps; a write to the half-written
     /// one (and to others, and removals moving nodes) mid-record leaves
     /// the records the database at sweep start, in whole records.
+    /// An AOF rewrite's commands (SET, HMSET, PEXPIREAT) replayed into
+    /// [`dump`]'s text.
+    fn replay(mut b: &[u8]) -> Vec<String> {
+        use std::collections::BTreeMap;
+        fn line<'a>(b: &mut &'a [u8]) -> &'a [u8] {
+            let n = b.windows(2).position(|w| w == b"\r\n").unwrap();
+            let l = &b[..n];
+            *b = &b[n + 2..];
+            l
+        }
+        fn num(l: &[u8]) -> usize {
+            std::str::from_utf8(l).unwrap().parse().unwrap()
+        }
+        let mut strs: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let mut hashes: BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
+        let mut exp: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
+        while !b.is_empty() {
+            let n = num(&line(&mut b)[1..]);
+            let mut args = Vec::new();
+            for _ in 0..n {
+                let len = num(&line(&mut b)[1..]);
+                args.push(b[..len].to_vec());
+                b = &b[len + 2..];
+            }
+            match args[0].as_slice() {
+                b"SET" => assert!(strs.insert(args[1].clone(), args[2].clone()).is_none()),
+                b"HMSET" => {
+                    let h = hashes.entry(args[1].clone()).or_default();
+                    for fv in args[2..].chunks(2) {
+                        assert!(h.insert(fv[0].clone(), fv[1].clone()).is_none());
+                    }
+                }
+                b"PEXPIREAT" => {
+                    let ms = num(&args[2]) as i64;
+                    assert!(exp.insert(args[1].clone(), ms).is_none());
+                }
+                c => panic!("{}", String::from_utf8_lossy(c)),
+            }
+        }
+        let mut v: Vec<String> = strs
+            .iter()
+            .map(|(k, s)| format!("{k:?} {:?} {s:?}", exp.get(k)))
+            .chain(hashes.iter().map(|(k, h)| {
+                let f: Vec<(Vec<u8>, Vec<u8>)> = h.clone().into_iter().collect();
+                format!("{k:?} {:?} {f:?}", exp.get(k))
+            }))
+            .collect();
+        v.sort();
+        v
+    }
+
     #[test]
     fn big_values_are_written_across_steps_and_finished_before_a_write() {
+        big_values_across_steps(false);
+    }
+
+    /// The same for an AOF rewrite without the RDB preamble: a big key's
+    /// commands are written a few at a time too.
+    #[test]
+    fn big_values_of_an_aof_rewrite_are_written_across_steps() {
+        big_values_across_steps(true);
+    }
+
+    fn big_values_across_steps(aof: bool) {
         for write_at in [None, Some(2), Some(5), Some(30), Some(60)] {
             let mut db = Db::new(5);
             for (name, n) in [("h1", 3000), ("h2", 5000)] {
@@ -466,17 +558,19 @@ mod tests {
                 db.set(format!("k{i}").as_bytes(), b"old".to_vec(), false);
             }
             let before = dump(&db);
-            db.snapshot_begin(false);
+            db.snapshot_begin_as(false, aof);
             let mut out = Vec::new();
-            put_header(
-                &mut out,
-                &Aux {
-                    ctime_secs: 0,
-                    used_mem: 0,
-                    aof_base: false,
-                },
-            );
-            put_select(&mut out, 0, db.len(), db.expires_len());
+            if !aof {
+                put_header(
+                    &mut out,
+                    &Aux {
+                        ctime_secs: 0,
+                        used_mem: 0,
+                        aof_base: false,
+                    },
+                );
+                put_select(&mut out, 0, db.len(), db.expires_len());
+            }
             let (mut steps, mut in_record) = (0, 0);
             loop {
                 if Some(steps) == write_at || write_at.is_some_and(|w| steps == w + 40) {
@@ -509,13 +603,59 @@ mod tests {
                 assert!(in_record > 50, "{in_record}");
             }
             db.snapshot_end();
+            assert!(db.check_invariants());
+            if aof {
+                assert_eq!(replay(&out), before, "write at {write_at:?}");
+                continue;
+            }
             out.push(crate::rdb::OP_EOF);
             out.extend_from_slice(&[0; 8]);
             let mut back = [Db::new(1)];
             crate::rdb::load::load(&out[..], &mut back, &Limits::default(), 0, true).unwrap();
             assert_eq!(dump(&back[0]), before, "write at {write_at:?}");
-            assert!(db.check_invariants());
         }
+    }
+
+    /// Old values copied ahead of the sweep are serialized a few at a
+    /// time when asked (a slice's budget), and all of them end up saved.
+    #[test]
+    fn copies_drain_a_few_at_a_time() {
+        let mut db = Db::new(4);
+        for i in 0..100 {
+            db.set(format!("k{i}").as_bytes(), b"old".to_vec(), false);
+        }
+        let before = strings(&db);
+        db.snapshot_begin(false);
+        for i in 0..100 {
+            db.set(format!("k{i}").as_bytes(), b"new".to_vec(), false);
+        }
+        let mut out = Vec::new();
+        put_header(
+            &mut out,
+            &Aux {
+                ctime_secs: 0,
+                used_mem: 0,
+                aof_base: false,
+            },
+        );
+        put_select(&mut out, 0, 100, 0);
+        let mut calls = 1;
+        let mut left = db.snapshot_drain_some(&mut out, 10);
+        while left > 0 {
+            let l = db.snapshot_drain_some(&mut out, 10);
+            assert!(l < left);
+            left = l;
+            calls += 1;
+        }
+        assert_eq!(calls, 10);
+        assert!(db.snapshot_step(1000));
+        db.snapshot_drain_into(&mut out);
+        assert_eq!(db.snapshot_end(), (100, 100));
+        out.push(crate::rdb::OP_EOF);
+        out.extend_from_slice(&[0; 8]);
+        let mut back = [Db::new(1)];
+        crate::rdb::load::load(&out[..], &mut back, &Limits::default(), 0, true).unwrap();
+        assert_eq!(strings(&back[0]), before);
     }
 
     #[test]

@@ -233,12 +233,24 @@ impl<R: Read> Reader<R> {
             ENC_LZF => {
                 let clen = self.length()?;
                 let ulen = self.length()?;
-                let c = self.bytes(clen)?;
                 if ulen == 0 || ulen > 1 << 40 {
                     return Err(corrupt("bad LZF string length"));
                 }
-                lzf::decompress(&c, ulen as usize)
-                    .ok_or_else(|| corrupt("invalid LZF compressed string"))
+                // Straight from the read-ahead when it holds the bytes
+                // (nearly always): no copy and no allocation for them.
+                let held = usize::try_from(clen)
+                    .ok()
+                    .and_then(|n| Some(self.pos..self.pos.checked_add(n)?))
+                    .filter(|r| r.end <= self.buf.len());
+                let out = match held {
+                    Some(r) => {
+                        let out = lzf::decompress(&self.buf[r.clone()], ulen as usize);
+                        self.pos = r.end;
+                        out
+                    }
+                    None => lzf::decompress(&self.bytes(clen)?, ulen as usize),
+                };
+                out.ok_or_else(|| corrupt("invalid LZF compressed string"))
             }
             e => Err(corrupt(format!("unknown RDB string encoding type {e}"))),
         }

@@ -1,9 +1,12 @@
-//! A large value's RDB record written across many slices of the forkless
-//! BGSAVE sweep (see [`crate::db`]'s `snapshot` module), so one hash of a
+//! A large value's record written across many slices of the forkless
+//! sweep (see [`crate::db`]'s `snapshot` module), so one hash of a
 //! million fields does not stall the loop for the whole of its
 //! serialization: [`begin`] writes the record's head (expire, type, key)
 //! and [`step`] continues from an element cursor, a bounded number of
-//! elements per call, until the record is complete.
+//! elements per call, until the record is complete. The same for an AOF
+//! rewrite without the RDB preamble: the record is then the commands that
+//! rebuild the key ([`crate::aof::rewrite::put_rewrite_part`], whole
+//! commands of up to 64 elements per step, the `PEXPIREAT` last).
 //!
 //! The cursor is an index into the value (dense dict entries, zset ranks,
 //! list elements), valid only while the value does not change: the sweep
@@ -12,11 +15,13 @@
 //! element count written up front (Redis's loader reads it first) is the
 //! count at snapshot start too.
 //!
-//! The bytes are the same as [`super::save::put_kv`] writes for the value
-//! in one go (a unit test compares them).
+//! The bytes are the same as [`super::save::put_kv`] (or
+//! [`crate::aof::rewrite::put_rewrite_kv`]) writes for the value in one go
+//! (a unit test compares them).
 
-use super::save::{put_len, put_string, value_type, LIST_NODE_BYTES, LIST_NODE_ENTRIES};
+use super::save::{put_len, put_string, value_type, NodePacker};
 use super::*;
+use crate::aof::rewrite::{put_rewrite_expire, put_rewrite_part};
 use crate::db::Ref;
 use crate::object::Object;
 use crate::t_hash::HashObj;
@@ -34,7 +39,8 @@ pub(crate) const CHUNK: usize = 128;
 /// Where the record is.
 #[derive(Debug)]
 enum At {
-    /// Next dict entry / zset rank (counted from the top) written.
+    /// Next dict entry / zset rank (counted from the top; from the bottom
+    /// in an AOF) / list element (AOF) written.
     Elems(usize),
     /// A list: counting its nodes (Redis's loader reads the node count
     /// first, and the packing depends on the element sizes), then writing
@@ -42,10 +48,18 @@ enum At {
     ListCount {
         next: usize,
         nodes: u64,
-        in_node: usize,
-        bytes: usize,
+        packer: NodePacker,
     },
     ListWrite(usize),
+}
+
+/// What the record is made of.
+#[derive(Debug)]
+enum Format {
+    /// An RDB key/value record.
+    Rdb { compress: bool },
+    /// AOF commands; every one names the key, and the expire comes last.
+    Aof { key: Box<[u8]>, expire: Option<i64> },
 }
 
 /// A record begun and not finished.
@@ -54,7 +68,7 @@ pub(crate) struct Big {
     at: At,
     /// Elements of the value when its record began.
     len: usize,
-    compress: bool,
+    fmt: Format,
 }
 
 /// Elements of a value written in the resumable encodings, or None for
@@ -69,16 +83,28 @@ fn resumable_len(v: Ref<'_>) -> Option<usize> {
     }
 }
 
-/// If `v` is large, write its record's head into `out` and return the
-/// state to continue it with [`step`]; None (nothing written) otherwise.
+/// If `v` is large, write its record's head into `out` (nothing for AOF
+/// commands) and return the state to continue it with [`step`]; None
+/// (nothing written) otherwise.
 pub(crate) fn begin(
     out: &mut Vec<u8>,
     key: &[u8],
     v: Ref<'_>,
     expire: Option<i64>,
     compress: bool,
+    aof: bool,
 ) -> Option<Big> {
     let len = resumable_len(v).filter(|&n| n > BIG)?;
+    if aof {
+        return Some(Big {
+            at: At::Elems(0),
+            len,
+            fmt: Format::Aof {
+                key: key.into(),
+                expire,
+            },
+        });
+    }
     if let Some(t) = expire {
         out.push(OP_EXPIRETIME_MS);
         out.extend_from_slice(&t.to_le_bytes());
@@ -89,21 +115,40 @@ pub(crate) fn begin(
         At::ListCount {
             next: 0,
             nodes: 0,
-            in_node: 0,
-            bytes: 0,
+            packer: NodePacker::default(),
         }
     } else {
         put_len(out, len as u64);
         At::Elems(0)
     };
-    Some(Big { at, len, compress })
+    Some(Big {
+        at,
+        len,
+        fmt: Format::Rdb { compress },
+    })
 }
 
 /// Continue the record with up to `budget` elements (`usize::MAX`: all
 /// the rest); true once it is complete. `v` must be the value [`begin`]
 /// saw, unchanged.
 pub(crate) fn step(b: &mut Big, out: &mut Vec<u8>, v: Ref<'_>, budget: usize) -> bool {
-    let (len, compress) = (b.len, b.compress);
+    let len = b.len;
+    let compress = match &b.fmt {
+        Format::Rdb { compress } => *compress,
+        Format::Aof { key, expire } => {
+            let (At::Elems(next), Ref::Obj(o)) = (&mut b.at, v) else {
+                return true;
+            };
+            *next = put_rewrite_part(out, key, o, *next, len, budget);
+            if *next < len.min(o.len()) {
+                return false;
+            }
+            if let Some(ms) = *expire {
+                put_rewrite_expire(out, key, ms);
+            }
+            return true;
+        }
+    };
     match (&mut b.at, v) {
         (At::Elems(next), Ref::Obj(Object::Hash(HashObj::Table(d)))) => {
             let end = next.saturating_add(budget).min(len);
@@ -141,22 +186,15 @@ pub(crate) fn step(b: &mut Big, out: &mut Vec<u8>, v: Ref<'_>, budget: usize) ->
             At::ListCount {
                 next,
                 nodes,
-                in_node,
-                bytes,
+                packer,
             },
             Ref::Obj(Object::List(l)),
         ) => {
             // Counting is cheaper than writing: more elements per call.
             let n = budget.saturating_mul(8).min(len - *next);
             for e in l.range(*next, n) {
-                if *nodes > 0 && *in_node < LIST_NODE_ENTRIES && *bytes + e.len() <= LIST_NODE_BYTES
-                {
-                    *bytes += e.len() + 2;
-                    *in_node += 1;
-                } else {
+                if packer.starts_node(e.len()) {
                     *nodes += 1;
-                    *in_node = 1;
-                    *bytes = e.len() + 2;
                 }
             }
             *next += n;
@@ -170,25 +208,24 @@ pub(crate) fn step(b: &mut Big, out: &mut Vec<u8>, v: Ref<'_>, budget: usize) ->
             false
         }
         (At::ListWrite(next), Ref::Obj(Object::List(l))) => {
-            // Whole nodes only, packed as `put_payload` packs them.
+            // Whole nodes only, cut as `put_payload` cuts them.
             let mut it = l.range(*next, len - *next).peekable();
             let mut done = 0;
-            let mut node: Vec<&[u8]> = Vec::with_capacity(LIST_NODE_ENTRIES);
+            let mut node: Vec<&[u8]> = Vec::with_capacity(128);
             while done < budget {
                 let Some(first) = it.next() else {
                     break;
                 };
+                let mut packer = NodePacker::default();
+                packer.starts_node(first.len());
                 node.clear();
                 node.push(first);
-                let mut bytes = first.len() + 2;
                 while let Some(e) = it.peek() {
-                    if node.len() < LIST_NODE_ENTRIES && bytes + e.len() <= LIST_NODE_BYTES {
-                        bytes += e.len() + 2;
-                        node.push(e);
-                        it.next();
-                    } else {
+                    if packer.starts_node(e.len()) {
                         break;
                     }
+                    node.push(e);
+                    it.next();
                 }
                 done += node.len();
                 put_len(out, QUICKLIST_PACKED);
@@ -216,8 +253,19 @@ mod tests {
     }
 
     fn sliced(key: &[u8], v: Ref<'_>, e: Option<i64>, c: bool, budget: usize) -> Vec<u8> {
+        sliced_as(key, v, e, c, false, budget)
+    }
+
+    fn sliced_as(
+        key: &[u8],
+        v: Ref<'_>,
+        e: Option<i64>,
+        c: bool,
+        aof: bool,
+        budget: usize,
+    ) -> Vec<u8> {
         let mut o = Vec::new();
-        let mut b = begin(&mut o, key, v, e, c).unwrap();
+        let mut b = begin(&mut o, key, v, e, c, aof).unwrap();
         let mut calls = 0;
         while !step(&mut b, &mut o, v, budget) {
             calls += 1;
@@ -259,7 +307,54 @@ mod tests {
             }
         }
         let mut small = Vec::new();
-        assert!(begin(&mut small, b"k", Ref::Str(b"v"), None, false).is_none());
+        assert!(begin(&mut small, b"k", Ref::Str(b"v"), None, false, false).is_none());
+        assert!(begin(&mut small, b"k", Ref::Str(b"v"), None, false, true).is_none());
         assert!(small.is_empty());
+
+        // AOF commands: sliced at any budget, the commands of a whole
+        // rewrite, and those are Redis's (64 elements per command, in
+        // the value's order, PEXPIREAT last), built here independently.
+        let e = Some(1_700_000_000_000);
+        for (o, cmd, width) in [
+            (&h, "HMSET", 2),
+            (&s, "SADD", 1),
+            (&z, "ZADD", 2),
+            (&l, "RPUSH", 1),
+        ] {
+            let mut items: Vec<Vec<u8>> = Vec::new();
+            match o {
+                Object::Hash(HashObj::Table(d)) => d.iter().for_each(|(f, v)| {
+                    items.push(f.to_vec());
+                    items.push(v.to_vec());
+                }),
+                Object::Set(SetObj::Table(d)) => d.iter().for_each(|(m, _)| items.push(m.to_vec())),
+                Object::Zset(z) => z.visit(0, z.len(), false, |m, sc| {
+                    items.push(crate::zset::score::format(sc).into_bytes());
+                    items.push(m.to_vec());
+                }),
+                Object::List(l) => l.iter().for_each(|x| items.push(x.to_vec())),
+                _ => unreachable!(),
+            }
+            let mut want = Vec::new();
+            for batch in items.chunks(64 * width) {
+                let mut args: Vec<&[u8]> = vec![cmd.as_bytes(), b"key"];
+                args.extend(batch.iter().map(Vec::as_slice));
+                crate::aof::propagate::cat_command(&mut want, &args);
+            }
+            crate::aof::propagate::cat_command(
+                &mut want,
+                &[b"PEXPIREAT", b"key", b"1700000000000"],
+            );
+            let mut whole = Vec::new();
+            crate::aof::rewrite::put_rewrite_kv(&mut whole, b"key", Ref::Obj(o), e);
+            assert_eq!(whole, want, "{cmd}");
+            for budget in [1, 7, 64, CHUNK, usize::MAX] {
+                assert_eq!(
+                    sliced_as(b"key", Ref::Obj(o), e, false, true, budget),
+                    want,
+                    "{cmd} {budget}"
+                );
+            }
+        }
     }
 }

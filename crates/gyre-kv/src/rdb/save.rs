@@ -13,8 +13,38 @@ use crate::zset::ZSet;
 
 /// Entries per listpack node of a saved list, and its byte budget: the
 /// node size Redis uses by default (`list-max-listpack-size -2`: 8 KiB).
-pub(super) const LIST_NODE_ENTRIES: usize = 128;
-pub(super) const LIST_NODE_BYTES: usize = 8 * 1024;
+const LIST_NODE_ENTRIES: usize = 128;
+const LIST_NODE_BYTES: usize = 8 * 1024;
+
+/// How a saved list's elements are cut into listpack nodes (up to
+/// [`LIST_NODE_ENTRIES`] entries and [`LIST_NODE_BYTES`] bytes, counting
+/// 2 bytes of overhead per entry): the one rule of [`put_payload`] and of
+/// the resumable writer ([`super::resume`]), which must cut alike.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct NodePacker {
+    entries: usize,
+    bytes: usize,
+}
+
+impl NodePacker {
+    /// Counts the next element, `len` bytes; true when it starts a new
+    /// node (always for the first).
+    #[inline]
+    pub(super) fn starts_node(&mut self, len: usize) -> bool {
+        if self.entries > 0
+            && self.entries < LIST_NODE_ENTRIES
+            && self.bytes + len <= LIST_NODE_BYTES
+        {
+            self.entries += 1;
+            self.bytes += len + 2;
+            false
+        } else {
+            self.entries = 1;
+            self.bytes = len + 2;
+            true
+        }
+    }
+}
 
 /// Redis's `rdbSaveLen`.
 pub fn put_len(out: &mut Vec<u8>, n: u64) {
@@ -124,21 +154,14 @@ pub fn put_payload(out: &mut Vec<u8>, v: Ref<'_>, compress: bool) {
             }
         }
         Ref::Obj(Object::List(l)) => {
-            // Nodes as Redis would pack them: up to 128 entries / 8 KiB.
+            // Nodes as Redis would pack them (`NodePacker`).
             let mut nodes: Vec<Vec<&[u8]>> = Vec::new();
-            let mut bytes = 0;
+            let mut packer = NodePacker::default();
             for e in l.iter() {
+                let new = packer.starts_node(e.len());
                 match nodes.last_mut() {
-                    Some(n)
-                        if n.len() < LIST_NODE_ENTRIES && bytes + e.len() <= LIST_NODE_BYTES =>
-                    {
-                        bytes += e.len() + 2;
-                        n.push(e);
-                    }
-                    _ => {
-                        bytes = e.len() + 2;
-                        nodes.push(vec![e]);
-                    }
+                    Some(n) if !new => n.push(e),
+                    _ => nodes.push(vec![e]),
                 }
             }
             put_len(out, nodes.len() as u64);
