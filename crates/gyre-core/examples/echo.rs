@@ -237,7 +237,7 @@ fn parse_args() -> Result<Args, String> {
                 let v = value()?;
                 let l = gyre_core::errlog::parse_level(&v)
                     .ok_or_else(|| format!("unknown log level {v:?}"))?;
-                log::set_max_level(l);
+                gyre_core::errlog::init(l);
             }
             "--prefix" => a.prefix = Some(value()?),
             "-h" | "--help" => {

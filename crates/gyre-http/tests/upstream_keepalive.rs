@@ -48,7 +48,14 @@ impl Handler for Parker {
     fn handle(&mut self, core: &mut Core, ev: Ev) {
         assert!(!ev.timedout);
         core.connect_result(ev.conn).unwrap();
-        keepalive::park(core, &self.cache, self.addr.clone(), ev.conn, self.timeout).unwrap();
+        keepalive::park(
+            core,
+            &self.cache,
+            self.addr.clone(),
+            keepalive::Kept::new(ev.conn),
+            self.timeout,
+        )
+        .unwrap();
         self.parked.borrow_mut().push(ev.conn);
     }
 }
@@ -115,9 +122,16 @@ fn upstream_close_is_noticed_and_dropped() {
         assert!(!s.core.is_live(c1), "{be:?}: closed");
         assert!(s.core.is_live(c2));
         // What is left is still usable.
-        let got = keepalive::unpark(&mut s.core, &s.cache, &s.addr).unwrap();
+        let got = keepalive::unpark(&mut s.core, &s.cache, &s.addr)
+            .unwrap()
+            .conn;
         assert_eq!(got, c2);
-        assert!(!s.core.timer_set(Ev::read(got)), "the idle timer is gone");
+        // The idle timer is left armed for the request to re-arm (its
+        // read timeout) or delete before it waits.
+        assert!(
+            s.core.timer_set(Ev::read(got)),
+            "the idle timer is left to the caller"
+        );
     }
 }
 
@@ -160,7 +174,10 @@ fn a_full_cache_closes_the_least_recently_used() {
         assert!(s.core.is_live(c2) && s.core.is_live(c3));
         assert_eq!(s.cache.borrow().len(), 2);
         // Most recent first.
-        assert_eq!(keepalive::unpark(&mut s.core, &s.cache, &s.addr), Some(c3));
+        assert_eq!(
+            keepalive::unpark(&mut s.core, &s.cache, &s.addr).map(|k| k.conn),
+            Some(c3)
+        );
     }
 }
 

@@ -214,6 +214,59 @@ fn a_slow_client_gets_the_body_from_a_temp_file_and_the_upstream_is_freed() {
     }
 }
 
+/// The access log's lines starting with `prefix`, once there are `n`
+/// (bounded wait).
+fn log_lines(path: &Path, prefix: &str, n: usize) -> Vec<String> {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(str::to_string)
+            .collect();
+        if lines.len() >= n || Instant::now() > end {
+            return lines;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A body relayed to a client that reads as it comes (moved from the
+/// upstream's socket to the client's inside the kernel when both are plain
+/// sockets, the rest queued when the client lags): whole, in order, and
+/// counted as nginx counts it ($body_bytes_sent, $upstream_bytes_received),
+/// twice on one keep-alive connection, with temp files on and off.
+#[test]
+fn a_body_relayed_to_a_reading_client_is_whole_and_counted() {
+    for extra in ["", "proxy_max_temp_file_size 0;"] {
+        let u = upstream(false);
+        let p = Prefix::new("proxy-relay");
+        let up = u.port;
+        let g = start_http(&p, 1, move |port| {
+            format!(
+                "log_format n '$uri $status $body_bytes_sent $upstream_bytes_received';
+                access_log logs/relay.log n;
+                {}",
+                conf(port, up, extra)
+            )
+        });
+        let mut c = Raw::connect(g.port);
+        for _ in 0..2 {
+            c.send(b"GET /big HTTP/1.1\r\nHost: h\r\n\r\n");
+            read_all(&mut c, false);
+        }
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {LEN}\r\n\r\n").len();
+        let want = format!("/big 200 {LEN} {}", head + LEN);
+        // (The harness's readiness probes are logged too.)
+        let lines = log_lines(&p.path("logs/relay.log"), "/big ", 2);
+        assert!(
+            lines.len() == 2 && lines.iter().all(|l| *l == want),
+            "{extra}: want {want:?} twice, log: {lines:?}"
+        );
+    }
+}
+
 #[test]
 fn max_temp_file_size_0_reads_the_upstream_at_the_client_s_pace() {
     let u = upstream(false);

@@ -4,6 +4,7 @@
 
 pub mod epoll;
 pub mod notify;
+pub mod pipe;
 pub mod poll;
 pub mod process;
 pub mod shm;

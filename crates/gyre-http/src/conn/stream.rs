@@ -234,6 +234,26 @@ impl Connection {
         Ok(())
     }
 
+    /// Counts `n` body bytes the handler wrote to the client itself (a
+    /// relayed body spliced from the upstream's socket): allowed only for
+    /// an unchunked streamed body with no output queued before them, so the
+    /// bytes on the wire stay in order. Cut to what the head announced;
+    /// returns the bytes counted.
+    pub fn body_written_directly(&mut self, n: u64) -> Result<u64, NotPending> {
+        let plain = self.cur.as_ref().is_some_and(|c| !c.chunked);
+        if !self.is_streaming() || !plain || self.has_output() {
+            return Err(NotPending);
+        }
+        let n = n.min(self.body_left());
+        self.body_sent(n);
+        Ok(n)
+    }
+
+    /// Whether a streamed body is framed in chunks for the client.
+    pub fn body_chunked(&self) -> bool {
+        self.cur.as_ref().is_some_and(|c| c.chunked)
+    }
+
     /// `n` body bytes queued: what is left of the announced length and
     /// the sent counts.
     fn body_sent(&mut self, n: u64) {

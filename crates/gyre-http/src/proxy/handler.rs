@@ -97,7 +97,8 @@ pub struct Proxy {
     pub(super) rbuf: Vec<u8>,
     /// Decoded body bytes to relay (reused).
     pub(super) out: Vec<u8>,
-    pub(super) head: Option<ResponseHead>,
+    /// The response head (reused: its buffers kept).
+    pub(super) head: ResponseHead,
     pub(super) reader: Option<BodyReader>,
     /// Attempts made.
     pub(super) attempts: usize,
@@ -160,7 +161,7 @@ impl Proxy {
             hlen: 0,
             rbuf: Vec::new(),
             out: Vec::new(),
-            head: None,
+            head: ResponseHead::default(),
             reader: None,
             attempts: 0,
             first: 0,
@@ -197,7 +198,6 @@ impl Proxy {
         self.buf.clear();
         self.hlen = 0;
         self.out.clear();
-        self.head = None;
         self.reader = None;
         self.attempts = 0;
         self.timed_out = None;

@@ -23,11 +23,10 @@ pub mod uri;
 pub mod vars;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use gyre_core::conf::{ConfCtx, ConfError, Directive};
-use gyre_core::conn::ConnId;
+use gyre_core::conn::splice::Pipe;
 use gyre_core::event::{Core, Msec};
 
 use crate::complex_value::ComplexValue;
@@ -94,11 +93,17 @@ pub struct Worker {
     pub ups: RefCell<Vec<Upstream>>,
     /// Per upstream, its cache when it has `keepalive`.
     pub caches: Vec<Option<SharedCache>>,
-    /// Requests made and creation time of each cached connection.
-    pub kept: RefCell<HashMap<ConnId, (u64, Msec)>>,
     rng: Cell<u32>,
     #[allow(clippy::vec_box)]
     pool: RefCell<Vec<Box<handler::Proxy>>>,
+    /// The pipe relayed bodies are spliced through (`pipe.rs`), empty
+    /// between uses; made on first use, tried again a second after the
+    /// system refused one.
+    pub(super) splice: RefCell<Option<Pipe>>,
+    splice_retry: Cell<Msec>,
+    /// The configuration has a `$upstream_http_NAME` variable (the
+    /// upstream's headers are kept for it only then).
+    pub(super) upstream_http: bool,
 }
 
 /// Request states kept for reuse.
@@ -123,9 +128,13 @@ impl Worker {
         Worker {
             ups: RefCell::new(ups),
             caches,
-            kept: RefCell::new(HashMap::new()),
             rng: Cell::new(std::process::id().wrapping_mul(2_654_435_761) | 1),
             pool: RefCell::new(Vec::new()),
+            splice: RefCell::new(None),
+            splice_retry: Cell::new(0),
+            upstream_http: (0..conf.vars.len()).any(|i| {
+                u16::try_from(i).is_ok_and(|i| conf.vars.name(i).starts_with("upstream_http_"))
+            }),
         }
     }
 
@@ -142,6 +151,28 @@ impl Worker {
         x ^= x << 5;
         self.rng.set(x);
         x
+    }
+
+    /// Whether the splice pipe is there (made now if not, unless the
+    /// system refused one less than a second ago).
+    pub(super) fn has_pipe(&self, now: Msec) -> bool {
+        let mut slot = self.splice.borrow_mut();
+        if slot.is_some() {
+            return true;
+        }
+        if self.splice_retry.get() != 0
+            && gyre_core::event::msec_diff(now, self.splice_retry.get()) < 0
+        {
+            return false;
+        }
+        match Pipe::new() {
+            Ok(p) => *slot = Some(p),
+            Err(e) => {
+                log::debug!("no pipe to splice proxied bodies through ({e})");
+                self.splice_retry.set(now.wrapping_add(1000).max(1));
+            }
+        }
+        slot.is_some()
     }
 
     /// A pooled request state, if any.
@@ -162,6 +193,5 @@ impl Worker {
         for c in self.caches.iter().flatten() {
             keepalive::close_all(core, c);
         }
-        self.kept.borrow_mut().clear();
     }
 }

@@ -10,7 +10,7 @@ use super::conf::ft;
 use super::handler::{log_line, with_upstream, Env, Flow, Proxy, St, Turn};
 use super::response::is_idempotent;
 use crate::request::HttpRequest;
-use crate::upstream::keepalive::{self, Finished};
+use crate::upstream::keepalive::{self, Finished, Kept};
 use crate::upstream::Outcome;
 
 /// Frees the peer with `outcome` and parks or closes the connection; true
@@ -58,12 +58,13 @@ pub(super) fn close_upstream(
         };
         if keepalive::may_cache(&kc, &f) {
             core.del_timer(Ev::write(u));
-            if keepalive::park(core, &cache, addr, u, kc.timeout).is_ok() {
-                env.worker
-                    .kept
-                    .borrow_mut()
-                    .insert(u, (p.u_requests, p.u_created));
-            }
+            let k = Kept {
+                conn: u,
+                requests: p.u_requests,
+                created: p.u_created,
+            };
+            // A failed park closed the connection.
+            let _ = keepalive::park(core, &cache, addr, k, kc.timeout);
             return disabled;
         }
     }

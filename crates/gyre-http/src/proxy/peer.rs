@@ -78,17 +78,16 @@ pub(super) fn connect(
     p.addr = Some(addr.clone());
     p.buf.clear();
     p.hlen = 0;
-    p.head = None;
     p.reader = None;
     p.sent = 0;
     if let Some(cache) = cache.as_ref().filter(|_| !p.stale_retry) {
-        if let Some(u) = keepalive::unpark(core, cache, &addr) {
+        if let Some(k) = keepalive::unpark(core, cache, &addr) {
+            let u = k.conn;
             core.set_handler(u, Box::new(Relay { client: env.client }));
-            let (n, created) = env.worker.kept.borrow_mut().remove(&u).unwrap_or((0, now));
             p.u = Some(u);
             p.cached = true;
-            p.u_requests = n + 1;
-            p.u_created = created;
+            p.u_requests = k.requests + 1;
+            p.u_created = k.created;
             r.st.upstream.connected(now);
             p.st = St::SendRequest;
             return Turn::Again;
@@ -265,7 +264,11 @@ pub(super) fn send_request(
             match pull_body(core, env, p) {
                 Pull::Got => continue,
                 Pull::Done => break,
-                Pull::Wait => return Turn::Wait,
+                Pull::Wait => {
+                    // A cached connection's idle timer is not this wait's.
+                    core.del_timer(Ev::read(u));
+                    return Turn::Wait;
+                }
                 Pull::Gone => {
                     close_upstream(core, env, p, Outcome::Ok, false);
                     return Turn::End(Flow::Done);
@@ -290,6 +293,8 @@ pub(super) fn send_request(
                     );
                 }
                 core.add_timer(Ev::write(u), p.conf.send_timeout);
+                // A cached connection's idle timer is not this wait's.
+                core.del_timer(Ev::read(u));
                 return Turn::Wait;
             }
             Err(e) => {

@@ -24,6 +24,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use gyre_core::conn::ConnId;
 use gyre_core::errlog::{ERROR, WARN};
 use gyre_core::event::{Core, Ev};
 use gyre_core::sys_error_text;
@@ -92,6 +93,9 @@ pub(super) fn relay_body(
     let size = p.conf.buffers.1.max(p.conf.buffer_size);
     let may_spill = buffered && p.conf.max_temp_file_size > 0;
     let mut progress = false;
+    // The read timeout starts again with traffic: re-armed once, when the
+    // request waits again (the clock does not move within a call), not
+    // after every read.
     // Bounded: each pass relays bytes or stops.
     for _ in 0..256 {
         // Bytes already read (with the head, or left by the last pass).
@@ -153,12 +157,24 @@ pub(super) fn relay_body(
         if p.rbuf.len() < want {
             p.rbuf.resize(want, 0);
         }
+        if direct.is_some() && splices(core, env, u) {
+            if !env.cx.m.has_output() {
+                if let Some(t) = splice_body(core, env, r, p, u, want) {
+                    return t;
+                }
+                continue;
+            }
+            if core.conn(env.client).is_some_and(|x| x.write.ready) {
+                // The head (or bytes read with it) goes out first; then the
+                // body is spliced after it.
+                core.add_timer(Ev::read(u), p.conf.read_timeout);
+                return Turn::WaitProgress;
+            }
+        }
         match core.recv(u, &mut p.rbuf[..want]) {
             Ok(0) => return end_of_stream(core, env, r, p),
             Ok(n) => {
                 r.st.upstream.received(n as u64);
-                // Traffic: the read timeout starts again.
-                core.add_timer(Ev::read(u), p.conf.read_timeout);
                 if direct.is_some() {
                     let _ = env.cx.m.send_body_bytes(&p.rbuf[..n]);
                     if let Some(b) = p.reader.as_mut() {
@@ -172,7 +188,78 @@ pub(super) fn relay_body(
             Err(e) => return recv_failed(core, env, r, p, u, &e, progress),
         }
     }
+    core.add_timer(Ev::read(u), p.conf.read_timeout);
     Turn::WaitProgress
+}
+
+/// Whether the body can be spliced from `u` to the client: both plain
+/// sockets, the client's body not chunked, the worker's pipe there.
+fn splices(core: &Core, env: &Env<'_, '_>, u: ConnId) -> bool {
+    core.can_splice(u)
+        && core.can_splice(env.client)
+        && !env.cx.m.body_chunked()
+        && env.worker.has_pipe(core.now())
+}
+
+/// One read of an identity body through the worker's pipe: spliced from
+/// the upstream, then out to the client, neither copied into memory. What
+/// the client does not take at once is read back from the pipe and queued
+/// on the machine (the pipe is empty again whatever happens), bounded by
+/// `want` as a read into memory would be. None: go on reading.
+fn splice_body(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+    u: ConnId,
+    want: usize,
+) -> Option<Turn> {
+    let worker = env.worker;
+    let mut slot = worker.splice.borrow_mut();
+    let pipe = slot.as_mut()?;
+    match core.splice_in(u, pipe, want) {
+        Ok(0) => {
+            drop(slot);
+            return Some(end_of_stream(core, env, r, p));
+        }
+        Ok(n) => {
+            r.st.upstream.received(n as u64);
+            if let Some(b) = p.reader.as_mut() {
+                b.took(n);
+            }
+        }
+        Err(e) => {
+            drop(slot);
+            return Some(recv_failed(core, env, r, p, u, &e, false));
+        }
+    }
+    // A failed write leaves the bytes in the pipe: they are queued below
+    // and the glue's own write then meets the client's error.
+    let held = pipe.held();
+    if let Ok(n) = core.splice_out(env.client, pipe, held) {
+        let _ = env.cx.m.body_written_directly(n as u64);
+    }
+    if pipe.held() == 0 {
+        return None;
+    }
+    // Bounded: each pass takes bytes out of the pipe or stops.
+    while pipe.held() > 0 {
+        match pipe.read(&mut p.rbuf) {
+            Ok(n) if n > 0 => {
+                let _ = env.cx.m.send_body_bytes(&p.rbuf[..n]);
+            }
+            _ => {
+                // The body's bytes are lost with the pipe: the response
+                // cannot be completed.
+                *slot = None;
+                drop(slot);
+                log_crit(env, r, p, READING, "read() from the splice pipe failed");
+                return Some(abort(core, env, r, p));
+            }
+        }
+    }
+    core.add_timer(Ev::read(u), p.conf.read_timeout);
+    Some(Turn::WaitProgress)
 }
 
 /// The upstream closed: the end of a body delimited so, else a cut one.
@@ -197,7 +284,7 @@ fn recv_failed(
     env: &mut Env<'_, '_>,
     r: &mut HttpRequest,
     p: &mut Proxy,
-    u: gyre_core::conn::ConnId,
+    u: ConnId,
     e: &io::Error,
     progress: bool,
 ) -> Turn {
@@ -311,12 +398,7 @@ pub(super) fn finish(
     let _ = env.cx.m.finish_body(now);
     (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
     r.st.upstream.done(now);
-    let keep = p
-        .reader
-        .as_ref()
-        .zip(p.head.as_ref())
-        .is_some_and(|(b, h)| b.keepalive(h))
-        && p.buf.is_empty();
+    let keep = p.reader.as_ref().is_some_and(|b| b.keepalive(&p.head)) && p.buf.is_empty();
     close_upstream(core, env, p, Outcome::Ok, keep);
     Turn::End(Flow::Done)
 }

@@ -52,6 +52,16 @@ pub(super) fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy
     };
     let has_body = conf.pass_request_body && !matches!(r.st.req.body, crate::body::BodyKind::None);
     for (name, v) in &conf.headers {
+        // What never writes anything is skipped before the name goes in.
+        match v {
+            HeaderValue::Chunked | HeaderValue::Empty => continue,
+            HeaderValue::BodyLength
+                if !has_body && !matches!(r.st.req.body, crate::body::BodyKind::Length(_)) =>
+            {
+                continue
+            }
+            _ => {}
+        }
         let mark = out.len();
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");

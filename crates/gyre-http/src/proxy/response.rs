@@ -15,9 +15,9 @@ use gyre_core::sys_error_text;
 use super::conf::{ft, ign, ProxyConf};
 use crate::conn::StreamFraming;
 use crate::request::HttpRequest;
-use crate::response::Response;
+use crate::response::{Response, Text};
 use crate::upstream::http_response::{
-    parse_head, BodyReader, Framing, Head, HeadOptions, ResponseHead, NO_VALID_HEADER,
+    parse_head_into, BodyReader, Framing, HeadOptions, Parsed, ResponseHead, NO_VALID_HEADER,
     PREMATURE_CLOSE,
 };
 use crate::upstream::Outcome;
@@ -85,30 +85,22 @@ pub(super) fn read_header(
             limit,
             skip_informational: false,
         };
-        match parse_head(&p.hbuf[..p.hlen], &o) {
-            Head::Incomplete => {
+        match parse_head_into(&p.hbuf[..p.hlen], &o, &mut p.head) {
+            Parsed::Incomplete => {
                 if core.conn(u).is_some_and(|x| x.read.ready) && p.hlen < limit {
                     continue;
                 }
                 return Turn::Wait;
             }
-            Head::Invalid(msg) => {
+            Parsed::Invalid(msg) => {
                 return fail(core, env, r, p, ft::INVALID_HEADER, READING, &msg);
             }
-            Head::Http09 => {
+            Parsed::Http09 => {
                 log_line(env, r, p, ERROR, READING, NO_VALID_HEADER);
-                let head = ResponseHead {
-                    version: 900,
-                    status: 200,
-                    reason: String::new(),
-                    headers: Vec::new(),
-                    content_length: None,
-                    chunked: false,
-                    connection_close: true,
-                };
-                return got_head(core, env, r, p, head, 0);
+                p.head.set_http09();
+                return got_head(core, env, r, p, 0);
             }
-            Head::Done(head, n) => return got_head(core, env, r, p, head, n),
+            Parsed::Done(n) => return got_head(core, env, r, p, n),
         }
     }
 }
@@ -122,7 +114,22 @@ pub(super) fn got_head(
     env: &mut Env<'_, '_>,
     r: &mut HttpRequest,
     p: &mut Proxy,
-    mut head: ResponseHead,
+    n: usize,
+) -> Turn {
+    // Out of the state for the time of the call (`p` is needed beside
+    // it), put back for the body (its buffers are kept for the next).
+    let head = std::mem::take(&mut p.head);
+    let t = relay_head(core, env, r, p, &head, n);
+    p.head = head;
+    t
+}
+
+fn relay_head(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+    head: &ResponseHead,
     n: usize,
 ) -> Turn {
     let now = core.now();
@@ -178,16 +185,15 @@ pub(super) fn got_head(
         .extend_from_slice(p.hbuf.get(n..p.hlen).unwrap_or(&[]));
     p.hlen = 0;
     let framing = head.framing(r.st.is_head());
-    r.st.upstream.set_headers(
-        head.headers
-            .iter()
-            .map(|h| (h.name.as_str(), h.value.as_str())),
-    );
+    if env.worker.upstream_http {
+        // Kept only when a `$upstream_http_NAME` can ask for them.
+        r.st.upstream.set_headers(head.headers());
+    }
     // The worker's response, reused (its header list keeps its capacity).
     let resp = &mut *env.resp;
     resp.reset(status);
     // nginx sends a proxied response's status line as the upstream did.
-    resp.reason = Some(std::mem::take(&mut head.reason).into());
+    resp.reason = Some(static_or_owned(head.reason(), REASONS));
     let rewritten = {
         let mut e = super::redirect::Eval {
             conf: env.cx.conf,
@@ -195,7 +201,7 @@ pub(super) fn got_head(
             now: env.cx.now,
             unix_ms: env.cx.unix_ms,
         };
-        copy_headers(&conf, &mut head, resp, &mut e, r)
+        copy_headers(&conf, head, resp, &mut e, r)
     };
     if rewritten {
         // nginx's header filter completes a Location proxy_redirect made.
@@ -242,7 +248,6 @@ pub(super) fn got_head(
     (r.st.body_bytes_sent, r.st.bytes_sent) = env.cx.m.last_sent();
     p.reader = Some(BodyReader::new(framing));
     let upgrade = status == 101 && r.st.req.header("Upgrade").is_some();
-    p.head = Some(head);
     if upgrade {
         // nginx's `u->upgrade`: from now on both connections carry the
         // upgraded protocol's bytes.
@@ -256,12 +261,7 @@ pub(super) fn got_head(
     }
     if !awaiting {
         // HEAD, a bodiless status or an empty body: the response is out.
-        let keep = p
-            .reader
-            .as_ref()
-            .zip(p.head.as_ref())
-            .is_some_and(|(b, h)| b.keepalive(h))
-            && p.buf.is_empty();
+        let keep = p.reader.as_ref().is_some_and(|b| b.keepalive(head)) && p.buf.is_empty();
         close_upstream(core, env, p, Outcome::Ok, keep);
         return Turn::End(Flow::Done);
     }
@@ -271,11 +271,12 @@ pub(super) fn got_head(
 
 /// The upstream's headers nginx passes to the client, in order:
 /// hop-by-hop and hidden ones dropped, the ones the header filter writes
-/// itself (type, length, dates, location) into their places.
+/// itself (type, length, dates, location) into their places. Strings are
+/// made only for what is passed (common names and values are static).
 /// Returns true when `proxy_redirect` rewrote the Location.
 pub(super) fn copy_headers(
     conf: &ProxyConf,
-    head: &mut ResponseHead,
+    head: &ResponseHead,
     resp: &mut Response,
     e: &mut super::redirect::Eval<'_>,
     r: &mut HttpRequest,
@@ -283,50 +284,156 @@ pub(super) fn copy_headers(
     let mut rewritten = false;
     let redirect = conf.redirect.active();
     let cookie = conf.cookie.active();
-    // Moved, not copied: the head's strings become the response's.
-    for mut h in head.headers.drain(..) {
-        let n = h.name.as_str();
-        if conf.hide.iter().any(|x| x.eq_ignore_ascii_case(n)) {
+    for (n, v) in head.headers() {
+        let known = Known::of(n);
+        if known == Known::Framing || conf.hide.iter().any(|x| x.eq_ignore_ascii_case(n)) {
             continue;
         }
-        if n.eq_ignore_ascii_case("server") {
-            // Passed (proxy_pass_header Server): nginx then sends no own.
-            resp.foreign_server = true;
-        } else if n.eq_ignore_ascii_case("date") {
-            resp.foreign_date = true;
-        }
-        // proxy_redirect on Location and Refresh, proxy_cookie_* on
+        // Passed Server / Date (proxy_pass_header): nginx then sends no
+        // own. proxy_redirect on Location and Refresh, proxy_cookie_* on
         // Set-Cookie (nginx's rewrite handlers of those headers).
-        let new = if redirect && n.eq_ignore_ascii_case("location") {
-            let v = conf.redirect.rewrite_location(h.value.as_bytes(), e, r);
-            rewritten |= v.is_some();
-            v
-        } else if redirect && n.eq_ignore_ascii_case("refresh") {
-            conf.redirect.rewrite_refresh(h.value.as_bytes(), e, r)
-        } else if cookie && n.eq_ignore_ascii_case("set-cookie") {
-            conf.cookie.rewrite(h.value.as_bytes(), e, r)
-        } else {
-            None
+        let new = match known {
+            Known::Server => {
+                resp.foreign_server = true;
+                None
+            }
+            Known::Date => {
+                resp.foreign_date = true;
+                None
+            }
+            Known::Location if redirect => {
+                let v = conf.redirect.rewrite_location(v.as_bytes(), e, r);
+                rewritten |= v.is_some();
+                v
+            }
+            Known::Refresh if redirect => conf.redirect.rewrite_refresh(v.as_bytes(), e, r),
+            Known::SetCookie if cookie => conf.cookie.rewrite(v.as_bytes(), e, r),
+            _ => None,
         };
-        if let Some(v) = new {
-            h.value = String::from_utf8_lossy(&v).into_owned();
-        }
-        let n = h.name.as_str();
-        if n.eq_ignore_ascii_case("content-type") {
-            resp.content_type = Some(h.value.into());
-        } else if n.eq_ignore_ascii_case("last-modified") {
-            resp.last_modified = Some(h.value.into());
-        } else if n.eq_ignore_ascii_case("location") {
-            resp.location = Some(h.value.into());
-        } else if n.eq_ignore_ascii_case("content-length")
-            || n.eq_ignore_ascii_case("connection")
-            || n.eq_ignore_ascii_case("keep-alive")
-            || n.eq_ignore_ascii_case("transfer-encoding")
-        {
-            continue;
-        } else {
-            resp.headers.push((h.name.into(), h.value.into()));
+        let value = match new {
+            Some(v) => Text::Owned(String::from_utf8_lossy(&v).into_owned()),
+            None => static_or_owned(v, VALUES),
+        };
+        match known {
+            Known::ContentType => resp.content_type = Some(value),
+            Known::LastModified => resp.last_modified = Some(value),
+            Known::Location => resp.location = Some(value),
+            _ => resp.headers.push((static_or_owned(n, NAMES), value)),
         }
     }
     rewritten
+}
+
+/// The upstream headers the proxy treats apart, told by one look at the
+/// name (its length, then one comparison).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Known {
+    /// Content-Length, Connection, Keep-Alive, Transfer-Encoding: the
+    /// client's framing is gyre's own.
+    Framing,
+    Server,
+    Date,
+    Location,
+    Refresh,
+    SetCookie,
+    ContentType,
+    LastModified,
+    Other,
+}
+
+impl Known {
+    fn of(n: &str) -> Known {
+        let b = n.as_bytes();
+        let is = |s: &str| lower_eq(b, s.as_bytes());
+        match b.len() {
+            4 if is("date") => Known::Date,
+            6 if is("server") => Known::Server,
+            7 if is("refresh") => Known::Refresh,
+            8 if is("location") => Known::Location,
+            10 if is("connection") || is("keep-alive") => Known::Framing,
+            10 if is("set-cookie") => Known::SetCookie,
+            12 if is("content-type") => Known::ContentType,
+            13 if is("last-modified") => Known::LastModified,
+            14 if is("content-length") => Known::Framing,
+            17 if is("transfer-encoding") => Known::Framing,
+            _ => Known::Other,
+        }
+    }
+}
+
+/// `name` (a header name as the parser takes it: no byte at or below
+/// space) is `lower` (lower-case letters, digits and `-`) in any case:
+/// with those bytes, setting bit 5 of `name`'s is what lower-casing does,
+/// so eight are compared at once.
+fn lower_eq(name: &[u8], lower: &[u8]) -> bool {
+    const CASE: u64 = 0x2020_2020_2020_2020;
+    if name.len() != lower.len() {
+        return false;
+    }
+    let mut a = name.chunks_exact(8);
+    let mut b = lower.chunks_exact(8);
+    for (x, y) in a.by_ref().zip(b.by_ref()) {
+        let x = u64::from_le_bytes(x.try_into().unwrap_or([0; 8]));
+        let y = u64::from_le_bytes(y.try_into().unwrap_or([0; 8]));
+        if x | CASE != y {
+            return false;
+        }
+    }
+    a.remainder()
+        .iter()
+        .zip(b.remainder())
+        .all(|(x, y)| x | 0x20 == *y)
+}
+
+/// Status texts met often enough not to copy.
+const REASONS: &[&str] = &[
+    "OK",
+    "Not Found",
+    "Found",
+    "Moved Permanently",
+    "Not Modified",
+];
+
+/// Header names passed often, spelled as servers usually send them (a
+/// name is passed as it came, so only an exact match is static).
+const NAMES: &[&str] = &[
+    "ETag",
+    "Accept-Ranges",
+    "Cache-Control",
+    "Expires",
+    "Vary",
+    "Set-Cookie",
+    "Content-Encoding",
+    "X-Powered-By",
+    "Access-Control-Allow-Origin",
+    "Pragma",
+    "Age",
+    "Link",
+];
+
+/// Values passed often.
+const VALUES: &[&str] = &[
+    "bytes",
+    "text/plain",
+    "text/html",
+    "text/html; charset=utf-8",
+    "text/html; charset=UTF-8",
+    "application/json",
+    "application/octet-stream",
+    "text/css",
+    "application/javascript",
+    "image/png",
+    "image/jpeg",
+    "gzip",
+    "Accept-Encoding",
+    "no-cache",
+    "*",
+];
+
+/// `s` as static text when it is one of `known`, else a copy.
+fn static_or_owned(s: &str, known: &[&'static str]) -> Text {
+    match known.iter().find(|k| **k == s) {
+        Some(k) => Text::Static(k),
+        None => Text::Owned(s.to_owned()),
+    }
 }

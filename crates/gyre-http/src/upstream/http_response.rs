@@ -34,22 +34,28 @@ pub const INVALID_CHUNKED: &str = "upstream sent invalid chunked response";
 /// nginx's log line when the upstream closes before the body's end.
 pub const PREMATURE_CLOSE: &str = "upstream prematurely closed connection";
 
-/// One response header as the upstream sent it (value trimmed).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Header {
-    pub name: String,
-    pub value: String,
+/// Where one header's name and value are in [`ResponseHead`]'s text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Field {
+    name: Span,
+    value: Span,
 }
 
-/// A parsed response head.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A parsed response head. Its texts (the status line's, the headers'
+/// names and trimmed values) are kept together in one string, so reading a
+/// head allocates nothing once a reused head has grown to size
+/// ([`parse_head_into`]); the proxy makes strings only of the headers it
+/// passes on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResponseHead {
     /// major * 1000 + minor (nginx's `http_version`): 1000, 1001, 2000.
     pub version: u32,
     pub status: u16,
+    /// The texts, valid UTF-8 as it came, other bytes replaced.
+    text: String,
     /// The status line after the code (`OK`), possibly empty.
-    pub reason: String,
-    pub headers: Vec<Header>,
+    reason: Span,
+    fields: Vec<Field>,
     /// The last valid `Content-Length`.
     pub content_length: Option<u64>,
     /// `Transfer-Encoding` mentions `chunked`.
@@ -59,12 +65,79 @@ pub struct ResponseHead {
 }
 
 impl ResponseHead {
-    /// The first header named `name` (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
+    /// What nginx makes of a response that is not HTTP/1.x: a 200 without
+    /// headers whose body is every byte, read until the upstream closes.
+    pub fn set_http09(&mut self) {
+        self.reset(900);
+        self.status = 200;
+        self.connection_close = true;
+    }
+
+    /// Empties the head for `version`, keeping its buffers.
+    fn reset(&mut self, version: u32) {
+        self.version = version;
+        self.status = 0;
+        self.text.clear();
+        self.reason = (0, 0);
+        self.fields.clear();
+        self.content_length = None;
+        self.chunked = false;
+        self.connection_close = version < 1001;
+    }
+
+    /// Keeps the head's bytes as its text, the spans (offsets into
+    /// `bytes`) pointing into it: checked once and copied at once when
+    /// they are UTF-8 (the usual ASCII); else each piece is converted on
+    /// its own (other bytes replaced) and the spans moved to where it
+    /// went.
+    fn take_text(&mut self, bytes: &[u8]) {
+        self.text.clear();
+        if let Ok(t) = std::str::from_utf8(bytes) {
+            self.text.push_str(t);
+            return;
+        }
+        let text = &mut self.text;
+        let mut push = |(a, b): Span| -> Span {
+            let at = text.len();
+            text.push_str(&String::from_utf8_lossy(bytes.get(a..b).unwrap_or(&[])));
+            (at, text.len())
+        };
+        self.reason = push(self.reason);
+        for f in &mut self.fields {
+            f.name = push(f.name);
+            f.value = push(f.value);
+        }
+    }
+
+    fn span(&self, (a, b): Span) -> &str {
+        self.text.get(a..b).unwrap_or("")
+    }
+
+    /// The status line after the code (`OK`), possibly empty.
+    pub fn reason(&self) -> &str {
+        self.span(self.reason)
+    }
+
+    /// The headers in order, as (name, value).
+    pub fn headers(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+        self.fields
             .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| h.value.as_str())
+            .map(|f| (self.span(f.name), self.span(f.value)))
+    }
+
+    /// The first header named `name` (case-insensitive; ASCII names).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let text = self.text.as_bytes();
+        self.fields
+            .iter()
+            .find(|f| {
+                let (a, b) = f.name;
+                b - a == name.len()
+                    && text
+                        .get(a..b)
+                        .is_some_and(|n| n.eq_ignore_ascii_case(name.as_bytes()))
+            })
+            .map(|f| self.span(f.value))
     }
 
     /// How the body is delimited; `head` is true for a HEAD request.
@@ -124,101 +197,141 @@ pub enum Head {
     Invalid(String),
 }
 
+/// What the bytes so far are, for a head parsed into a caller's
+/// [`ResponseHead`] ([`parse_head_into`]); as [`Head`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Parsed {
+    Incomplete,
+    /// The head is complete; the bytes it took.
+    Done(usize),
+    Http09,
+    Invalid(String),
+}
+
 /// Parses the head at the start of `buf` (everything read so far).
 pub fn parse_head(buf: &[u8], o: &HeadOptions) -> Head {
+    let mut head = ResponseHead::default();
+    match parse_head_into(buf, o, &mut head) {
+        Parsed::Incomplete => Head::Incomplete,
+        Parsed::Done(n) => Head::Done(head, n),
+        Parsed::Http09 => Head::Http09,
+        Parsed::Invalid(line) => Head::Invalid(line),
+    }
+}
+
+/// [`parse_head`] into `head`, whose buffers are reused (it is complete
+/// only with [`Parsed::Done`]).
+pub fn parse_head_into(buf: &[u8], o: &HeadOptions, head: &mut ResponseHead) -> Parsed {
     let mut start = 0;
     // Bounded: each skipped 1xx head consumes bytes.
     loop {
-        let r = parse_one(&buf[start..], o.limit.saturating_sub(start));
+        let r = parse_one(&buf[start..], o.limit.saturating_sub(start), head);
         match r {
-            Head::Done(h, n)
-                if o.skip_informational && (100..200).contains(&h.status) && h.status != 101 =>
+            Parsed::Done(n)
+                if o.skip_informational
+                    && (100..200).contains(&head.status)
+                    && head.status != 101 =>
             {
                 start += n;
             }
-            Head::Done(h, n) => return Head::Done(h, start + n),
+            Parsed::Done(n) => return Parsed::Done(start + n),
             other => return other,
         }
     }
 }
 
-fn parse_one(buf: &[u8], limit: usize) -> Head {
+fn parse_one(buf: &[u8], limit: usize, head: &mut ResponseHead) -> Parsed {
     let window = &buf[..buf.len().min(limit)];
     let (version, status, reason, mut i) = match status_line(window) {
         Line::Ok(v) => v,
         Line::Incomplete => return incomplete(buf, limit),
-        Line::Invalid => return Head::Http09,
+        Line::Invalid => return Parsed::Http09,
     };
-    let mut head = ResponseHead {
-        version,
-        status,
-        reason,
-        // Most upstream heads have a handful of headers: one allocation.
-        headers: Vec::with_capacity(8),
-        content_length: None,
-        chunked: false,
-        connection_close: version < 1001,
-    };
-    // The head's text checked once: names and values end at ASCII
-    // delimiters, so their slices of it are text too (the slower lossy
-    // conversion only for other bytes).
-    let valid = match std::str::from_utf8(window) {
-        Ok(t) => t,
-        Err(e) => std::str::from_utf8(&window[..e.valid_up_to()]).unwrap_or(""),
-    };
-    let text = |(a, b): Span| match valid.get(a..b) {
-        Some(t) => t.to_owned(),
-        None => lossy(&window[a..b]),
-    };
+    head.reset(version);
+    head.status = status;
+    let mut flags = Noted::of(head);
+    let mut fields = std::mem::take(&mut head.fields);
     // Bounded by the window: each line consumes bytes.
-    loop {
+    let r = loop {
         match header_line(window, i) {
-            HLine::Incomplete => return incomplete(buf, limit),
+            HLine::Incomplete => break incomplete(buf, limit),
             HLine::Invalid(text) => {
-                return Head::Invalid(format!("upstream sent invalid header: \"{text}...\""))
+                break Parsed::Invalid(format!("upstream sent invalid header: \"{text}...\""))
             }
             HLine::Ignore(next) => i = next,
-            HLine::End(next) => return Head::Done(head, next),
+            HLine::End(next) => break Parsed::Done(next),
             HLine::Header(name, value, next) => {
-                let (name, value) = (text(name), text(value));
-                note(&mut head, &name, &value);
-                head.headers.push(Header { name, value });
+                flags.note(&window[name.0..name.1], &window[value.0..value.1]);
+                fields.push(Field { name, value });
                 i = next;
             }
         }
+    };
+    head.reason = reason;
+    head.fields = fields;
+    flags.set(head);
+    if let Parsed::Done(end) = r {
+        head.take_text(&window[..end]);
     }
+    r
 }
 
-fn incomplete(buf: &[u8], limit: usize) -> Head {
+fn incomplete(buf: &[u8], limit: usize) -> Parsed {
     if buf.len() >= limit {
-        Head::Invalid(TOO_BIG.to_string())
+        Parsed::Invalid(TOO_BIG.to_string())
     } else {
-        Head::Incomplete
+        Parsed::Incomplete
     }
 }
 
-/// The headers nginx's upstream module acts on while reading.
-fn note(h: &mut ResponseHead, name: &str, value: &str) {
-    if name.eq_ignore_ascii_case("content-length") {
-        // The last one wins; an unparsable one is no length (1.22).
-        h.content_length = gyre_core::conf::value::parse_number(value);
-    } else if name.eq_ignore_ascii_case("transfer-encoding") {
-        if contains_ci(value, "chunked") {
-            h.chunked = true;
+/// The facts nginx's upstream module takes from headers while reading.
+struct Noted {
+    content_length: Option<u64>,
+    chunked: bool,
+    connection_close: bool,
+}
+
+impl Noted {
+    fn of(h: &ResponseHead) -> Noted {
+        Noted {
+            content_length: h.content_length,
+            chunked: h.chunked,
+            connection_close: h.connection_close,
         }
-    } else if name.eq_ignore_ascii_case("connection") && contains_ci(value, "close") {
-        h.connection_close = true;
+    }
+
+    fn set(self, h: &mut ResponseHead) {
+        h.content_length = self.content_length;
+        h.chunked = self.chunked;
+        h.connection_close = self.connection_close;
+    }
+
+    /// One header's name and value, as they came.
+    fn note(&mut self, name: &[u8], value: &[u8]) {
+        if name.eq_ignore_ascii_case(b"content-length") {
+            // The last one wins; an unparsable one is no length (1.22).
+            self.content_length = std::str::from_utf8(value)
+                .ok()
+                .and_then(gyre_core::conf::value::parse_number);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            if contains_ci(value, b"chunked") {
+                self.chunked = true;
+            }
+        } else if name.eq_ignore_ascii_case(b"connection") && contains_ci(value, b"close") {
+            self.connection_close = true;
+        }
     }
 }
 
-fn contains_ci(hay: &str, needle: &str) -> bool {
-    hay.as_bytes()
-        .windows(needle.len())
-        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+fn contains_ci(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 enum Line {
-    Ok((u32, u16, String, usize)),
+    /// Version, status, where the text after the code is, where the
+    /// headers start.
+    Ok((u32, u16, Span, usize)),
     Incomplete,
     Invalid,
 }
@@ -286,11 +399,11 @@ fn status_line(b: &[u8]) -> Line {
         Some(b'\r') => {
             return match next(&mut i) {
                 None => Line::Incomplete,
-                Some(b'\n') => Line::Ok((major * 1000 + minor, code, String::new(), i)),
+                Some(b'\n') => Line::Ok((major * 1000 + minor, code, (0, 0), i)),
                 Some(_) => Line::Invalid,
             }
         }
-        Some(b'\n') => return Line::Ok((major * 1000 + minor, code, String::new(), i)),
+        Some(b'\n') => return Line::Ok((major * 1000 + minor, code, (0, 0), i)),
         Some(_) => return Line::Invalid,
     }
     let text_start = i;
@@ -306,8 +419,7 @@ fn status_line(b: &[u8]) -> Line {
     if b[text_start..end].contains(&b'\r') {
         return Line::Invalid;
     }
-    let reason = lossy(&b[text_start..end]);
-    Line::Ok((major * 1000 + minor, code, reason, after))
+    Line::Ok((major * 1000 + minor, code, (text_start, end), after))
 }
 
 enum HLine {
@@ -333,6 +445,19 @@ fn invalid_at(b: &[u8], start: usize, at: usize) -> HLine {
     ))
 }
 
+/// Bytes that go on a header name without a second look: not a control
+/// byte, space or DEL (invalid), not `:` (the end) and not `/` (which may
+/// make an IIS `HTTP/` status line).
+static NAME_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0x21;
+    while c < 256 {
+        t[c] = c != 0x7f && c != b':' as usize && c != b'/' as usize;
+        c += 1;
+    }
+    t
+};
+
 /// The upstream flavour of nginx's `ngx_http_parse_header_line`
 /// (underscores allowed, invalid names not dropped).
 fn header_line(b: &[u8], start: usize) -> HLine {
@@ -351,9 +476,13 @@ fn header_line(b: &[u8], start: usize) -> HLine {
         Some(c) if c <= 0x20 || c == 0x7f || c == b':' => return invalid_at(b, start, start),
         Some(_) => {}
     }
-    // sw_name
+    // sw_name: the plain name bytes skipped at once, then the byte that
+    // stops them decides.
     let mut i = start + 1;
     let name_end = loop {
+        while b.get(i).is_some_and(|&c| NAME_BYTE[usize::from(c)]) {
+            i += 1;
+        }
         match get(i) {
             None => return HLine::Incomplete,
             Some(b':') => break i,
@@ -386,35 +515,24 @@ fn header_line(b: &[u8], start: usize) -> HLine {
         }
     }
     let vstart = i;
-    let mut vend = i;
-    // sw_value / sw_space_after_value
-    loop {
-        match get(i) {
-            None => return HLine::Incomplete,
-            Some(0) => return invalid_at(b, start, i),
-            Some(b'\r') => {
-                return match get(i + 1) {
-                    None => HLine::Incomplete,
-                    Some(b'\n') => HLine::Header((start, name_end), (vstart, vend), i + 2),
-                    Some(_) => invalid_at(b, start, i),
-                }
-            }
-            Some(b'\n') => return HLine::Header((start, name_end), (vstart, vend), i + 1),
-            Some(b' ') => i += 1,
-            Some(_) => {
-                i += 1;
-                vend = i;
-            }
-        }
+    // sw_value / sw_space_after_value: the value runs to the line's end
+    // (found at once: a NUL before it is invalid), less trailing spaces.
+    let Some(off) = memchr::memchr3(b'\r', b'\n', 0, &b[vstart..]) else {
+        return HLine::Incomplete;
+    };
+    let at = vstart + off;
+    let mut vend = at;
+    while vend > vstart && b[vend - 1] == b' ' {
+        vend -= 1;
     }
-}
-
-/// A header's text: valid UTF-8 (the usual ASCII) copied as it is, the
-/// slower lossy conversion only for other bytes.
-fn lossy(b: &[u8]) -> String {
-    match std::str::from_utf8(b) {
-        Ok(s) => s.to_owned(),
-        Err(_) => String::from_utf8_lossy(b).into_owned(),
+    match b[at] {
+        b'\r' => match get(at + 1) {
+            None => HLine::Incomplete,
+            Some(b'\n') => HLine::Header((start, name_end), (vstart, vend), at + 2),
+            Some(_) => invalid_at(b, start, at),
+        },
+        b'\n' => HLine::Header((start, name_end), (vstart, vend), at + 1),
+        _ => invalid_at(b, start, at),
     }
 }
 
@@ -587,7 +705,7 @@ mod tests {
     #[test]
     fn status_lines_as_nginx_reads_them() {
         let (h, n) = done(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi");
-        assert_eq!((h.version, h.status, h.reason.as_str()), (1001, 200, "OK"));
+        assert_eq!((h.version, h.status, h.reason()), (1001, 200, "OK"));
         assert_eq!(n, 38);
         assert_eq!(h.content_length, Some(2));
         assert!(!h.connection_close);
@@ -637,7 +755,7 @@ mod tests {
         );
         assert_eq!(h.header("x_a"), Some("a b"));
         assert_eq!(h.header("XYZ"), Some(""));
-        assert_eq!(h.headers.len(), 4, "the IIS status line is skipped");
+        assert_eq!(h.headers().len(), 4, "the IIS status line is skipped");
         assert_eq!(h.content_length, Some(3), "the last one wins");
         let (h, _) = done(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n");
         assert_eq!(h.content_length, None);

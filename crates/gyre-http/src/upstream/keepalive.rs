@@ -17,7 +17,7 @@ use std::io;
 use std::rc::Rc;
 
 use gyre_core::conn::ConnId;
-use gyre_core::event::{Core, Ev, Handler, PeerAddr};
+use gyre_core::event::{Core, Ev, Handler, Msec, PeerAddr};
 
 /// `keepalive`, `keepalive_timeout`, `keepalive_requests`, `keepalive_time`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,7 +121,12 @@ impl<C: Copy + PartialEq> Cache<C> {
 
     /// Drops `c` (closed by its upstream, timed out); false if not cached.
     pub fn remove(&mut self, c: C) -> bool {
-        match self.items.iter().position(|&(_, x)| x == c) {
+        self.remove_by(|x| *x == c)
+    }
+
+    /// Drops the first entry `f` picks; false if none.
+    pub fn remove_by(&mut self, f: impl Fn(&C) -> bool) -> bool {
+        match self.items.iter().position(|(_, x)| f(x)) {
             Some(i) => {
                 self.items.remove(i);
                 true
@@ -136,8 +141,30 @@ impl<C: Copy + PartialEq> Cache<C> {
     }
 }
 
+/// A cached connection, with what `keepalive_requests` and
+/// `keepalive_time` need to know of it when it is taken again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kept {
+    pub conn: ConnId,
+    /// Requests made on it so far.
+    pub requests: u64,
+    /// When it was made.
+    pub created: Msec,
+}
+
+impl Kept {
+    /// A connection with no history (requests 0, made at 0).
+    pub fn new(conn: ConnId) -> Kept {
+        Kept {
+            conn,
+            requests: 0,
+            created: 0,
+        }
+    }
+}
+
 /// A cache shared by the requests of one worker.
-pub type SharedCache = Rc<RefCell<Cache<ConnId>>>;
+pub type SharedCache = Rc<RefCell<Cache<Kept>>>;
 
 /// The handler of a cached connection: nothing is expected from an idle
 /// upstream, so any read event ends it.
@@ -161,7 +188,7 @@ impl Handler for Idle {
                 return;
             }
         }
-        self.cache.borrow_mut().remove(c);
+        self.cache.borrow_mut().remove_by(|k| k.conn == c);
         core.close(c);
     }
 }
@@ -173,9 +200,10 @@ pub fn park(
     core: &mut Core,
     cache: &SharedCache,
     addr: PeerAddr,
-    c: ConnId,
+    k: Kept,
     timeout: u64,
 ) -> io::Result<()> {
+    let c = k.conn;
     core.set_handler(
         c,
         Box::new(Idle {
@@ -190,9 +218,9 @@ pub fn park(
     core.set_cancelable(Ev::read(c), true);
     core.add_timer(Ev::read(c), timeout);
     core.set_idle(c, true);
-    let evicted = cache.borrow_mut().put(addr, c);
+    let evicted = cache.borrow_mut().put(addr, k);
     if let Some(old) = evicted {
-        core.close(old);
+        core.close(old.conn);
     }
     // Bytes or EOF may already be waiting (the read event came and went
     // while the request's handler owned the connection).
@@ -203,27 +231,29 @@ pub fn park(
 }
 
 /// Takes a cached connection to `addr` for a request: the caller installs
-/// its own handler ([`Core::set_handler`]) and timers.
-pub fn unpark(core: &mut Core, cache: &SharedCache, addr: &PeerAddr) -> Option<ConnId> {
+/// its own handler ([`Core::set_handler`]) and timers. Its read timer (the
+/// idle timeout) is left armed for the caller to re-arm or delete, which
+/// it does before the loop waits again.
+pub fn unpark(core: &mut Core, cache: &SharedCache, addr: &PeerAddr) -> Option<Kept> {
     // Bounded by the cache size: stale entries are dropped on the way.
     loop {
-        let c = cache.borrow_mut().take(addr)?;
+        let k = cache.borrow_mut().take(addr)?;
+        let c = k.conn;
         if !core.is_live(c) {
             continue;
         }
-        core.del_timer(Ev::read(c));
         core.delete_posted(Ev::read(c));
         core.set_cancelable(Ev::read(c), false);
         core.set_idle(c, false);
-        return Some(c);
+        return Some(k);
     }
 }
 
 /// Closes every cached connection (worker exit).
 pub fn close_all(core: &mut Core, cache: &SharedCache) {
     let all = cache.borrow_mut().drain();
-    for c in all {
-        core.close(c);
+    for k in all {
+        core.close(k.conn);
     }
 }
 
