@@ -213,11 +213,16 @@ impl Zone {
                 return Some(Bucket { w });
             }
             // A short spin for a holder that is running; then let one that
-            // was descheduled run (two cores, many workers).
+            // was descheduled run (two cores, many workers); then sleep, so
+            // a holder behind many yielding waiters gets a CPU (yields
+            // alone ran out under a loaded test machine). At most ~0.1 s
+            // in all before giving up on a holder that died.
             if n < 64 {
                 std::hint::spin_loop();
-            } else {
+            } else if n < 1024 {
                 std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(10));
             }
         }
         None
