@@ -157,19 +157,16 @@ pub(super) fn relay_body(
         if p.rbuf.len() < want {
             p.rbuf.resize(want, 0);
         }
-        if direct.is_some() && splices(core, env, u) {
-            if !env.cx.m.has_output() {
-                if let Some(t) = splice_body(core, env, r, p, u, want) {
-                    return t;
-                }
-                continue;
+        // Spliced only while nothing else waits for the client (queued
+        // bytes, the head, go first), and only where no temp file may take
+        // the body: with one, a client that is not reading must not hold
+        // the upstream (the buffered path reads it into the buffers and the
+        // file; a spliced body waited in the pipe at the client's pace).
+        if direct.is_some() && !may_spill && !env.cx.m.has_output() && splices(core, env, u) {
+            if let Some(t) = splice_body(core, env, r, p, u, want) {
+                return t;
             }
-            if core.conn(env.client).is_some_and(|x| x.write.ready) {
-                // The head (or bytes read with it) goes out first; then the
-                // body is spliced after it.
-                core.add_timer(Ev::read(u), p.conf.read_timeout);
-                return Turn::WaitProgress;
-            }
+            continue;
         }
         match core.recv(u, &mut p.rbuf[..want]) {
             Ok(0) => return end_of_stream(core, env, r, p),
