@@ -115,7 +115,8 @@ pub(super) fn relay_body(
             }
             if !p.out.is_empty() {
                 let waiting = p.spill.as_ref().is_some_and(|s| s.unqueued() > 0);
-                if waiting || (may_spill && env.cx.m.output_pending() >= max) {
+                let blocked = !core.conn(env.client).is_some_and(|x| x.write.ready);
+                if waiting || (may_spill && blocked && env.cx.m.output_pending() >= max) {
                     if let Err(e) = spill(env, r, p) {
                         log_crit(env, r, p, READING, &e);
                         return abort(core, env, r, p);
@@ -132,7 +133,8 @@ pub(super) fn relay_body(
         if p.reader.as_ref().is_some_and(|b| b.is_done()) {
             return finish(core, env, r, p);
         }
-        let (room, to_file) = read_room(env, p, max, size, may_spill);
+        let blocked = !core.conn(env.client).is_some_and(|x| x.write.ready);
+        let (room, to_file) = read_room(env, p, max, size, may_spill && blocked);
         if room == 0 {
             // The client is slower and nothing more may be held: stop
             // reading until it took some.
@@ -306,7 +308,11 @@ fn wait(progress: bool) -> Turn {
 /// client's queue is under the buffers (as much as fits at once, nginx
 /// reads into all its free buffers with one readv, at least one buffer);
 /// else into the temp file, a write's worth while it has room; else none.
-/// True with the room when it is the temp file's.
+/// True with the room when it is the temp file's. `may_spill` is false
+/// while the client still takes data: as nginx's event pipe writes to the
+/// client before it writes to the file, full buffers first go out (the
+/// glue sends them and drives the relay again), and only a client that
+/// stopped reading sends the body to the temp file.
 fn read_room(
     env: &Env<'_, '_>,
     p: &Proxy,
