@@ -119,7 +119,13 @@ impl Core {
         Self::after_write(x, r, count)
     }
 
-    fn after_write(x: &mut Connection, r: io::Result<usize>, want: usize) -> io::Result<usize> {
+    /// Keeps `write.ready` true to the socket after a write of `want`
+    /// bytes (a short write or EAGAIN clears it; an error marks it).
+    pub(crate) fn after_write(
+        x: &mut Connection,
+        r: io::Result<usize>,
+        want: usize,
+    ) -> io::Result<usize> {
         let wev = &mut x.write;
         match r {
             Ok(n) => {

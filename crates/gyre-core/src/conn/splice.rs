@@ -125,25 +125,10 @@ impl Core {
         let fd = x.fd().ok_or_else(unsupported)?;
         let len = len.min(pipe.held);
         let r = sys::splice(pipe.read.as_fd(), fd, len);
-        let wev = &mut x.write;
-        match r {
-            Ok(n) => {
-                pipe.held -= n;
-                if n < len {
-                    wev.ready = false;
-                }
-                Ok(n)
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                wev.ready = false;
-                Err(e)
-            }
-            Err(e) => {
-                wev.ready = false;
-                wev.error = true;
-                Err(e)
-            }
+        if let Ok(n) = r {
+            pipe.held -= n;
         }
+        Self::after_write(x, r, len)
     }
 }
 

@@ -98,6 +98,8 @@ pub(super) fn relay_body(
     // after every read.
     // Bounded: each pass relays bytes or stops.
     for _ in 0..256 {
+        // The client stopped taking data (only then may the body spill).
+        let blocked = !core.conn(env.client).is_some_and(|x| x.write.ready);
         // Bytes already read (with the head, or left by the last pass).
         if !p.buf.is_empty() {
             p.out.clear();
@@ -115,7 +117,6 @@ pub(super) fn relay_body(
             }
             if !p.out.is_empty() {
                 let waiting = p.spill.as_ref().is_some_and(|s| s.unqueued() > 0);
-                let blocked = !core.conn(env.client).is_some_and(|x| x.write.ready);
                 if waiting || (may_spill && blocked && env.cx.m.output_pending() >= max) {
                     if let Err(e) = spill(env, r, p) {
                         log_crit(env, r, p, READING, &e);
@@ -133,7 +134,6 @@ pub(super) fn relay_body(
         if p.reader.as_ref().is_some_and(|b| b.is_done()) {
             return finish(core, env, r, p);
         }
-        let blocked = !core.conn(env.client).is_some_and(|x| x.write.ready);
         let (room, to_file) = read_room(env, p, max, size, may_spill && blocked);
         if room == 0 {
             // The client is slower and nothing more may be held: stop

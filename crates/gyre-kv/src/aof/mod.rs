@@ -681,11 +681,17 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    /// `appendfsync always` with group commit: a read's replies wait
-    /// until the turn's write and fsync, and nothing of them shows before.
-    #[test]
-    fn group_commit_holds_replies_until_the_turns_fsync() {
-        let dir = std::env::temp_dir().join(format!("gyre-aof-group-{}", std::process::id()));
+    /// A server with `appendfsync always` and group commit in a fresh
+    /// directory, and two clients.
+    fn always_server(
+        tag: &str,
+    ) -> (
+        Server,
+        std::path::PathBuf,
+        crate::server::ClientId,
+        crate::server::ClientId,
+    ) {
+        let dir = std::env::temp_dir().join(format!("gyre-aof-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut config = crate::server::Config::default();
@@ -703,6 +709,14 @@ mod tests {
         let b = s
             .connect("127.0.0.1:2", "127.0.0.1:6379", 8, 1_000)
             .unwrap();
+        (s, dir, a, b)
+    }
+
+    /// `appendfsync always` with group commit: a read's replies wait
+    /// until the turn's write and fsync, and nothing of them shows before.
+    #[test]
+    fn group_commit_holds_replies_until_the_turns_fsync() {
+        let (mut s, dir, a, b) = always_server("group");
         let incr = dir.join("appendonlydir/appendonly.aof.1.incr.aof");
         let mut out = Vec::new();
         s.feed(
@@ -743,24 +757,7 @@ mod tests {
     /// fsync of the push too, then goes out.
     #[test]
     fn a_woken_blpop_answers_after_the_fsync_of_the_push() {
-        let dir = std::env::temp_dir().join(format!("gyre-aof-woken-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut config = crate::server::Config::default();
-        config.persist.dir = dir.clone();
-        config.persist.aof.appendonly = true;
-        config.persist.aof.appendfsync = Fsync::Always;
-        let mut s = Server::new(config, 1_000);
-        s.aof.status = AofStatus::On;
-        s.aof.group_commit = true;
-        s.aof_open_at_start(1_000).unwrap();
-        s.sync_propagation();
-        let a = s
-            .connect("127.0.0.1:1", "127.0.0.1:6379", 7, 1_000)
-            .unwrap();
-        let b = s
-            .connect("127.0.0.1:2", "127.0.0.1:6379", 8, 1_000)
-            .unwrap();
+        let (mut s, dir, a, b) = always_server("woken");
         let incr = dir.join("appendonlydir/appendonly.aof.1.incr.aof");
         let mut out = Vec::new();
         let r = s.feed(
