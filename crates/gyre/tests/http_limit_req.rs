@@ -10,6 +10,7 @@ mod util;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 use util::http::{free_port, owner_of_socket, server_socket_inodes, start_http, Raw};
 use util::nginx::{nginx_bin, Nginx, Site};
@@ -341,7 +342,7 @@ fn bad_directives_are_config_errors_like_nginx() {
 /// Sends a GET and reads only the status line and head (a slow download
 /// goes on behind it).
 fn head_only(port: u16, path: &str) -> (std::net::TcpStream, u16) {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
@@ -350,7 +351,7 @@ fn head_only(port: u16, path: &str) -> (std::net::TcpStream, u16) {
     let mut b = [0u8; 512];
     let end = Instant::now() + Duration::from_secs(5);
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") && Instant::now() < end {
-        match s.read(&mut b) {
+        match s.read_some(&mut b) {
             Ok(0) | Err(_) => break,
             Ok(n) => buf.extend_from_slice(&b[..n]),
         }

@@ -6,10 +6,11 @@
 mod proxy_backend;
 mod util;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 use proxy_backend::{backend, dechunk, echo_backend, find, ok, Got, Reply};
 
@@ -115,7 +116,7 @@ fn request_bodies_go_with_a_length_and_chunked_responses_are_rechunked() {
     let mut all = Vec::new();
     while find(&all, b"0\r\n\r\n").is_none() && Instant::now() < deadline {
         let mut chunk = [0u8; 4096];
-        let n = c.s.read(&mut chunk).unwrap();
+        let n = c.s.read_some(&mut chunk).unwrap();
         if n == 0 {
             break;
         }
@@ -205,7 +206,7 @@ fn raw_backend(bytes: &'static [u8], hold: bool) -> u16 {
                 let mut buf = Vec::new();
                 while find(&buf, b"\r\n\r\n").is_none() {
                     let mut c = [0u8; 4096];
-                    match s.read(&mut c) {
+                    match s.read_some(&mut c) {
                         Ok(0) | Err(_) => return,
                         Ok(n) => buf.extend_from_slice(&c[..n]),
                     }
@@ -403,7 +404,7 @@ fn a_cached_connection_the_upstream_closed_is_retried_on_a_new_one() {
                 for i in 0..2 {
                     while find(&buf, b"\r\n\r\n").is_none() {
                         let mut c = [0u8; 4096];
-                        match s.read(&mut c) {
+                        match s.read_some(&mut c) {
                             Ok(0) | Err(_) => return,
                             Ok(n) => buf.extend_from_slice(&c[..n]),
                         }
@@ -449,7 +450,7 @@ fn upgrade_backend() -> u16 {
                 let mut buf = Vec::new();
                 while find(&buf, b"\r\n\r\n").is_none() {
                     let mut c = [0u8; 4096];
-                    match s.read(&mut c) {
+                    match s.read_some(&mut c) {
                         Ok(0) | Err(_) => return,
                         Ok(n) => buf.extend_from_slice(&c[..n]),
                     }
@@ -465,7 +466,7 @@ fn upgrade_backend() -> u16 {
                 s.write_all(&early.to_ascii_uppercase()).unwrap();
                 loop {
                     let mut c = [0u8; 4096];
-                    match s.read(&mut c) {
+                    match s.read_some(&mut c) {
                         Ok(0) | Err(_) => return,
                         Ok(n) => {
                             if s.write_all(&c[..n].to_ascii_uppercase()).is_err() {
@@ -504,7 +505,7 @@ fn upgraded_connections_are_tunnelled_both_ways() {
     let deadline = Instant::now() + Duration::from_secs(5);
     while find(&all, b"EARLY;").is_none() && Instant::now() < deadline {
         let mut chunk = [0u8; 4096];
-        let n = c.s.read(&mut chunk).unwrap();
+        let n = c.s.read_some(&mut chunk).unwrap();
         assert!(n > 0, "closed: {:?}", String::from_utf8_lossy(&all));
         all.extend_from_slice(&chunk[..n]);
     }
@@ -521,7 +522,7 @@ fn upgraded_connections_are_tunnelled_both_ways() {
         let mut got = Vec::new();
         while got.len() < msg.len() {
             let mut chunk = [0u8; 4096];
-            let n = c.s.read(&mut chunk).unwrap();
+            let n = c.s.read_some(&mut chunk).unwrap();
             assert!(n > 0);
             got.extend_from_slice(&chunk[..n]);
         }
@@ -579,7 +580,7 @@ fn a_client_that_goes_away_closes_its_upstream_request() {
                 let mut buf = Vec::new();
                 loop {
                     let mut c = [0u8; 4096];
-                    match s.read(&mut c) {
+                    match s.read_some(&mut c) {
                         Ok(0) | Err(_) => break,
                         Ok(n) => buf.extend_from_slice(&c[..n]),
                     }
@@ -704,7 +705,7 @@ fn fail_timeout_brings_a_failed_server_back() {
             let Ok(mut s) = s else { continue };
             std::thread::spawn(move || {
                 let mut buf = [0u8; 4096];
-                let _ = s.read(&mut buf);
+                let _ = s.read_some(&mut buf);
                 let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 4\r\n\r\nback");
             });
         }

@@ -12,12 +12,13 @@
 mod proxy_backend;
 mod util;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 use proxy_backend::find;
 use util::http::{start_http, Raw};
@@ -55,7 +56,7 @@ fn upstream(chunked: bool) -> Upstream {
                 let mut buf = Vec::new();
                 while find(&buf, b"\r\n\r\n").is_none() {
                     let mut c = [0u8; 4096];
-                    match s.read(&mut c) {
+                    match s.read_some(&mut c) {
                         Ok(0) | Err(_) => return,
                         Ok(n) => buf.extend_from_slice(&c[..n]),
                     }
@@ -85,7 +86,7 @@ fn upstream(chunked: bool) -> Upstream {
                 // The proxy sent `Connection: close`: it closes once it has
                 // read the response.
                 let mut c = [0u8; 64];
-                if matches!(s.read(&mut c), Ok(0)) {
+                if matches!(s.read_some(&mut c), Ok(0)) {
                     rel.fetch_add(1, Ordering::SeqCst);
                 }
             });

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
+use util::ReadSome;
 
 use gyre_core::event::tls::rustls;
 use rustls::pki_types::pem::PemObject;
@@ -239,7 +240,7 @@ fn get_at(t: &mut Tls, host: &str, path: &str) -> std::io::Result<(u16, Vec<u8>)
     let mut head = Vec::new();
     let mut b = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
-        if t.read(&mut b)? == 0 {
+        if t.read_some(&mut b)? == 0 {
             return Err(ErrorKind::UnexpectedEof.into());
         }
         head.push(b[0]);
@@ -521,7 +522,7 @@ fn closed_by_server(s: &mut TcpStream, within: Duration) -> bool {
     s.set_read_timeout(Some(within)).unwrap();
     let mut b = [0u8; 4096];
     for _ in 0..64 {
-        match s.read(&mut b) {
+        match s.read_some(&mut b) {
             Ok(0) => return true,
             Ok(_) => continue,
             Err(e) => {

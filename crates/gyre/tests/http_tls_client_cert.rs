@@ -11,12 +11,13 @@
 
 mod util;
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
+use util::ReadSome;
 
 use gyre_core::event::tls::rustls;
 use rustls::pki_types::pem::PemObject;
@@ -86,7 +87,7 @@ fn ask(port: u16, cfg: &Arc<rustls::ClientConfig>) -> Result<(String, String, bo
                 // After an error page both close; a kept connection would
                 // only end at the read timeout, so only those are read on.
                 let closed = status.contains(" 400 ")
-                    && match t.read(&mut b) {
+                    && match t.read_some(&mut b) {
                         Ok(0) => true,
                         Ok(_) => false,
                         Err(e) => {
@@ -96,7 +97,7 @@ fn ask(port: u16, cfg: &Arc<rustls::ClientConfig>) -> Result<(String, String, bo
                 return Ok((status, body, closed));
             }
         }
-        match t.read(&mut b) {
+        match t.read_some(&mut b) {
             Ok(0) => return Err("eof".into()),
             Ok(n) => got.extend_from_slice(&b[..n]),
             Err(e) => return Err(format!("{:?}", e.kind())),

@@ -9,6 +9,7 @@ mod util;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 use util::http::free_port;
 use util::{wait_for, Prefix, Server};
@@ -254,10 +255,10 @@ fn idle_clients_are_closed_after_timeout() {
     let t0 = Instant::now();
     idle.write_all(b"PING\r\n").unwrap();
     let mut b = [0u8; 16];
-    let n = idle.read(&mut b).unwrap();
+    let n = idle.read_some(&mut b).unwrap();
     assert_eq!(&b[..n], b"+PONG\r\n");
     idle.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let n = idle.read(&mut b).unwrap_or(0);
+    let n = idle.read_some(&mut b).unwrap_or(0);
     assert_eq!(n, 0, "closed by the server");
     let waited = t0.elapsed();
     assert!(

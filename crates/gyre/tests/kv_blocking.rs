@@ -11,10 +11,11 @@
 
 mod util;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 use gyre_kv::resp::{decode_reply, Reply};
 use util::http::free_port;
@@ -49,7 +50,7 @@ impl Client {
             }
             assert!(Instant::now() < deadline, "no reply");
             let mut chunk = [0u8; 4096];
-            let n = self.s.read(&mut chunk).unwrap();
+            let n = self.s.read_some(&mut chunk).unwrap();
             assert!(n > 0, "closed");
             self.buf.extend_from_slice(&chunk[..n]);
         }

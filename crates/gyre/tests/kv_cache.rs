@@ -13,6 +13,7 @@ mod util;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 use util::http::free_port;
 use util::{wait_for, Prefix, Server};
@@ -191,7 +192,7 @@ fn a_subscriber_that_never_reads_is_cut_at_its_hard_limit() {
     slow.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     slow.write_all(b"SUBSCRIBE firehose\r\n").unwrap();
     let mut ack = [0u8; 64];
-    let n = slow.read(&mut ack).unwrap();
+    let n = slow.read_some(&mut ack).unwrap();
     assert!(ack[..n].starts_with(b"*3\r\n$9\r\nsubscribe\r\n"));
     // A subscriber that keeps reading.
     let mut fast_conn = client(&kv);
@@ -231,7 +232,7 @@ fn a_subscriber_that_never_reads_is_cut_at_its_hard_limit() {
     let mut got = 0usize;
     loop {
         assert!(Instant::now() < deadline, "slow subscriber not closed");
-        match slow.read(&mut buf) {
+        match slow.read_some(&mut buf) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) => panic!("read: {e}"),
@@ -321,7 +322,7 @@ fn a_publish_reaches_every_one_of_many_subscribers_in_order() {
         .collect();
     for s in &mut subs {
         let mut ack = [0u8; 64];
-        let n = s.read(&mut ack).unwrap();
+        let n = s.read_some(&mut ack).unwrap();
         assert!(ack[..n].starts_with(b"*3\r\n$"), "{:?}", &ack[..n]);
     }
     let mut publ = client(&kv);

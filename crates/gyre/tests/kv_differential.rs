@@ -19,10 +19,11 @@
 
 mod util;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 use gyre_kv::resp::{decode_reply, Reply};
 use util::http::free_port;
@@ -122,7 +123,7 @@ impl Conn {
             let mut chunk = [0u8; 65536];
             let n = self
                 .s
-                .read(&mut chunk)
+                .read_some(&mut chunk)
                 .unwrap_or_else(|e| panic!("{e} reading the reply to {}", show(args)));
             assert!(n > 0, "connection closed on {}", show(args));
             self.buf.extend_from_slice(&chunk[..n]);

@@ -7,11 +7,12 @@
 
 mod util;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+use util::ReadSome;
 
 use util::http::free_port;
 use util::kv::*;
@@ -248,7 +249,7 @@ fn bgsave_is_a_point_in_time_snapshot_under_writes() {
     let mut got = Vec::new();
     let mut buf = [0u8; 256];
     while got.len() < want.len() {
-        let n = raw.read(&mut buf).unwrap();
+        let n = raw.read_some(&mut buf).unwrap();
         assert!(n > 0);
         got.extend_from_slice(&buf[..n]);
     }

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
+use util::ReadSome;
 
 use gyre_core::event::tls::rustls;
 use rustls::pki_types::pem::PemObject;
@@ -225,7 +226,7 @@ fn tls_only_with_optional_client_auth_and_a_large_value() {
     let mut info = Vec::new();
     let mut b = [0u8; 4096];
     while !info.ends_with(b"\r\n\r\n") || !String::from_utf8_lossy(&info).contains("tcp_port") {
-        let n = t.read(&mut b).unwrap();
+        let n = t.read_some(&mut b).unwrap();
         assert!(n > 0 && info.len() < 1 << 20);
         info.extend_from_slice(&b[..n]);
     }

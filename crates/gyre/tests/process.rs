@@ -7,6 +7,7 @@ mod util;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
+use util::ReadSome;
 
 use util::http::{free_port, Raw};
 use util::{wait_for, Prefix};
@@ -256,14 +257,14 @@ fn quit_lets_a_slow_download_finish() {
     .unwrap();
     let mut got = Vec::new();
     let mut chunk = [0u8; 4096];
-    let n = c.read(&mut chunk).unwrap();
+    let n = c.read_some(&mut chunk).unwrap();
     got.extend_from_slice(&chunk[..n]);
     let o = s.signal("quit");
     assert!(o.status.success());
     // Read slowly for a while: the worker must keep sending.
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(20));
-        let n = c.read(&mut chunk).unwrap();
+        let n = c.read_some(&mut chunk).unwrap();
         got.extend_from_slice(&chunk[..n]);
     }
     assert!(TcpStream::connect(addr).is_err(), "listener closed on quit");

@@ -7,6 +7,7 @@ mod util;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 use util::backend::{Backend, Reply, Scripted, Step};
 
@@ -27,7 +28,7 @@ fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> (String, Vec<u8>) {
         if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break p;
         }
-        let n = s.read(&mut tmp).unwrap();
+        let n = s.read_some(&mut tmp).unwrap();
         assert!(n > 0, "EOF in head");
         buf.extend_from_slice(&tmp[..n]);
     };
@@ -42,7 +43,7 @@ fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> (String, Vec<u8>) {
         })
         .map_or(0, |v| v.parse().unwrap());
     while buf.len() < len {
-        let n = s.read(&mut tmp).unwrap();
+        let n = s.read_some(&mut tmp).unwrap();
         assert!(n > 0, "EOF in body");
         buf.extend_from_slice(&tmp[..n]);
     }
@@ -238,7 +239,7 @@ fn scripted_sends_pauses_and_resets() {
     let mut got = Vec::new();
     let mut tmp = [0u8; 256];
     let err = loop {
-        match s.read(&mut tmp) {
+        match s.read_some(&mut tmp) {
             Ok(0) => panic!("clean EOF instead of a reset"),
             Ok(n) => got.extend_from_slice(&tmp[..n]),
             Err(e) => break e,

@@ -18,7 +18,8 @@
 //! an empty argument, `\s` a space inside one.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::io::{Read, Write};
+use crate::util::ReadSome;
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -132,7 +133,7 @@ impl Conn {
             }
             assert!(Instant::now() < deadline, "no reply frame");
             let mut tmp = [0u8; 16384];
-            match self.s.read(&mut tmp) {
+            match self.s.read_some(&mut tmp) {
                 Ok(0) => return b"<closed>".to_vec(),
                 Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {

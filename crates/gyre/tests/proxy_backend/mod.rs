@@ -3,7 +3,8 @@
 //! receives and answers with what a closure makes.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::io::{Read, Write};
+use crate::util::ReadSome;
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -81,7 +82,7 @@ fn serve(mut s: TcpStream, got: Arc<Mutex<Vec<Got>>>, reply: Reply, stop: Arc<At
                 break i;
             }
             let mut c = [0u8; 8192];
-            match s.read(&mut c) {
+            match s.read_some(&mut c) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => buf.extend_from_slice(&c[..n]),
             }
@@ -106,7 +107,7 @@ fn serve(mut s: TcpStream, got: Arc<Mutex<Vec<Got>>>, reply: Reply, stop: Arc<At
             .unwrap_or(0);
         while buf.len() < cl {
             let mut c = [0u8; 8192];
-            match s.read(&mut c) {
+            match s.read_some(&mut c) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => buf.extend_from_slice(&c[..n]),
             }

@@ -18,7 +18,8 @@
 //! bound again by [`Backend::start_on`] (failover tests).
 #![allow(dead_code)]
 
-use std::io::{self, Read, Write};
+use super::ReadSome;
+use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -355,7 +356,7 @@ fn fill_until(
         if sh.stopping() || Instant::now() > end {
             return Err(io::ErrorKind::TimedOut.into());
         }
-        match s.read(&mut tmp) {
+        match s.read_some(&mut tmp) {
             Ok(n) => {
                 buf.extend_from_slice(&tmp[..n]);
                 return Ok(n);

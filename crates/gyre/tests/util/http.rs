@@ -3,6 +3,7 @@
 //! responses itself (for malformed input, pipelining and keep-alive), and
 //! stub_status parsing.
 
+use super::ReadSome;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
@@ -269,7 +270,7 @@ impl Raw {
     /// Reads more into the buffer; Ok(0) at EOF.
     fn fill(&mut self) -> io::Result<usize> {
         let mut chunk = [0u8; 64 * 1024];
-        let n = self.s.read(&mut chunk)?;
+        let n = self.s.read_some(&mut chunk)?;
         if n == 0 {
             self.eof = true;
         }

@@ -7,7 +7,8 @@
 pub mod gen_bit;
 pub mod gen_zset;
 
-use std::io::{Read, Write};
+use crate::util::ReadSome;
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -84,7 +85,7 @@ impl Conn {
             }
             assert!(Instant::now() < deadline, "no reply to {}", show(args));
             let mut chunk = [0u8; 65536];
-            let n = self.s.read(&mut chunk).unwrap();
+            let n = self.s.read_some(&mut chunk).unwrap();
             assert!(n > 0, "connection closed on {}", show(args));
             self.buf.extend_from_slice(&chunk[..n]);
         }
