@@ -57,7 +57,7 @@ impl Handler for Conn {
 
 /// 64 clients, one after the other, each sending its request 20 ms after
 /// connecting: the first few reads at accept find nothing, then the core
-/// stops trying (it still tries one in 16).
+/// stops trying (it still tries one in 64).
 fn run(backend: Backend) {
     let mut core = Core::new(CoreOptions {
         backend,
