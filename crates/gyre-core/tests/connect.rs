@@ -9,13 +9,14 @@
 mod util;
 
 use std::cell::{Cell, RefCell};
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 use gyre_core::conn::{ConnId, ListenOptions, Listener};
 use gyre_core::event::tls::rustls;
@@ -176,7 +177,7 @@ fn tcp_echo(addr: &str) -> Option<SocketAddr> {
             std::thread::spawn(move || {
                 s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
                 let mut buf = [0u8; 65536];
-                while let Ok(n) = s.read(&mut buf) {
+                while let Ok(n) = s.read_some(&mut buf) {
                     if n == 0 || s.write_all(&buf[..n]).is_err() {
                         break;
                     }
@@ -307,7 +308,7 @@ fn unix_domain_exchange_and_refusal() {
             if let Some(Ok(mut s)) = ls.incoming().next() {
                 s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
                 let mut buf = [0u8; 4096];
-                while let Ok(n) = s.read(&mut buf) {
+                while let Ok(n) = s.read_some(&mut buf) {
                     if n == 0 || s.write_all(&buf[..n]).is_err() {
                         break;
                     }
@@ -525,7 +526,7 @@ fn tls_echo(cfg: Arc<rustls::ServerConfig>) -> (SocketAddr, Arc<Mutex<Vec<Option
                 let mut t = rustls::StreamOwned::new(conn, s);
                 let mut buf = [0u8; 65536];
                 let mut first = true;
-                while let Ok(n) = t.read(&mut buf) {
+                while let Ok(n) = t.read_some(&mut buf) {
                     if first {
                         first = false;
                         sni.lock()

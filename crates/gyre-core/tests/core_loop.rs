@@ -4,6 +4,7 @@
 //! connections, graceful shutdown.
 #![allow(clippy::unwrap_used)]
 
+mod util;
 use std::cell::{Cell, RefCell};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -11,6 +12,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 use gyre_core::conn::{ConnId, ListenOptions, Listener, Protocol};
 use gyre_core::event::{Backend, Core, CoreOptions, Ev, EvKind, Handler, Next};
@@ -172,7 +174,7 @@ fn stale_event_after_close_and_reuse_in_one_batch_is_dropped() {
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
         let mut buf = [0u8; 4];
-        assert_eq!(victim.read(&mut buf).unwrap_or(0), 0);
+        assert_eq!(victim.read_some(&mut buf).unwrap_or(0), 0);
     }
 }
 
@@ -440,7 +442,7 @@ fn reusable_connections_are_drained_oldest_first_when_slots_run_low() {
             .unwrap();
         let mut b = [0u8; 1];
         assert_eq!(
-            oldest.read(&mut b).unwrap_or(0),
+            oldest.read_some(&mut b).unwrap_or(0),
             0,
             "drained client sees EOF"
         );
@@ -587,8 +589,8 @@ fn write_interest_only_after_eagain() {
         // The peer drains; the write handler runs again.
         let mut sink = vec![0u8; 1 << 20];
         peer.set_nonblocking(true).unwrap();
-        let _ = peer.read(&mut sink);
-        let _ = peer.read(&mut sink);
+        let _ = peer.read_some(&mut sink);
+        let _ = peer.read_some(&mut sink);
         run_until(&mut core, |_| write_events.get() > 0);
     }
 }

@@ -7,6 +7,7 @@ mod util;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 use util::{cpu_ticks, EchoProc};
 
@@ -29,7 +30,7 @@ fn echo_round_trip(s: &mut TcpStream, msg: &[u8]) {
 fn closed_by_server(s: &mut TcpStream, within: Duration) -> bool {
     s.set_read_timeout(Some(within)).unwrap();
     let mut b = [0u8; 64];
-    match s.read(&mut b) {
+    match s.read_some(&mut b) {
         Ok(0) => true,
         Ok(_) => false,
         Err(e) => matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe),

@@ -12,6 +12,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 struct Master {
     child: Child,
@@ -285,7 +286,7 @@ fn quit_closes_idle_connections_and_exits() {
         m.log()
     );
     let mut b = [0u8; 8];
-    assert_eq!(c.read(&mut b).unwrap_or(0), 0, "connection closed");
+    assert_eq!(c.read_some(&mut b).unwrap_or(0), 0, "connection closed");
     assert!(TcpStream::connect(addr).is_err(), "listener closed");
     assert!(m.log().contains("gracefully shutting down"));
 }

@@ -6,12 +6,14 @@
 //! back with `Pipe::read`.
 #![allow(clippy::unwrap_used)]
 
+mod util;
 use std::cell::RefCell;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 use gyre_core::conn::splice::Pipe;
 use gyre_core::conn::ConnId;
@@ -135,7 +137,7 @@ fn a_spliced_relay_delivers_every_byte_to_a_slow_reader() {
             let mut buf = vec![0u8; 16 * 1024];
             let mut reads = 0;
             loop {
-                match consumer.read(&mut buf) {
+                match consumer.read_some(&mut buf) {
                     Ok(0) => break,
                     Ok(n) => got.extend_from_slice(&buf[..n]),
                     Err(e) => panic!("reading: {e}"),

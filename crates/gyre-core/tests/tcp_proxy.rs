@@ -13,6 +13,7 @@ use std::os::fd::AsFd;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use util::ReadSome;
 
 const BACKENDS: [&str; 2] = ["epoll", "poll"];
 
@@ -111,7 +112,7 @@ fn backend(serve: fn(TcpStream)) -> SocketAddr {
 
 fn echo(mut s: TcpStream) {
     let mut buf = [0u8; 65536];
-    while let Ok(n) = s.read(&mut buf) {
+    while let Ok(n) = s.read_some(&mut buf) {
         if n == 0 || s.write_all(&buf[..n]).is_err() {
             break;
         }
@@ -162,7 +163,7 @@ fn count_then_answer(mut s: TcpStream) {
     let mut n = 0usize;
     let mut buf = [0u8; 65536];
     loop {
-        match s.read(&mut buf) {
+        match s.read_some(&mut buf) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(_) => return,
@@ -211,7 +212,7 @@ fn slow_reader_keeps_the_proxy_memory_bounded() {
         let mut buf = vec![0u8; 1 << 16];
         let mut peak = stalled;
         loop {
-            match s.read(&mut buf) {
+            match s.read_some(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
                     got.extend_from_slice(&buf[..n]);
@@ -238,7 +239,7 @@ fn slow_reader_keeps_the_proxy_memory_bounded() {
 /// Reads a little and resets the connection (SO_LINGER 0).
 fn resetter(mut s: TcpStream) {
     let mut buf = [0u8; 16];
-    let _ = s.read(&mut buf);
+    let _ = s.read_some(&mut buf);
     gyre_core::sys::socket::set_linger_zero(s.as_fd()).unwrap();
     drop(s);
 }
@@ -251,7 +252,7 @@ fn backend_reset_closes_the_client_and_nothing_else() {
         let mut s = client(p.addr);
         s.write_all(b"hello").unwrap();
         let mut buf = [0u8; 16];
-        match s.read(&mut buf) {
+        match s.read_some(&mut buf) {
             Ok(0) => {}
             Err(e) if e.kind() == ErrorKind::ConnectionReset => {}
             other => panic!("{be}: expected the connection closed, got {other:?}"),
@@ -265,7 +266,7 @@ fn backend_reset_closes_the_client_and_nothing_else() {
         // The proxy still serves: another session gets its own reset.
         let mut s2 = client(p.addr);
         s2.write_all(b"again").unwrap();
-        let _ = s2.read(&mut buf);
+        let _ = s2.read_some(&mut buf);
     }
 }
 
@@ -279,7 +280,7 @@ fn unreachable_backend_is_logged_and_the_client_closed() {
         let p = ProxyProc::start(be, &dead.to_string(), &[]);
         let mut s = client(p.addr);
         let mut buf = [0u8; 16];
-        assert_eq!(s.read(&mut buf).unwrap_or(0), 0, "{be}");
+        assert_eq!(s.read_some(&mut buf).unwrap_or(0), 0, "{be}");
         let line = p.wait_log("while connecting to upstream");
         assert!(
             line.contains("connect() failed (111: Connection refused)"),
@@ -302,7 +303,7 @@ fn unix_domain_backend() {
             let Ok(mut s) = s else { return };
             std::thread::spawn(move || {
                 let mut buf = [0u8; 4096];
-                while let Ok(n) = s.read(&mut buf) {
+                while let Ok(n) = s.read_some(&mut buf) {
                     if n == 0 || s.write_all(&buf[..n]).is_err() {
                         break;
                     }
@@ -366,7 +367,7 @@ fn tls_backend(cfg: Arc<gyre_core::event::tls::rustls::ServerConfig>) -> SocketA
                 let mut t =
                     rustls::StreamOwned::new(rustls::ServerConnection::new(cfg).unwrap(), s);
                 let mut buf = [0u8; 65536];
-                while let Ok(n) = t.read(&mut buf) {
+                while let Ok(n) = t.read_some(&mut buf) {
                     if n == 0 || t.write_all(&buf[..n]).is_err() {
                         break;
                     }
@@ -426,7 +427,7 @@ fn tls_to_the_upstream() {
         );
         let mut s = client(proxy.addr);
         let mut b = [0u8; 8];
-        assert_eq!(s.read(&mut b).unwrap_or(0), 0, "{be}");
+        assert_eq!(s.read_some(&mut b).unwrap_or(0), 0, "{be}");
         let line = proxy.wait_log("while SSL handshaking to upstream");
         // nginx's words for a leaf sent alone whose issuer is not trusted.
         assert!(

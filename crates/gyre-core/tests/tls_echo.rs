@@ -13,6 +13,7 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use util::ReadSome;
 
 use gyre_core::event::tls::rustls;
 use rustls::pki_types::pem::PemObject;
@@ -146,7 +147,7 @@ fn echo_over_tls_small_and_large() {
                     Ok(_) => {
                         s.conn.process_new_packets().unwrap();
                         loop {
-                            match s.conn.reader().read(&mut buf) {
+                            match s.conn.reader().read_some(&mut buf) {
                                 Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
                                 _ => break,
                             }
@@ -176,7 +177,7 @@ fn idle_close_sends_close_notify() {
         let mut b = [0u8; 16];
         // A clean TLS end of stream: close_notify, not a bare FIN (rustls
         // reports the latter as UnexpectedEof).
-        let n = a.read(&mut b).unwrap();
+        let n = a.read_some(&mut b).unwrap();
         assert_eq!(n, 0, "{be}");
     }
 }
@@ -186,7 +187,7 @@ fn closed_by_server(s: &mut TcpStream, within: Duration) -> bool {
     s.set_read_timeout(Some(within)).unwrap();
     let mut b = [0u8; 4096];
     for _ in 0..64 {
-        match s.read(&mut b) {
+        match s.read_some(&mut b) {
             Ok(0) => return true,
             Ok(_) => continue,
             Err(e) => {
@@ -340,7 +341,7 @@ fn linger_attempt(be: &str, pki: &Pki, cfg: &Arc<rustls::ClientConfig>) -> bool 
         let end = std::time::Instant::now() + Duration::from_secs(20);
         loop {
             assert!(std::time::Instant::now() < end, "{be}: no FIN");
-            match a.sock.read(&mut chunk) {
+            match a.sock.read_some(&mut chunk) {
                 Ok(0) => break,
                 Ok(n) => raw.extend_from_slice(&chunk[..n]),
                 Err(e) => panic!("{be}: {e} after {} raw bytes", raw.len()),
@@ -354,7 +355,7 @@ fn linger_attempt(be: &str, pki: &Pki, cfg: &Arc<rustls::ClientConfig>) -> bool 
             a.conn.read_tls(&mut rd).unwrap();
             let st = a.conn.process_new_packets().unwrap();
             loop {
-                match a.conn.reader().read(&mut buf) {
+                match a.conn.reader().read_some(&mut buf) {
                     Ok(0) => {
                         clean = true;
                         break;

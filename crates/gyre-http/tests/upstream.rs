@@ -6,6 +6,8 @@
 //! message) when nginx is not installed.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::ReadSome;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -219,7 +221,7 @@ fn backends(n: usize) -> Vec<u16> {
                     let mut req = Vec::new();
                     let mut buf = [0u8; 4096];
                     while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match s.read(&mut buf) {
+                        match s.read_some(&mut buf) {
                             Ok(0) | Err(_) => break,
                             Ok(k) => req.extend_from_slice(&buf[..k]),
                         }
@@ -534,7 +536,7 @@ fn recording_backend(answer: fn(&str) -> Vec<u8>) -> (u16, Arc<Mutex<Vec<Vec<u8>
             let mut req = Vec::new();
             let mut buf = [0u8; 4096];
             while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf) {
+                match s.read_some(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(k) => req.extend_from_slice(&buf[..k]),
                 }

@@ -125,3 +125,21 @@ pub fn open_fds(pid: u32) -> usize {
         .unwrap()
         .count()
 }
+
+/// `Read::read` that retries on `EINTR`. A socket with a receive timeout
+/// (`SO_RCVTIMEO`) fails with `Interrupted` whenever the test process is
+/// stopped and continued, even with no signal handler installed
+/// (signal(7)); a loaded CI machine does that. `read_exact` and
+/// `read_to_end` already retry; a bare `read` does not.
+pub trait ReadSome: std::io::Read {
+    fn read_some(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            match self.read(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => return r,
+            }
+        }
+    }
+}
+
+impl<R: std::io::Read + ?Sized> ReadSome for R {}

@@ -18,7 +18,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-use common::DATE;
+use common::{ReadSome, DATE};
 use gyre_http::range::{decide, RangeDecision};
 use gyre_http::{Body, Connection, Event, HttpSettings, Request, Response};
 
@@ -133,7 +133,7 @@ fn matches_recorded_nginx() {
 
 #[test]
 fn live_nginx_still_matches_table() {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let Ok(addr) = std::env::var("GYRE_DIFF_NGINX") else {
         eprintln!("skipping live nginx comparison: set GYRE_DIFF_NGINX=host:port of an nginx serving the documented root");
         return;
@@ -146,7 +146,7 @@ fn live_nginx_still_matches_table() {
         let mut buf = [0u8; 12];
         let mut n = 0;
         while n < 12 {
-            match s.read(&mut buf[n..]) {
+            match s.read_some(&mut buf[n..]) {
                 Ok(0) | Err(_) => break,
                 Ok(k) => n += k,
             }
