@@ -468,9 +468,11 @@ fn build(set: &SslSet, zones: &mut Zones) -> Result<Built, String> {
         (None, _) => return Err("no ssl_client_certificate for ssl_verify_client".into()),
         (Some(ca), _) => {
             let mut roots = rustls::RootCertStore::empty();
-            for c in tls_conf::load_certs(ca).map_err(|e| load_error("certificate", ca, &e))? {
+            let trusted =
+                tls_conf::load_certs(ca).map_err(|e| load_error("certificate", ca, &e))?;
+            for c in &trusted {
                 roots
-                    .add(c)
+                    .add(c.clone())
                     .map_err(|e| format!("cannot load certificate \"{}\": {e}", ca.display()))?;
             }
             let inner = WebPkiClientVerifier::builder_with_provider(roots.into(), provider.clone())
@@ -479,6 +481,7 @@ fn build(set: &SslSet, zones: &mut Zones) -> Result<Built, String> {
                 .map_err(|e| format!("ssl_client_certificate \"{}\": {e}", ca.display()))?;
             Some(Arc::new(DepthLimit {
                 inner,
+                roots: trusted,
                 depth: set.verify_depth.unwrap_or(1),
             }) as Arc<dyn ClientCertVerifier>)
         }
@@ -550,12 +553,15 @@ impl ResolvesServerCert for PickCert {
     }
 }
 
-/// `ssl_verify_depth`: at most `depth` certificates above the client's own
-/// (OpenSSL's count; 1, the default, means signed directly by a CA of
-/// `ssl_client_certificate`).
+/// `ssl_verify_depth`: at most `depth` intermediate CAs between the
+/// client's certificate and a CA of `ssl_client_certificate` (OpenSSL's
+/// count: 0 means signed directly by such a CA; 1, the default, allows one
+/// intermediate; a trusted certificate the client also sends is not one).
 #[derive(Debug)]
 struct DepthLimit {
     inner: Arc<dyn ClientCertVerifier>,
+    /// The trusted certificates, to tell a sent root from an intermediate.
+    roots: Vec<CertificateDer<'static>>,
     depth: usize,
 }
 
@@ -575,7 +581,13 @@ impl ClientCertVerifier for DepthLimit {
         intermediates: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        if intermediates.len() >= self.depth.max(1) {
+        // rustls does not say which path it built: the intermediates are
+        // the certificates sent that are not trusted ones.
+        let between = intermediates
+            .iter()
+            .filter(|c| !self.roots.iter().any(|r| r.as_ref() == c.as_ref()))
+            .count();
+        if between > self.depth {
             return Err(rustls::Error::General(
                 "certificate chain too long (ssl_verify_depth)".into(),
             ));
@@ -867,8 +879,10 @@ fn verdict(
                     }
                     _ => "79:invalid certificate",
                 },
+                // OpenSSL stops building the chain at the depth; its last
+                // word is then the issuer it did not look for.
                 rustls::Error::General(g) if g.contains("ssl_verify_depth") => {
-                    "22:certificate chain too long"
+                    "20:unable to get local issuer certificate"
                 }
                 _ => "79:invalid certificate",
             }

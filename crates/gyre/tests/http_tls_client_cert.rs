@@ -161,6 +161,124 @@ fn start_gyre(p: &Prefix, port: u16, server: &str) -> Server {
     server
 }
 
+/// Debian's nginx with `server` (listening on `port`) in its own prefix
+/// `name`; the child and the prefix (its log is `logs/error.log`).
+fn start_nginx(
+    nginx: &Path,
+    p: &Prefix,
+    name: &str,
+    server: &str,
+    port: u16,
+) -> (std::process::Child, PathBuf) {
+    let ndir = p.path(name);
+    std::fs::create_dir_all(ndir.join("logs")).unwrap();
+    std::fs::write(
+        ndir.join("nginx.conf"),
+        format!(
+            "daemon off; master_process off; error_log {0}/logs/error.log info;
+             pid {0}/nginx.pid; events {{}} http {{ access_log off; {1} }}",
+            ndir.display(),
+            server
+        ),
+    )
+    .unwrap();
+    let ng = Command::new(nginx)
+        .args(["-p", &s(&ndir), "-c", &s(&ndir.join("nginx.conf"))])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_for(Duration::from_secs(10), || probe(port)),
+        "nginx did not start"
+    );
+    (ng, ndir)
+}
+
+/// `ssl_verify_depth N` allows N intermediate CAs between the client's
+/// certificate and a CA of `ssl_client_certificate` (OpenSSL's count: a
+/// root the client also sends is not one of them): a client signed by an
+/// intermediate is refused at depth 0 and taken at 1 and 2, by both.
+#[test]
+fn verify_depth_counts_intermediates_as_nginx_does() {
+    let nginx = PathBuf::from("/usr/sbin/nginx");
+    if !nginx.exists() {
+        println!("nginx not installed: skipping the ssl_verify_depth differential test");
+        return;
+    }
+    let p = Prefix::new("tls-verify-depth");
+    let dir = p.path("conf");
+    let ca = Ca::new(&dir, "root");
+    let int = ca.intermediate(&dir, "int");
+    let server_leaf = ca.leaf(&dir, "srv", &["localhost"], Alg::Ecdsa);
+    let bob = int.client(&dir, "bob", "bob");
+    // What the client sends: its certificate and the intermediate, and
+    // once more with the root too.
+    let chain = |file: &str, with_root: bool| {
+        let mut pem = std::fs::read_to_string(&bob.cert).unwrap();
+        pem.push_str(&std::fs::read_to_string(&int.pem).unwrap());
+        if with_root {
+            pem.push_str(&std::fs::read_to_string(&ca.pem).unwrap());
+        }
+        let l = Leaf {
+            cert: dir.join(format!("{file}.crt")),
+            key: bob.key.clone(),
+        };
+        std::fs::write(&l.cert, pem).unwrap();
+        l
+    };
+    let clients = [
+        (
+            "leaf+intermediate",
+            client(&ca.pem, Some(&chain("bob-int", false))),
+        ),
+        (
+            "leaf+intermediate+root",
+            client(&ca.pem, Some(&chain("bob-all", true))),
+        ),
+    ];
+    for depth in [0, 1, 2] {
+        let block = |port: u16| {
+            format!(
+                "server {{ listen 127.0.0.1:{port} ssl; server_name localhost;
+                   ssl_certificate {}; ssl_certificate_key {};
+                   ssl_client_certificate {}; ssl_verify_client on; ssl_verify_depth {depth};
+                   location / {{ return 200 \"$ssl_client_verify|$ssl_client_s_dn|$ssl_client_i_dn\\n\"; }} }}",
+                s(&server_leaf.cert),
+                s(&server_leaf.key),
+                s(&ca.pem),
+            )
+        };
+        let gport = free_port();
+        let g = start_gyre(&p, gport, &block(gport));
+        let nport = free_port();
+        let (mut ng, ndir) =
+            start_nginx(&nginx, &p, &format!("nginx-{depth}"), &block(nport), nport);
+        for (who, cfg) in &clients {
+            let ours = ask(gport, cfg);
+            let theirs = ask(nport, cfg);
+            assert_eq!(ours, theirs, "ssl_verify_depth {depth}, {who}");
+            let (status, body, _) = ours.as_ref().unwrap();
+            if depth == 0 {
+                assert_eq!(status, "HTTP/1.1 400 Bad Request", "depth 0, {who}");
+            } else {
+                assert_eq!(status, "HTTP/1.1 200 OK", "depth {depth}, {who}: {body}");
+                assert!(body.starts_with("SUCCESS|CN=bob|CN=int"), "{body}");
+            }
+        }
+        if depth == 0 {
+            let nlog = std::fs::read_to_string(ndir.join("logs/error.log")).unwrap_or_default();
+            let needle = "client SSL certificate verify error: ";
+            let ours = log_message(&g.log(), needle);
+            assert!(ours.is_some(), "depth 0: not logged");
+            assert_eq!(ours, log_message(&nlog, needle), "depth 0: log line");
+        }
+        let _ = ng.kill();
+        let _ = ng.wait();
+    }
+}
+
 #[test]
 fn client_certificates_match_nginx() {
     let nginx = PathBuf::from("/usr/sbin/nginx");
@@ -187,28 +305,12 @@ fn client_certificates_match_nginx() {
         let gport = free_port();
         let g = start_gyre(&p, gport, &server_block(gport, &pki, mode));
         let nport = free_port();
-        let ndir = p.path(&format!("nginx-{mode}"));
-        std::fs::create_dir_all(ndir.join("logs")).unwrap();
-        std::fs::write(
-            ndir.join("nginx.conf"),
-            format!(
-                "daemon off; master_process off; error_log {0}/logs/error.log info;
-                 pid {0}/nginx.pid; events {{}} http {{ access_log off; {1} }}",
-                ndir.display(),
-                server_block(nport, &pki, mode)
-            ),
-        )
-        .unwrap();
-        let mut ng = Command::new(&nginx)
-            .args(["-p", &s(&ndir), "-c", &s(&ndir.join("nginx.conf"))])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        assert!(
-            wait_for(Duration::from_secs(10), || probe(nport)),
-            "nginx did not start"
+        let (mut ng, ndir) = start_nginx(
+            &nginx,
+            &p,
+            &format!("nginx-{mode}"),
+            &server_block(nport, &pki, mode),
+            nport,
         );
         let mut seen = Vec::new();
         for (who, cfg) in &clients {
