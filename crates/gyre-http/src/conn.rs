@@ -784,7 +784,12 @@ impl Connection {
             }
         };
         self.note_ignored();
-        self.inbuf.drain(..end);
+        if end == self.inbuf.len() {
+            // The usual case: nothing pipelined behind the head.
+            self.inbuf.clear();
+        } else {
+            self.inbuf.drain(..end);
+        }
         self.head.reset(&self.st);
         self.requests += 1;
         self.ended = None;
