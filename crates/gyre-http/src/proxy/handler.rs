@@ -118,6 +118,9 @@ pub struct Proxy {
     pub(super) request_sent: bool,
     /// A stale cached connection was already retried on a new one.
     pub(super) stale_retry: bool,
+    /// How many times the choice of a peer waited for the end of the
+    /// loop's turn because the keep-alive cache was empty (`peer.rs`).
+    pub(super) deferred: u8,
     /// The response is relayed unbuffered (`proxy_buffering off`, or
     /// `X-Accel-Buffering: no` from the upstream).
     pub(super) unbuffered: bool,
@@ -171,6 +174,7 @@ impl Proxy {
             client: None,
             request_sent: false,
             stale_retry: false,
+            deferred: 0,
             unbuffered: false,
             spill: None,
             own: None,
@@ -205,6 +209,7 @@ impl Proxy {
         self.client = None;
         self.request_sent = false;
         self.stale_retry = false;
+        self.deferred = 0;
         self.unbuffered = false;
         self.spill = None;
         self.own = None;

@@ -17,6 +17,10 @@ use crate::request::HttpRequest;
 use crate::upstream::keepalive;
 use crate::upstream::{Outcome, Upstream};
 
+/// How many turns a request waits for a cached connection to come back
+/// before it connects (a turn is microseconds: no wait blocks meanwhile).
+const DEFERRALS: u8 = 6;
+
 pub(super) fn connect(
     core: &mut Core,
     env: &mut Env<'_, '_>,
@@ -24,6 +28,18 @@ pub(super) fn connect(
     p: &mut Proxy,
 ) -> Turn {
     let now = core.now();
+    if p.pr.is_none() && p.deferred < DEFERRALS && cache_empty(env, p) {
+        // Every cached connection is in use, and requests of this turn may
+        // still give theirs back (the responses that came with this one),
+        // or the next poll bring them: choosing after those (this turn's
+        // posted events, then the next turn's, whose wait does not block)
+        // takes one of their connections instead of connecting a new one
+        // that the full cache would close again (with more clients than
+        // `keepalive`, a fifth of a loaded worker's requests connected).
+        p.deferred += 1;
+        core.post(Ev::write(env.client));
+        return Turn::Wait;
+    }
     let secs = env.worker.secs(core);
     let mut ups = env.worker.ups.borrow_mut();
     // The request's own upstream (proxy_pass with variables naming an
@@ -67,6 +83,7 @@ pub(super) fn connect(
     };
     let addr = peer.addr.clone();
     r.st.upstream.push_attempt(&peer.name, now);
+    let nodelay = r.st.loc.tcp_nodelay;
     let cache = env
         .worker
         .caches
@@ -84,6 +101,9 @@ pub(super) fn connect(
         if let Some(k) = keepalive::unpark(core, cache, &addr) {
             let u = k.conn;
             core.set_handler(u, Box::new(Relay { client: env.client }));
+            if nodelay && p.body_left > 0 {
+                set_nodelay(core, u);
+            }
             p.u = Some(u);
             p.cached = true;
             p.u_requests = k.requests + 1;
@@ -97,6 +117,13 @@ pub(super) fn connect(
     if p.conf.https {
         o.tls = super::ssl::connect_tls(env, r, &p.conf, now);
     }
+    // As nginx: TCP_NODELAY on an upstream connection only before a TLS
+    // handshake with session reuse, for a body streamed as it arrives
+    // (`proxy_request_buffering off`), and for a tunnel (`tunnel.rs`); a
+    // request written whole needs none (nothing unacknowledged is in
+    // flight when it goes), and the setsockopt is saved.
+    let reuse = o.tls.is_some() && p.conf.tls.as_ref().is_some_and(|t| t.session_reuse);
+    o.nodelay = nodelay && (reuse || p.body_left > 0);
     match core.connect(&o, Box::new(Relay { client: env.client })) {
         Ok(u) => {
             p.u = Some(u);
@@ -115,6 +142,26 @@ pub(super) fn connect(
             close_upstream(core, env, p, Outcome::Ok, false);
             Turn::End(Flow::Error(500))
         }
+    }
+}
+
+/// Whether the request's upstream has a keep-alive cache and nothing is
+/// in it.
+fn cache_empty(env: &Env<'_, '_>, p: &Proxy) -> bool {
+    p.own.is_none()
+        && env
+            .worker
+            .caches
+            .get(p.conf.upstream)
+            .and_then(|c| c.as_ref())
+            .is_some_and(|c| c.borrow().is_empty())
+}
+
+/// Sets TCP_NODELAY on `c` (`tcp_nodelay on`); not fatal, as in nginx's
+/// callers the connection works without it.
+pub(super) fn set_nodelay(core: &Core, c: gyre_core::conn::ConnId) {
+    if let Some(fd) = core.fd(c) {
+        let _ = gyre_core::sys::socket::set_nodelay(fd, true);
     }
 }
 

@@ -160,11 +160,18 @@ pub(super) fn relay_body(
             p.rbuf.resize(want, 0);
         }
         // Spliced only while nothing else waits for the client (queued
-        // bytes, the head, go first), and only where no temp file may take
-        // the body: with one, a client that is not reading must not hold
-        // the upstream (the buffered path reads it into the buffers and the
-        // file; a spliced body waited in the pipe at the client's pace).
-        if direct.is_some() && !may_spill && !env.cx.m.has_output() && splices(core, env, u) {
+        // bytes, the head, go first). Where a temp file may take the body,
+        // only while the client takes data: what it does not take at once
+        // is read back into the buffers (`splice_body`), its write is then
+        // blocked and the buffered path goes on, into the file once the
+        // buffers are full, so a client that stopped reading does not hold
+        // the upstream (nginx's event pipe writes to the client as long as
+        // it can, and to the file only then).
+        if direct.is_some()
+            && (!may_spill || !blocked)
+            && !env.cx.m.has_output()
+            && splices(core, env, u)
+        {
             if let Some(t) = splice_body(core, env, r, p, u, want) {
                 return t;
             }
@@ -188,6 +195,12 @@ pub(super) fn relay_body(
         }
     }
     core.add_timer(Ev::read(u), p.conf.read_timeout);
+    // Yield with bytes still waiting on the upstream: no event will say so
+    // again (edge-triggered), and the glue does not call back while the
+    // client is blocked, so the next turn goes on reading.
+    if core.conn(u).is_some_and(|x| x.read.ready) {
+        core.post(Ev::write(env.client));
+    }
     Turn::WaitProgress
 }
 

@@ -256,6 +256,14 @@ fn relay_head(
         p.up.clear();
         p.up_sent = 0;
         env.cx.m.take_input(&mut p.up);
+        if r.st.loc.tcp_nodelay {
+            // nginx's ngx_http_upstream_upgrade: both sides, for the
+            // upgraded protocol's small messages.
+            super::peer::set_nodelay(core, env.client);
+            if let Some(u) = p.u {
+                super::peer::set_nodelay(core, u);
+            }
+        }
         p.st = St::Tunnel;
         return Turn::WaitProgress;
     }

@@ -55,6 +55,9 @@ pub struct UpstreamTls {
     pub config: Arc<rustls::ClientConfig>,
     /// `proxy_ssl_name` (default: the host of the `proxy_pass` URL).
     pub name: Option<ComplexValue>,
+    /// `proxy_ssl_session_reuse`: nginx then sets TCP_NODELAY before the
+    /// handshake (an abbreviated one may wait on Nagle otherwise).
+    pub session_reuse: bool,
 }
 
 /// The `proxy_ssl_*` directives (one setter, by name).
@@ -152,6 +155,7 @@ pub fn resolve(levels: &[&LocSettings]) -> Result<Arc<UpstreamTls>, String> {
             (Some(cert), Some(key)) => Some((cert, key)),
         },
     };
+    let session_reuse = key.session_reuse;
     let config = match BUILT.with(|b| {
         b.borrow()
             .iter()
@@ -168,6 +172,7 @@ pub fn resolve(levels: &[&LocSettings]) -> Result<Arc<UpstreamTls>, String> {
     Ok(Arc::new(UpstreamTls {
         config,
         name: pick(levels, |s| s.proxy.ssl.name.clone()),
+        session_reuse,
     }))
 }
 

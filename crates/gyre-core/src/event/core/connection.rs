@@ -226,10 +226,12 @@ impl Core {
         let Some(x) = self.pool.get(c) else {
             return;
         };
-        // Only a socket this process accepted is surely gone from epoll when
-        // closed: a listening socket is also open in the master, an adopted
-        // fd may have duplicates, so those are deleted explicitly.
+        // Only a socket this process accepted or connected itself is surely
+        // gone from epoll when closed (nginx closes those without
+        // EPOLL_CTL_DEL): a listening socket is also open in the master, an
+        // adopted fd may have duplicates, so those are deleted explicitly.
         let accepted = x.listener.is_some();
+        let own = accepted || x.outbound;
         if let Some(z) = &self.shared {
             if accepted {
                 z.stats().active.dec();
@@ -240,7 +242,7 @@ impl Core {
         }
         if x.in_backend {
             if let Some(fd) = x.fd() {
-                if let Err(e) = self.actions.del(fd, c.token(), accepted) {
+                if let Err(e) = self.actions.del(fd, c.token(), own) {
                     log::error!("{} del failed ({e})", self.actions.name());
                 }
             }
