@@ -16,6 +16,9 @@
 
     bench/kv_persist.py GYRE_BIN [keys] [value_bytes] [rounds]
 
+Knobs: BENCH_PERSIST_PARTS ("load bgsave aof": which parts run),
+BENCH_PERSIST_LOADS (restarts per dump whose load times are reported, 3).
+
 Loads `keys` strings (redis-benchmark's key names) into each server, starts
 `redis-benchmark -t set -r keys -P 16` against it, waits a second, runs
 BGSAVE and samples memory every 10 ms until the save ends:
@@ -275,7 +278,34 @@ def loaded_secs(logtext):
     m = re.findall(r"DB loaded from disk: ([0-9.]+) seconds", logtext)
     return float(m[-1]) if m else float("nan")
 
-def save_load(tmp, keys, size, hashes):
+def proc_cost(pid):
+    """(CPU seconds, minor page faults) of a process so far, from /proc."""
+    try:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"), int(f[7])
+    except (OSError, IndexError, ValueError):
+        return float("nan"), 0
+
+def wait_loaded(logfile):
+    """Until the server's own "DB loaded from disk" line (60 s at most)."""
+    for _ in range(6000):
+        try:
+            if "DB loaded from disk" in open(logfile).read():
+                return
+        except OSError:
+            pass
+        time.sleep(0.01)
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+def save_load(tmp, keys, size, hashes, loads):
+    """SAVE once, then `loads` restarts on the same file; the load time is
+    each server's own "DB loaded from disk: N seconds" line (both time
+    the same span: the file opened to the last key stored), the median
+    of the restarts, with the CPU time and minor page faults of the
+    process at that point (start-up included, which is small)."""
     what = f"{keys} small hashes (3 fields)" if hashes else f"{keys} strings x {size} B"
     # gyre
     g, port, _, pre, _ = start_gyre(tmp, f"g-sl-{hashes}")
@@ -283,27 +313,37 @@ def save_load(tmp, keys, size, hashes):
     t0 = time.time(); cli(port, "SAVE"); gsave = time.time() - t0
     gsize = os.path.getsize(f"{pre}/dump.rdb")
     stop(g)
-    g, port, _, pre, _ = start_gyre(tmp, f"g-sl-{hashes}")
-    for _ in range(3000):
-        if "DB loaded from disk" in open(f"{pre}/logs/error.log").read():
-            break
-        time.sleep(0.01)
-    gload = loaded_secs(open(f"{pre}/logs/error.log").read())
-    n = cli(port, "DBSIZE").strip()
-    stop(g)
+    gl, gcost = [], []
+    for _ in range(loads):
+        g, port, kvpid, pre, _ = start_gyre(tmp, f"g-sl-{hashes}")
+        wait_loaded(f"{pre}/logs/error.log")
+        gcost.append(proc_cost(kvpid))
+        gl.append(loaded_secs(open(f"{pre}/logs/error.log").read()))
+        n = cli(port, "DBSIZE").strip()
+        stop(g)
+        open(f"{pre}/logs/error.log", "w").close()
     # redis
     r, port, d, _ = start_redis(tmp, f"r-sl-{hashes}")
     load(port, keys, size, hashes)
     t0 = time.time(); cli(port, "SAVE"); rsave = time.time() - t0
     rsize = os.path.getsize(f"{d}/dump.rdb")
     stop(r)
-    r, port, d, _ = start_redis(tmp, f"r-sl-{hashes}")
-    rload = loaded_secs(open(f"{d}/log").read())
-    stop(r)
+    rl, rcost = [], []
+    for _ in range(loads):
+        r, port, d, _ = start_redis(tmp, f"r-sl-{hashes}")
+        wait_loaded(f"{d}/log")
+        rcost.append(proc_cost(r.pid))
+        rl.append(loaded_secs(open(f"{d}/log").read()))
+        stop(r)
+        open(f"{d}/log", "w").close()
+    gload, rload = median(gl), median(rl)
     print(f"{what}: SAVE gyre {gsave:.2f} s / redis {rsave:.2f} s ({rsave/gsave:.2f}x); "
           f"file gyre {gsize/2**20:.1f} MiB / redis {rsize/2**20:.1f} MiB; "
-          f"load gyre {gload:.2f} s / redis {rload:.2f} s ({rload/max(gload,1e-9):.2f}x); "
-          f"gyre DBSIZE after load {n}", flush=True)
+          f"load gyre {gload:.2f} s / redis {rload:.2f} s ({rload/max(gload,1e-9):.2f}x; median of "
+          f"{loads}: gyre {' '.join(f'{x:.2f}' for x in gl)}, redis {' '.join(f'{x:.2f}' for x in rl)}); "
+          f"process CPU after the load gyre {median([c for c, _ in gcost]):.2f} s / redis "
+          f"{median([c for c, _ in rcost]):.2f} s, minor faults gyre {median([f for _, f in gcost]):,} / "
+          f"redis {median([f for _, f in rcost]):,}; gyre DBSIZE after load {n}", flush=True)
 
 GYRE = None
 
@@ -313,11 +353,14 @@ def main():
     keys = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
     size = int(sys.argv[3]) if len(sys.argv) > 3 else 100
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    parts = os.environ.get("BENCH_PERSIST_PARTS", "load bgsave aof").split()
+    loads = int(os.environ.get("BENCH_PERSIST_LOADS", "3"))
     tmp = tempfile.mkdtemp(prefix="gyre-kv-persist-")
     try:
-        save_load(tmp, keys, size, False)
-        save_load(tmp, keys, size, True)
-        for i in range(rounds):
+        if "load" in parts:
+            save_load(tmp, keys, size, False, loads)
+            save_load(tmp, keys, size, True, loads)
+        for i in range(rounds if "bgsave" in parts else 0):
             g, port, kvpid, _, _ = start_gyre(tmp, f"g-bg{i}")
             try:
                 measure(f"gyre (forkless), round {i + 1}", port, kvpid, keys, size)
@@ -328,7 +371,8 @@ def main():
                 measure(f"redis-server 7.0 (fork), round {i + 1}", port, r.pid, keys, size, log=f"{d}/log")
             finally:
                 stop(r)
-        aof_rows(tmp, keys, size)
+        if "aof" in parts:
+            aof_rows(tmp, keys, size)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

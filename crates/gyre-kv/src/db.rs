@@ -65,6 +65,7 @@ use crate::notify::Change;
 use crate::object::{Kind, Object};
 use crate::util::Rng;
 
+mod bulk;
 mod evict;
 mod expire;
 mod keys;
@@ -73,6 +74,7 @@ mod node;
 mod snapshot;
 mod table;
 
+pub use bulk::Appended;
 use expire::{expire_of, is_expired};
 pub use node::Ref;
 use node::{New, Node, Slot, TtlRef, Value};

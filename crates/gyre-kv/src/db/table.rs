@@ -91,10 +91,19 @@ impl Table {
     pub(super) fn growing(&self) -> bool {
         !self.old.is_empty()
     }
+
+    /// Make node `i` the head of `h`'s bucket (the caller has set its
+    /// `next` to the old head).
+    #[inline(always)]
+    pub(super) fn set_head(&mut self, h: u32, i: u32) {
+        if let Some(head) = self.head_mut(h) {
+            *head = i;
+        }
+    }
 }
 
 /// Buckets for `keys` keys: the next power of two (load factor <= 1).
-fn buckets_for(keys: usize) -> usize {
+pub(super) fn buckets_for(keys: usize) -> usize {
     keys.max(4).next_power_of_two()
 }
 
@@ -139,9 +148,15 @@ impl Db {
     /// (an empty or nearly empty table: RESIZEDB).
     #[inline(never)]
     pub(super) fn rehash(&mut self, buckets: usize) {
+        self.rehash_prefix(buckets, self.nodes.len());
+    }
+
+    /// [`Db::rehash`] of the first `linked` nodes only (the others are
+    /// about to be linked by [`Db::link_appended`]).
+    pub(super) fn rehash_prefix(&mut self, buckets: usize, linked: usize) {
         let mut heads = vec![NONE; buckets];
         let mask = buckets - 1;
-        for (i, n) in self.nodes.iter_mut().enumerate() {
+        for (i, n) in self.nodes.iter_mut().enumerate().take(linked) {
             let b = n.hash as usize & mask;
             n.next = heads[b];
             heads[b] = i as u32;
@@ -168,6 +183,13 @@ impl Db {
         let old = std::mem::replace(&mut self.table.heads, vec![NONE; buckets]);
         self.table.old = old;
         self.table.cursor = 0;
+    }
+
+    /// End a growth in progress at once.
+    pub(super) fn finish_growing(&mut self) {
+        if self.table.growing() {
+            self.move_buckets(usize::MAX);
+        }
     }
 
     /// Move up to `k` old buckets' chains into the new array.

@@ -11,7 +11,7 @@ use std::io::Read;
 
 use super::blob::{intset_parse, lp_each, lp_parse, ziplist_parse};
 use super::*;
-use crate::db::Db;
+use crate::db::{Appended, Db};
 use crate::object::{Limits, Object};
 use crate::quicklist::{Fill, Quicklist};
 use crate::t_hash::HashObj;
@@ -555,31 +555,60 @@ pub fn store(
     let p = match v {
         Loaded::Str(s) => db.insert_str(p, key, s),
         Loaded::Obj(o) => db.insert_obj(p, key, o),
-        Loaded::Zset(z) => {
-            let mut it = z.into_iter();
-            let Some((m0, s0)) = it.next() else {
-                return Ok(true);
-            };
-            let zl = crate::zset::Limits {
-                max_listpack_entries: usize::try_from(lim.zset_max_listpack_entries)
-                    .unwrap_or(usize::MAX),
-                max_listpack_value: usize::try_from(lim.zset_max_listpack_value)
-                    .unwrap_or(usize::MAX),
-            };
-            let mut zs = crate::zset::ZSet::for_first(&zl, m0.len());
-            zs.set(&m0, s0, &zl);
-            for (m, s) in it {
-                if !zs.set(&m, s, &zl) {
-                    return Err(corrupt("Duplicate zset fields detected"));
-                }
-            }
-            db.insert_obj(p, key, Object::Zset(zs))
-        }
+        Loaded::Zset(z) => match zset_object(z, lim)? {
+            Some(o) => db.insert_obj(p, key, o),
+            None => return Ok(true),
+        },
     };
     if let Some(t) = expire {
         db.set_expire_probed(&p, t);
     }
     Ok(true)
+}
+
+/// A sorted set built from its loaded members (`None`: none).
+fn zset_object(z: Vec<(Vec<u8>, f64)>, lim: &Limits) -> Result<Option<Object>, Error> {
+    let mut it = z.into_iter();
+    let Some((m0, s0)) = it.next() else {
+        return Ok(None);
+    };
+    let zl = crate::zset::Limits {
+        max_listpack_entries: usize::try_from(lim.zset_max_listpack_entries).unwrap_or(usize::MAX),
+        max_listpack_value: usize::try_from(lim.zset_max_listpack_value).unwrap_or(usize::MAX),
+    };
+    let mut zs = crate::zset::ZSet::for_first(&zl, m0.len());
+    zs.set(&m0, s0, &zl);
+    for (m, s) in it {
+        if !zs.set(&m, s, &zl) {
+            return Err(corrupt("Duplicate zset fields detected"));
+        }
+    }
+    Ok(Some(Object::Zset(zs)))
+}
+
+/// A loaded value appended to `d` unlinked (see [`crate::db`]'s `bulk`
+/// module); the caller links it before the slice ends.
+fn append(
+    d: &mut Db,
+    key: &[u8],
+    v: Loaded,
+    expire: Option<i64>,
+    now: i64,
+    lim: &Limits,
+) -> Result<(), Error> {
+    let v = match v {
+        Loaded::Str(s) => Appended::Str(s),
+        Loaded::Obj(o) => Appended::Obj(o),
+        Loaded::Zset(z) => match zset_object(z, lim)? {
+            Some(o) => Appended::Obj(o),
+            None => return Ok(()),
+        },
+    };
+    let p = d.append_unlinked(key, v, now);
+    if let Some(t) = expire {
+        d.set_expire_probed(&p, t);
+    }
+    Ok(())
 }
 
 /// An RDB stream being loaded a slice at a time (the kv process keeps
@@ -649,6 +678,31 @@ impl<R: Read> Loader<R> {
         if self.done {
             return Ok(true);
         }
+        // Where each database's keys appended in this slice start.
+        let mut starts = Vec::new();
+        let r = self.step_keys(dbs, lim, now, check_crc, max_keys, &mut starts);
+        for (db, from) in starts {
+            if let Some(d) = dbs.get_mut(db) {
+                if let Err(key) = d.link_appended(from) {
+                    if r.is_ok() {
+                        return Err(duplicated(&key, db));
+                    }
+                }
+            }
+        }
+        r
+    }
+
+    /// [`Loader::step`] without the linking of the appended keys.
+    fn step_keys(
+        &mut self,
+        dbs: &mut [Db],
+        lim: &Limits,
+        now: i64,
+        check_crc: bool,
+        max_keys: u64,
+        starts: &mut Vec<(usize, usize)>,
+    ) -> Result<bool, Error> {
         let rd = &mut self.rd;
         let st = &mut self.stats;
         let mut expire: Option<i64> = None;
@@ -748,11 +802,13 @@ impl<R: Read> Loader<R> {
             let Some(d) = dbs.get_mut(db) else {
                 return Err(corrupt("database index out of range"));
             };
-            if !store(d, key, v, e, now, lim)? {
-                return Err(corrupt(format!(
-                    "RDB has duplicated key '{}' in DB {db}",
-                    String::from_utf8_lossy(key)
-                )));
+            if d.can_append() {
+                if !starts.iter().any(|&(i, _)| i == db) {
+                    starts.push((db, d.len()));
+                }
+                append(d, key, v, e, now, lim)?;
+            } else if !store(d, key, v, e, now, lim)? {
+                return Err(duplicated(key, db));
             }
             st.keys += 1;
         }
@@ -766,6 +822,13 @@ impl<R: Read> Loader<R> {
         self.done = true;
         Ok(true)
     }
+}
+
+fn duplicated(key: &[u8], db: usize) -> Error {
+    corrupt(format!(
+        "RDB has duplicated key '{}' in DB {db}",
+        String::from_utf8_lossy(key)
+    ))
 }
 
 /// Load a whole RDB stream into `dbs` (`rdbLoadRio`).

@@ -197,3 +197,33 @@ impl Core {
         self.time_events.end_pass(pass);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A handler that ran past the cached clock and asked to run again at
+    /// once leaves the next wait at 0 ms (it once waited the handler's own
+    /// length: the cached time lagged the deadline it was given).
+    #[test]
+    fn again_zero_after_a_long_handler_does_not_wait() {
+        let mut core = Core::new(CoreOptions::default()).unwrap();
+        core.create_time_event(0, |_, _| {
+            // Until the millisecond clock has moved on by 2 (bounded: 1 s).
+            let t0 = monotonic_ms();
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            while monotonic_ms().wrapping_sub(t0) < 2 && std::time::Instant::now() < end {
+                std::hint::spin_loop();
+            }
+            Next::Again(0)
+        });
+        core.process_events_and_timers().unwrap();
+        assert_eq!(core.find_timer(), Some(0));
+        // A later deadline still gives a positive wait.
+        let mut core = Core::new(CoreOptions::default()).unwrap();
+        core.create_time_event(10_000, |_, _| Next::NoMore);
+        let t = core.find_timer().unwrap();
+        assert!(t > 9_000 && t <= 10_000, "{t}");
+    }
+}
