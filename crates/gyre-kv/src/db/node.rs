@@ -6,15 +6,9 @@
 //! value fits 37 bytes, and a small aggregate's key fits 14 beside its
 //! 24-byte object, so one 40-byte slot serves both where a key slot (24
 //! bytes) beside a value slot (32) made a 72-byte node.
-//! A string that does not fit keeps its key in the slot beside the
-//! value's allocation when the key has up to 14 bytes (the slot's room
-//! beside a `Vec`), else key and value in one allocation, value first:
-//! one allocation per key either way, and APPEND grows the value in place
-//! (amortized, as Redis's sds). A short key kept apart makes the
-//! allocation the value's own size: 12-byte keys with 100-byte values take
-//! malloc chunks of 112 bytes instead of 128 (Redis 7: 187 bytes a key of
-//! `used_memory` for that shape, gyre 190 → 174), which at one
-//! `maxmemory` is more keys held and a higher eviction hit ratio.
+//! A string that does not fit keeps key and value in one allocation,
+//! value first: still one allocation per key, and APPEND grows the value
+//! in place (amortized, as Redis's sds).
 //!
 //! The trade-off: what fitted the 72-byte node only because its key and
 //! value slots were apart now takes an allocation — a string whose key
@@ -32,9 +26,6 @@ use super::NONE;
 pub(super) const INLINE: usize = 37;
 /// Keys of aggregates up to this many bytes live in the node.
 pub(super) const OBJ_KEY: usize = 14;
-/// Keys of longer strings up to this many bytes live in the node, beside
-/// the value's allocation.
-pub(super) const SPLIT_KEY: usize = 14;
 
 /// A value moving out of or into the keyspace (removed, copied, renamed).
 #[derive(Clone, Debug)]
@@ -60,15 +51,7 @@ pub(super) enum Slot {
         vlen: u8,
         buf: [u8; INLINE],
     },
-    /// A longer string under a short key: the key here, the value in its
-    /// own allocation.
-    Split {
-        klen: u8,
-        key: [u8; SPLIT_KEY],
-        val: Vec<u8>,
-    },
-    /// A longer string under a longer key: value then key (`klen` bytes)
-    /// in one allocation.
+    /// A longer string: value then key (`klen` bytes) in one allocation.
     Joined { klen: u32, kv: Vec<u8> },
     /// An aggregate under a short key.
     Obj {
@@ -102,8 +85,6 @@ impl Slot {
                 vlen: n as u8,
                 buf,
             }
-        } else if k <= SPLIT_KEY {
-            Slot::split(key, val.to_vec())
         } else {
             let mut kv = Vec::with_capacity(n + k);
             kv.extend_from_slice(val);
@@ -112,25 +93,11 @@ impl Slot {
         }
     }
 
-    /// A short key beside its (long) value's allocation.
-    fn split(key: &[u8], val: Vec<u8>) -> Slot {
-        let mut k = [0; SPLIT_KEY];
-        k[..key.len()].copy_from_slice(key);
-        Slot::Split {
-            klen: key.len() as u8,
-            key: k,
-            val,
-        }
-    }
-
     /// A string from owned bytes: a long value keeps its allocation (the
     /// key is appended to it).
     fn string_owned(key: &[u8], mut val: Vec<u8>) -> Slot {
         if key.len() + val.len() <= INLINE {
             return Slot::string(key, &val);
-        }
-        if key.len() <= SPLIT_KEY {
-            return Slot::split(key, val);
         }
         val.reserve_exact(key.len());
         val.extend_from_slice(key);
@@ -161,7 +128,6 @@ impl Slot {
     pub(super) fn key(&self) -> &[u8] {
         match self {
             Slot::Inline { klen, buf, .. } => &buf[..usize::from(*klen)],
-            Slot::Split { klen, key, .. } => &key[..usize::from(*klen)],
             Slot::Joined { klen, kv } => &kv[kv.len() - *klen as usize..],
             Slot::Obj { klen, key, .. } => &key[..usize::from(*klen)],
             Slot::LongObj { key, .. } => key,
@@ -175,7 +141,6 @@ impl Slot {
                 let k = usize::from(*klen);
                 Ref::Str(&buf[k..k + usize::from(*vlen)])
             }
-            Slot::Split { val, .. } => Ref::Str(val),
             Slot::Joined { klen, kv } => Ref::Str(&kv[..kv.len() - *klen as usize]),
             Slot::Obj { obj, .. } => Ref::Obj(obj),
             Slot::LongObj { obj, .. } => Ref::Obj(obj),
@@ -200,7 +165,6 @@ impl Slot {
     pub(super) fn heap_mem(&self) -> u64 {
         match self {
             Slot::Inline { .. } => 0,
-            Slot::Split { val, .. } => chunk(val.capacity()),
             Slot::Joined { kv, .. } => chunk(kv.capacity()),
             Slot::Obj { obj, .. } => chunk(obj.mem() as usize),
             Slot::LongObj { key, obj } => {
@@ -239,7 +203,6 @@ impl Slot {
                 let k = usize::from(klen);
                 Value::Str(buf[k..k + usize::from(vlen)].to_vec())
             }
-            Slot::Split { val, .. } => Value::Str(val),
             Slot::Joined { klen, mut kv } => {
                 kv.truncate(kv.len() - klen as usize);
                 Value::Str(kv)
@@ -266,14 +229,6 @@ impl Slot {
                 let mut v = buf[k..k + usize::from(*vlen)].to_vec();
                 let r = f(&mut v);
                 *self = Slot::string_owned(&buf[..k], v);
-                Some(r)
-            }
-            Slot::Split { klen, key, val } => {
-                let r = f(val);
-                if usize::from(*klen) + val.len() <= INLINE {
-                    let (k, v) = (*key, std::mem::take(val));
-                    *self = Slot::string(&k[..usize::from(*klen)], &v);
-                }
                 Some(r)
             }
             Slot::Joined { klen, kv } => {
