@@ -537,6 +537,9 @@ longest round trip answered from the command on until the key is gone and
 over 5 ms then and in the 0.3 s before; "before" is the worst before, the noise floor of the
 machine (load average at the start: {st.get('load', '?')}). Goal: no stall over 5 ms in gyre.
 redis runs its bio thread for the lazyfree rows; its default DEL frees on the main thread.
+On a loaded machine single PINGs wait for a CPU: the kv process's own lazyfree turns (4,096
+elements each) are timed in-process by `cargo test --release -p gyre-kv --lib
+db::tests::measure_lazyfree -- --ignored --nocapture` (median, p99, longest, turns over 1 and 5 ms).
 
 {b.table(["type", "server", "way", "command ms", "worst PING ms", "p99 ms", "> 5 ms during / before", "worst before ms", "freed in s"], srows)}
 """

@@ -344,17 +344,27 @@ fn measure_lazyfree() {
         let t = std::time::Instant::now();
         assert!(db.delete(b"big", 0));
         let del = t.elapsed();
-        let (mut worst, mut turns) = (std::time::Duration::ZERO, 0);
+        let mut times = Vec::new();
         loop {
             let t = std::time::Instant::now();
             let more = db.free_some(crate::server::LAZYFREE_CHUNK);
-            worst = worst.max(t.elapsed());
-            turns += 1;
+            times.push(t.elapsed());
             if !more {
                 break;
             }
         }
-        println!("{name} of {n}: DEL {del:?}, {turns} turns, longest turn {worst:?}");
+        let (turns, mut sorted) = (times.len(), times.clone());
+        sorted.sort();
+        let worst_at = times.iter().position(|t| *t == sorted[turns - 1]);
+        let over = |ms: u64| times.iter().filter(|t| t.as_millis() as u64 >= ms).count();
+        println!(
+            "{name} of {n}: DEL {del:?}, {turns} turns, median {:?}, p99 {:?}, longest {:?} (turn {worst_at:?}), >= 1 ms: {}, >= 5 ms: {}",
+            sorted[turns / 2],
+            sorted[turns * 99 / 100],
+            sorted[turns - 1],
+            over(1),
+            over(5)
+        );
     }
 }
 
