@@ -7,16 +7,16 @@ use super::*;
 
 impl Db {
     /// A lookup touched node `i` (Redis's `updateLFU` / `LRU_CLOCK()`).
-    #[inline]
+    #[inline(always)]
     pub(super) fn touch_access(&mut self, i: usize, now: i64) {
         let mode = self.access_mode;
         let Some(n) = self.nodes.get_mut(i) else {
             return;
         };
-        let w = n.slot.word();
-        if w & HAS_TTL == 0 {
-            n.slot.set_word(mode.touch(w, now, &mut self.rng));
-        } else if let Some(t) = self.ttl.get_mut((w & !HAS_TTL) as usize) {
+        let w = n.slot.word_mut();
+        if *w & HAS_TTL == 0 {
+            *w = mode.touch(*w, now, &mut self.rng);
+        } else if let Some(t) = self.ttl.get_mut((*w & !HAS_TTL) as usize) {
             t.access = mode.touch(t.access, now, &mut self.rng);
         }
     }

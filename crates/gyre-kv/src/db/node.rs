@@ -165,11 +165,18 @@ impl Slot {
 
     #[inline(always)]
     pub(super) fn set_word(&mut self, w: u32) {
+        *self.word_mut() = w;
+    }
+
+    /// The word in place (one match for a read-modify-write: every
+    /// lookup touches the access clock).
+    #[inline(always)]
+    pub(super) fn word_mut(&mut self) -> &mut u32 {
         match self {
             Slot::Inline { word, .. }
             | Slot::Joined { word, .. }
             | Slot::Obj { word, .. }
-            | Slot::LongObj { word, .. } => *word = w,
+            | Slot::LongObj { word, .. } => word,
         }
     }
 
