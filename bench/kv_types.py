@@ -9,7 +9,10 @@
   lists, one sorted set of 1e6 members and one hash of 1e6 fields, each loaded
   with `redis-cli --pipe` into a fresh server;
 - latency: ZADD and ZRANGEBYSCORE on the 1e6-member sorted set, one command at a
-  time from one client.
+  time from one client;
+- stall: DEL, UNLINK and expiry of a 1e7-element set, hash, sorted set and list
+  (BENCH_KVT_STALL_N) while a client sends PING every ms: the worst round trip
+  (issue 13: no stall over 5 ms), redis-server with its lazyfree options beside.
 
 A test gyre does not answer yet (an error reply to a probe) is recorded as
 "not supported", never as a figure. This module is a part of bench.py: it is
@@ -22,6 +25,7 @@ import random
 import re
 import socket
 import subprocess
+import threading
 import time
 
 # (name in the report, redis-benchmark -t name, a probe command that must not
@@ -312,6 +316,167 @@ def zset_latency(port, n=5000):
     return res
 
 
+# -------------------------------------------------------------------- stall
+
+STALL_TYPES = ("set", "hash", "zset", "list")
+# (label, servers, CONFIG SET pairs sent first, how the copy goes). redis frees
+# a big value in its bio thread with lazyfree-lazy-user-del (DEL), UNLINK and
+# lazyfree-lazy-expire; its defaults free DEL and expiry on the main thread,
+# shown once as the reference for what a stall looks like.
+STALL_WAYS = [
+    ("DEL", ("gyre",), [], "del"),
+    ("UNLINK", ("gyre",), [], "unlink"),
+    ("expiry", ("gyre",), [], "expire"),
+    ("DEL, lazyfree-lazy-user-del no (default)", ("redis",),
+     [("lazyfree-lazy-user-del", "no")], "del"),
+    ("DEL, lazyfree-lazy-user-del yes", ("redis",), [("lazyfree-lazy-user-del", "yes")], "del"),
+    ("UNLINK", ("redis",), [], "unlink"),
+    ("expiry, lazyfree-lazy-expire yes", ("redis",), [("lazyfree-lazy-expire", "yes")], "expire"),
+]
+
+
+def _stall_fill(kind, n, f):
+    """RESP commands building key `src`: a `kind` of n elements, 1000 per command."""
+    for i in range(0, n, 1000):
+        js = range(i, min(i + 1000, n))
+        if kind == "set":
+            args = [b"SADD", b"src", *(b"m%d" % j for j in js)]
+        elif kind == "hash":
+            args = [b"HSET", b"src", *(x for j in js for x in (b"f%d" % j, b"v%d" % j))]
+        elif kind == "zset":
+            args = [b"ZADD", b"src", *(x for j in js for x in (b"%d" % j, b"m%d" % j))]
+        else:
+            args = [b"RPUSH", b"src", *(b"i%d" % j for j in js)]
+        f.write(_enc(args))
+
+
+class _Conn:
+    """One blocking RESP connection (deadline per reply)."""
+
+    def __init__(self, port, timeout):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+
+    def call(self, *args):
+        self.s.sendall(_enc(args))
+        data = b""
+        while not _complete(data):
+            chunk = self.s.recv(65536)
+            if not chunk:
+                raise OSError("connection closed")
+            data += chunk
+        return data
+
+    def close(self):
+        self.s.close()
+
+
+def _field(reply, name):
+    for line in reply.decode(errors="replace").split("\r\n"):
+        if line.startswith(name + ":"):
+            return int(line.split(":", 1)[1])
+    return None
+
+
+def _pinger(port, stop, out):
+    """PING every millisecond until `stop` is set; (send time, round trip s)."""
+    c = _Conn(port, 30)
+    try:
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            if c.call("PING") != b"+PONG\r\n":
+                raise OSError("PING")
+            out.append((t0, time.perf_counter() - t0))
+            time.sleep(0.001)
+    except OSError as e:
+        out.append((time.perf_counter(), float("inf")))
+        print(f"  pinger: {e}", flush=True)
+    finally:
+        c.close()
+
+
+def _stall_one(port, way, limit_s=300.0):
+    """Copy `src` to `dst`, free `dst` the given way while a client PINGs
+    every ms; the worst PING round trip before and while it goes, the
+    command's own time, and how long until the memory is given back."""
+    c = _Conn(port, 600)
+    try:
+        if c.call("COPY", "src", "dst") != b":1\r\n":
+            return None
+        pings, stop = [], threading.Event()
+        th = threading.Thread(target=_pinger, args=(port, stop, pings))
+        th.start()
+        time.sleep(0.3)
+        t0 = time.perf_counter()
+        if way == "expire":
+            r = c.call("PEXPIRE", "dst", "1")
+        else:
+            r = c.call(way.upper(), "dst")
+        t_cmd = time.perf_counter() - t0
+        ok = r == b":1\r\n"
+        # Gone from the keyspace (expiry: the active cycle's work), then
+        # from the lazyfree queue.
+        t_end = t0 + limit_s
+        while time.perf_counter() < t_end:
+            keys = c.call("DBSIZE")
+            pend = _field(c.call("INFO", "memory"), "lazyfree_pending_objects")
+            if keys == b":1\r\n" and (pend or 0) == 0:
+                break
+            time.sleep(0.005)
+        t_free = time.perf_counter() - t0
+        time.sleep(0.1)
+        stop.set()
+        th.join(30)
+    finally:
+        c.close()
+    # A PING answered after the command was sent counts for the command
+    # (one sent just before it waits behind it on a server that stalls).
+    before = sorted(lat for (t, lat) in pings if t + lat < t0)
+    during = sorted(lat for (t, lat) in pings if t + lat >= t0)
+    slow = lambda xs: sum(1 for x in xs if x > 0.005)  # noqa: E731
+    return {"ok": ok and t_free < limit_s, "cmd_ms": t_cmd * 1e3,
+            "worst_before_ms": (before[-1] if before else 0) * 1e3,
+            "worst_ms": (during[-1] if during else 0) * 1e3,
+            "p99_ms": (during[int(len(during) * 0.99)] if during else 0) * 1e3,
+            "pings": len(during), "slow": slow(during), "slow_before": slow(before),
+            "pings_before": len(before), "free_s": t_free}
+
+
+def stall(b):
+    n = int(os.environ.get("BENCH_KVT_STALL_N", "10000000"))
+    out = {"n": n, "rows": [], "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    for kind in STALL_TYPES:
+        path = os.path.join(b.TMP, f"kvt-stall-{kind}.resp")
+        with open(path, "wb") as f:
+            _stall_fill(kind, n, f)
+        for name in ("gyre", "redis"):
+            srv = b.gyre_kv() if name == "gyre" else b.Redis().start()
+            port, _pid = b.kv_proc(srv)
+            try:
+                with open(path, "rb") as f:
+                    subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), "--pipe"],
+                                   stdin=f, capture_output=True, text=True, timeout=900)
+                for label, servers, conf, way in STALL_WAYS:
+                    if name not in servers:
+                        continue
+                    for k, v in conf:
+                        resp_call(port, "CONFIG", "SET", k, v)
+                    r = _stall_one(port, way)
+                    if r is None:
+                        b.log(f"  stall {kind} {name} {label}: COPY failed")
+                        continue
+                    r.update({"type": kind, "server": name, "way": label})
+                    out["rows"].append(r)
+                    b.log(f"  stall {kind:4} {name:5} {label}: command {r['cmd_ms']:.1f} ms, worst PING "
+                          f"{r['worst_ms']:.1f} ms, p99 {r['p99_ms']:.1f}, > 5 ms: {r['slow']} of "
+                          f"{r['pings']} (before {r['slow_before']} of {r['pings_before']}, worst "
+                          f"{r['worst_before_ms']:.1f}), freed in "
+                          f"{r['free_s']:.2f} s{'' if r['ok'] else ' (NOT OK)'}")
+            finally:
+                srv.stop()
+        os.unlink(path)
+    return out
+
+
 # ------------------------------------------------------------------- report
 
 def kept(d, part):
@@ -351,6 +516,33 @@ def md(b, d):
         for k in ("gyre", "redis"):
             for cmd, v in r.get(k, {}).get("latency", {}).items():
                 lrows.append([k, cmd, f"{v['p50']:.0f}", f"{v['p99']:.0f}", f"{v['max']:.0f}"])
+    st = d.get("stall", {})
+    srows = [[r["type"], r["server"], r["way"], f"{r['cmd_ms']:.1f}",
+              f"**{r['worst_ms']:.1f}**" + ("" if r["server"] != "gyre" else
+                                            (" ✓" if r["worst_ms"] <= 5 else " ✗") + " (≤ 5)"),
+              f"{r.get('p99_ms', 0):.1f}",
+              f"{r.get('slow', 0)} of {r['pings']:,} / {r.get('slow_before', 0)} of {r.get('pings_before', 0)}",
+              f"{r['worst_before_ms']:.1f}", f"{r['free_s']:.2f}" + ("" if r["ok"] else " (not done)")]
+             for r in st.get("rows", [])]
+    stall_md = ""
+    if srows:
+        stall_md = f"""
+### Freeing a {st['n']:,}-element key while a client sends PING every ms
+{kept(d, "stall")}
+Each type's key `src` is loaded with `redis-cli --pipe`, then for every row `COPY src dst`
+and `dst` goes the row's way (expiry: `PEXPIRE dst 1`, left to the active expire cycle),
+while another connection sends PING, waits for PONG and sleeps 1 ms. Worst PING is the
+longest round trip answered from the command on until the key is gone and
+`lazyfree_pending_objects` is 0 ("freed in"), with the 99th percentile and how many PINGs took
+over 5 ms then and in the 0.3 s before; "before" is the worst before, the noise floor of the
+machine (load average at the start: {st.get('load', '?')}). Goal: no stall over 5 ms in gyre.
+redis runs its bio thread for the lazyfree rows; its default DEL frees on the main thread.
+On a loaded machine single PINGs wait for a CPU: the kv process's own lazyfree turns (4,096
+elements each) are timed in-process by `cargo test --release -p gyre-kv --lib
+db::tests::measure_lazyfree -- --ignored --nocapture` (median, p99, longest, turns over 1 and 5 ms).
+
+{b.table(["type", "server", "way", "command ms", "worst PING ms", "p99 ms", "> 5 ms during / before", "worst before ms", "freed in s"], srows)}
+"""
     return f"""## KV data types vs redis (`bench/run.sh kv-types`)
 
 {b.mline(m)}. gyre (release, 1 worker, `kv {{ listen …; hz 10; maxclients 20000; }}`)
@@ -376,22 +568,22 @@ RSS and INFO used_memory growth over the empty server, MiB, gyre / redis. Goals:
 ### Latency on the large sorted set (one client, one command at a time, µs)
 
 {b.table(["server", "command", "p50", "p99", "max"], lrows)}
-"""
+{stall_md}"""
 
 
 def sec_kv_types(b):
-    """BENCH_KVT_PARTS ("throughput memory" by default) picks the parts to
+    """BENCH_KVT_PARTS ("throughput memory stall" by default) picks the parts to
     run; a part left out keeps its rows from the last saved run, named as
     such in the report."""
     data = {"machine": b.machine()}
     b.log("== kv-types: gyre kv process vs redis-server " + b.redis_version())
-    parts = os.environ.get("BENCH_KVT_PARTS", "throughput memory").split()
+    parts = os.environ.get("BENCH_KVT_PARTS", "throughput memory stall").split()
     try:
         with open(os.path.join(b.RESULTS, "kv_types.json")) as f:
             last = json.load(f)
     except (OSError, ValueError):
         last = {}
-    for part, run in (("throughput", throughput), ("memory", memory)):
+    for part, run in (("throughput", throughput), ("memory", memory), ("stall", stall)):
         if part in parts:
             data[part] = run(b)
         elif part in last:

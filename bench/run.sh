@@ -11,7 +11,8 @@
 #        kv: BENCH_KV_N BENCH_KV_NP (redis-benchmark -n at -P 1 / -P 16),
 #        BENCH_KV_IDLE (idle clients), BENCH_KV_KEYS (keys for the expiry test);
 #        kv-types: BENCH_KVT_KEYS (small aggregates, 1e6), BENCH_KVT_BIG (members of the big ones, 1e6),
-#        BENCH_KVT_PARTS ("throughput memory"; a part left out keeps its last rows);
+#        BENCH_KVT_PARTS ("throughput memory stall"; a part left out keeps its last rows),
+#        BENCH_KVT_STALL_N (elements of the key freed in the stall part, 1e7);
 #        kv-persist: BENCH_PERSIST_KEYS (the dataset, 1e6);
 #        kv-cache: BENCH_KV_CACHE_SCALE (multiplies its counts, 1.0; 0.1 for a smoke run);
 #        fuzz: BENCH_FUZZ_SECS (seconds per target when none is given);

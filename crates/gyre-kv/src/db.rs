@@ -19,13 +19,14 @@
 //! every allocator call per key shows directly in how fast the active
 //! expire cycle empties a keyspace. So a key lives in **one** place:
 //!
-//! * `nodes: Vec<Node>` — every key, dense (56 bytes each). A node holds
-//!   32 bits of the key's hash, the next node of its bucket, its slot in
-//!   `ttl` (where its TTL is), its access clock, and one 40-byte slot with
-//!   the key and the value ([`node::Slot`]): a string whose key and value
-//!   fit 37 bytes together is inline, a longer one is one allocation of
-//!   value and key; an aggregate's 24-byte object sits beside its key when
-//!   the key is up to 14 bytes. A typical key costs no allocation at all,
+//! * `nodes: Vec<Node>` — every key, dense (48 bytes each). A node holds
+//!   32 bits of the key's hash, the next node of its bucket, and one
+//!   40-byte slot with the key, the value and one word: the access clock,
+//!   or for a key with a TTL its slot in `ttl` (where the TTL and the
+//!   clock are) ([`node::Slot`]). A string whose key and value fit 33
+//!   bytes together is inline, a longer one is one allocation of value
+//!   and key; an aggregate's 24-byte object sits beside its key when the
+//!   key is up to 10 bytes. A typical key costs no allocation at all,
 //!   and a small aggregate exactly one. The dense vector is also what RANDOMKEY
 //!   samples in O(1) and what SCAN walks from the top down.
 //! * `table` — a power-of-two array of `u32` bucket heads (keyed
@@ -84,12 +85,12 @@ use table::{map_key, Table};
 pub const LAZYFREE_MIN: usize = 1024;
 
 /// Estimated per-key overhead in bytes, for the `used_memory` estimate:
-/// the 56-byte node (access clock, key and short values included) and its
+/// the 48-byte node (access clock, key and short values included) and its
 /// bucket (4 bytes at a load between 1/2 and 1: about 6 on average); a
 /// TTL slot adds 16 (not counted). What a key's allocation adds is counted
 /// as malloc's chunk for it (see [`node::Slot::heap_mem`]), so the
 /// estimate follows the process's RSS per key.
-pub const ENTRY_OVERHEAD: u64 = 62;
+pub const ENTRY_OVERHEAD: u64 = 54;
 const NONE: u32 = u32::MAX;
 const NO_EXPIRE: i64 = -1;
 
@@ -281,7 +282,7 @@ impl Db {
     fn remove_at(&mut self, i: usize) -> Node {
         self.cow_remove(i);
         self.unlink_chain(i);
-        let ts = self.nodes[i].ttl_slot;
+        let ts = self.nodes[i].ttl_slot();
         if ts != NONE {
             self.unlink_ttl(ts);
         }
@@ -296,7 +297,7 @@ impl Db {
         }
         let from = self.nodes.len() as u32;
         if let Some(moved) = self.nodes.get(i) {
-            let (hash, ts) = (moved.hash, moved.ttl_slot);
+            let (hash, ts) = (moved.hash, moved.ttl_slot());
             self.repoint_chain(hash, from, i as u32);
             if let Some(t) = self.ttl.get_mut(ts as usize) {
                 t.node = i as u32;
@@ -563,7 +564,7 @@ impl Db {
                 self.bury_obj(o);
             }
             // The TTL test inline: most keys have none.
-            if !keep_ttl && self.nodes[i].ttl_slot != NONE {
+            if !keep_ttl && self.nodes[i].ttl_slot() != NONE {
                 self.remove_expire_at(i);
             }
             return p;
@@ -572,14 +573,12 @@ impl Db {
         self.cow_hash(h);
         let idx = self.nodes.len() as u32;
         let next = self.link_new(h);
-        let slot = Slot::new(key, value);
-        self.mem += entry_mem(&slot);
         let now_ms = self.access_mode.now_ms;
+        let slot = Slot::new(key, value, self.access_mode.new_key(now_ms));
+        self.mem += entry_mem(&slot);
         self.nodes.push(Node {
             hash: h,
             next,
-            ttl_slot: NONE,
-            access: self.access_mode.new_key(now_ms),
             slot,
         });
         Probe {
@@ -640,7 +639,7 @@ impl Db {
             let key = n.key();
             n.hash == self.hash(key)
                 && self.find(key) == Some(i)
-                && match n.ttl_slot {
+                && match n.ttl_slot() {
                     NONE => true,
                     ts => self
                         .ttl
@@ -653,7 +652,7 @@ impl Db {
                 && self
                     .nodes
                     .get(t.node as usize)
-                    .is_some_and(|n| n.ttl_slot as usize == s)
+                    .is_some_and(|n| n.ttl_slot() as usize == s)
         });
         nodes_ok && ttl_ok && self.table_ok()
     }

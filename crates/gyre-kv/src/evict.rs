@@ -72,13 +72,14 @@ impl Policy {
 }
 
 /// The LRU clock's tick (ms) and its largest value. Redis ticks once a
-/// second in 24 bits (wrapping after 194 days); here the whole 32-bit
-/// field ticks every 10 ms (wrapping after 497 days). Within a second
+/// second in 24 bits (wrapping after 194 days); here 31 bits tick every
+/// 10 ms (wrapping after 248 days; the keyspace node keeps the 32nd bit,
+/// see `db::node`). Within a second
 /// Redis's sampled keys all look equally idle and the pool picks among
 /// them blindly; at 10 ms the pool ranks them, which is most of what
 /// keeps the hit ratio near true LRU's under a hot working set.
 const LRU_TICK_MS: i64 = 10;
-const LRU_CLOCK_MAX: u32 = u32::MAX;
+const LRU_CLOCK_MAX: u32 = u32::MAX >> 1;
 /// Redis's `LFU_INIT_VAL`.
 const LFU_INIT_VAL: u32 = 5;
 /// Redis's `EVPOOL_SIZE`.

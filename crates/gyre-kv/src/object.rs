@@ -5,7 +5,7 @@
 //! Strings are not here: they stay inline in the keyspace node
 //! ([`crate::db`]) so GET/SET never allocate or chase a pointer. Every
 //! other type is an `Object` of 24 bytes held in the node's slot beside
-//! its key (the node is 56 bytes): a small hash, set or sorted set is the
+//! its key (the node is 48 bytes): a small hash, set or sorted set is the
 //! node plus one exact-size allocation, no box between them (Redis: a
 //! dict entry, an robj and the listpack).
 //! Each type's module owns its storage and encodings:

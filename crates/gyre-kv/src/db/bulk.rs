@@ -38,14 +38,12 @@ impl Db {
             Appended::Str(s) => Value::Str(s),
             Appended::Obj(o) => Value::Obj(o),
         };
-        let slot = Slot::new(key, New::Owned(value));
+        let slot = Slot::new(key, New::Owned(value), self.access_mode.new_key(now_ms));
         self.mem += entry_mem(&slot);
         let idx = self.nodes.len();
         self.nodes.push(Node {
             hash,
             next: NONE,
-            ttl_slot: NONE,
-            access: self.access_mode.new_key(now_ms),
             slot,
         });
         Probe {

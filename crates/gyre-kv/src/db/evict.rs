@@ -2,15 +2,34 @@
 //! `evict.c` sampling and `robj->lru` updates): each node's access clock,
 //! random samples for the eviction pool, evicting a key.
 
+use super::node::HAS_TTL;
 use super::*;
 
 impl Db {
     /// A lookup touched node `i` (Redis's `updateLFU` / `LRU_CLOCK()`).
-    #[inline]
+    #[inline(always)]
     pub(super) fn touch_access(&mut self, i: usize, now: i64) {
         let mode = self.access_mode;
-        if let Some(n) = self.nodes.get_mut(i) {
-            n.access = mode.touch(n.access, now, &mut self.rng);
+        let Some(n) = self.nodes.get_mut(i) else {
+            return;
+        };
+        let w = n.slot.word_mut();
+        if *w & HAS_TTL == 0 {
+            *w = mode.touch(*w, now, &mut self.rng);
+        } else if let Some(t) = self.ttl.get_mut((*w & !HAS_TTL) as usize) {
+            t.access = mode.touch(t.access, now, &mut self.rng);
+        }
+    }
+
+    /// Node `i`'s access clock (in its slot, or in its TTL slot).
+    pub(super) fn access_at(&self, i: usize) -> u32 {
+        let w = self.nodes.get(i).map_or(0, |n| n.slot.word());
+        if w & HAS_TTL == 0 {
+            w
+        } else {
+            self.ttl
+                .get((w & !HAS_TTL) as usize)
+                .map_or(0, |t| t.access)
         }
     }
 
@@ -21,7 +40,7 @@ impl Db {
         if is_expired(expire_of(&self.ttl, &self.nodes[i]), now) {
             return None;
         }
-        Some(self.nodes[i].access)
+        Some(self.access_at(i))
     }
 
     /// Up to `n` random keys (from the keys with a TTL when `volatile`)
@@ -45,7 +64,8 @@ impl Db {
                 self.rng.below(self.nodes.len())
             };
             let node = &self.nodes[i];
-            out.push((node.key().to_vec(), node.access, expire_of(&self.ttl, node)));
+            let access = self.access_at(i);
+            out.push((node.key().to_vec(), access, expire_of(&self.ttl, node)));
         }
     }
 

@@ -2,7 +2,7 @@
 //! the `ttl` vector of [`TtlRef`]s, lazy expiry on lookup and the active
 //! expire cycle's sampling.
 
-use super::node::TtlRef;
+use super::node::{TtlRef, HAS_TTL};
 use super::*;
 
 /// Keys the expire cycle samples (and warms) at once.
@@ -11,10 +11,11 @@ const SAMPLE_BATCH: usize = 32;
 /// Node `n`'s absolute expire time in ms, `NO_EXPIRE` without a TTL.
 #[inline(always)]
 pub(super) fn expire_of(ttl: &[TtlRef], n: &Node) -> i64 {
-    if n.ttl_slot == NONE {
+    let ts = n.ttl_slot();
+    if ts == NONE {
         return NO_EXPIRE;
     }
-    ttl.get(n.ttl_slot as usize).map_or(NO_EXPIRE, |t| t.expire)
+    ttl.get(ts as usize).map_or(NO_EXPIRE, |t| t.expire)
 }
 
 /// A key is expired when `now > expire` (Redis's `keyIsExpired`).
@@ -31,7 +32,9 @@ impl Db {
         }
         self.ttl.swap_remove(ts);
         if let Some(moved) = self.ttl.get(ts) {
-            self.nodes[moved.node as usize].ttl_slot = ts as u32;
+            if let Some(n) = self.nodes.get_mut(moved.node as usize) {
+                n.slot.set_word(HAS_TTL | ts as u32);
+            }
         }
     }
 
@@ -106,19 +109,23 @@ impl Db {
         }
         let when = when.max(0);
         let n = &mut self.nodes[i];
-        if n.ttl_slot == NONE {
-            n.ttl_slot = self.ttl.len() as u32;
+        let ts = n.ttl_slot();
+        if ts == NONE {
+            // The access clock moves into the TTL slot, the slot's index
+            // takes its place in the node.
             self.ttl.push(TtlRef {
                 expire: when,
                 node: i as u32,
+                access: n.slot.word(),
             });
-        } else if let Some(t) = self.ttl.get_mut(n.ttl_slot as usize) {
+            n.slot.set_word(HAS_TTL | (self.ttl.len() - 1) as u32);
+        } else if let Some(t) = self.ttl.get_mut(ts as usize) {
             t.expire = when;
         }
     }
 
     pub(super) fn remove_expire_at(&mut self, i: usize) -> bool {
-        let slot = self.nodes[i].ttl_slot;
+        let slot = self.nodes[i].ttl_slot();
         if slot == NONE {
             return false;
         }
@@ -127,8 +134,8 @@ impl Db {
             let key = self.nodes[i].key().to_vec();
             self.note(&key, true, Some(Change::Persist));
         }
-        let n = &mut self.nodes[i];
-        n.ttl_slot = NONE;
+        let access = self.ttl.get(slot as usize).map_or(0, |t| t.access);
+        self.nodes[i].slot.set_word(access);
         self.unlink_ttl(slot);
         true
     }
@@ -223,13 +230,13 @@ impl Db {
         for n in self.nodes.iter().rev().take(expired) {
             hashes[k] = n.hash;
             k += 1;
-            if let Some(t) = self.ttl.get(n.ttl_slot as usize) {
+            if let Some(t) = self.ttl.get(n.ttl_slot() as usize) {
                 acc = acc.wrapping_add(t.expire as u64);
             }
         }
         for t in self.ttl.iter().rev().take(expired) {
             if let Some(n) = self.nodes.get(t.node as usize) {
-                acc = acc.wrapping_add(u64::from(n.ttl_slot));
+                acc = acc.wrapping_add(u64::from(n.slot.word()));
             }
         }
         for h in &hashes[..k] {

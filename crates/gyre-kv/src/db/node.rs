@@ -1,31 +1,43 @@
 //! What the keyspace stores per key (Redis's `robj` and `dictEntry`
-//! roles, merged): the [`Node`], whose [`Slot`] holds the key and the
-//! value together, and the [`TtlRef`] of a key with a TTL.
+//! roles, merged): the [`Node`], whose [`Slot`] holds the key, the value
+//! and one word of bookkeeping together, and the [`TtlRef`] of a key with
+//! a TTL.
 //!
 //! Why key and value share one slot: a typical key with its short string
-//! value fits 37 bytes, and a small aggregate's key fits 14 beside its
+//! value fits 33 bytes, and a small aggregate's key fits 10 beside its
 //! 24-byte object, so one 40-byte slot serves both where a key slot (24
 //! bytes) beside a value slot (32) made a 72-byte node.
 //! A string that does not fit keeps key and value in one allocation,
 //! value first: still one allocation per key, and APPEND grows the value
 //! in place (amortized, as Redis's sds).
 //!
-//! The trade-off: what fitted the 72-byte node only because its key and
-//! value slots were apart now takes an allocation — a string whose key
-//! and value are 38 to 52 bytes together (+32 or +48 bytes: 56 and a 48-
-//! or 64-byte chunk against 72), an aggregate under a key of 15 to 22
-//! bytes (+48: two 32-byte chunks). Keys of up to 14 bytes with small
-//! aggregates, and strings of up to 37 bytes with their key, save 16
-//! bytes each.
+//! Why the node is 48 bytes: its header is the hash and the chain link
+//! (8 bytes), and the access clock or, for a key with a TTL, the index of
+//! its TTL slot (whose spare 4 bytes then hold the clock) is one `u32`
+//! inside the slot, in the room each variant leaves after its tag. With
+//! the clock and the TTL index apart in the header the node was 56 bytes
+//! (a million sets of ten integers: 108 bytes a key, 8 of them this).
+//!
+//! The trade-off: what fitted the 56-byte node's slot (37 bytes of key
+//! and string, 14-byte aggregate keys) now takes an allocation when it
+//! is over 33 or 10 bytes — a string whose key and value are 34 to 48
+//! bytes together (a 48- or 64-byte chunk), an aggregate under a key of
+//! 11 to 22 bytes (two 32-byte chunks). Keys of up to 10 bytes with small
+//! aggregates, and strings of up to 33 bytes with their key, save 8 bytes
+//! each; longer strings save 8 bytes too (their allocation is unchanged).
 
 use crate::object::Object;
 
 use super::NONE;
 
 /// Key and string value together up to this many bytes live in the node.
-pub(super) const INLINE: usize = 37;
+pub(super) const INLINE: usize = 33;
 /// Keys of aggregates up to this many bytes live in the node.
-pub(super) const OBJ_KEY: usize = 14;
+pub(super) const OBJ_KEY: usize = 10;
+/// In a slot's `word`: the rest is the key's index in `ttl` (its access
+/// clock is in that [`TtlRef`]); without it the word is the clock, which
+/// keeps 31 bits ([`crate::evict`]).
+pub(super) const HAS_TTL: u32 = 1 << 31;
 
 /// A value moving out of or into the keyspace (removed, copied, renamed).
 #[derive(Clone, Debug)]
@@ -41,20 +53,24 @@ pub(super) enum New<'a> {
     Owned(Value),
 }
 
-/// A key and its value (see the module notes).
+/// A key, its value and its `word` (see the module notes; rustc lays
+/// the byte fields out right after the tag, then the word, then what
+/// needs 8-byte alignment, so every variant fits 40 bytes).
 #[derive(Debug)]
 pub(super) enum Slot {
     /// A string whose key and value fit together: `buf[..klen]` is the
     /// key, the `vlen` bytes after it the value.
     Inline {
+        word: u32,
         klen: u8,
         vlen: u8,
         buf: [u8; INLINE],
     },
     /// A longer string: value then key (`klen` bytes) in one allocation.
-    Joined { klen: u32, kv: Vec<u8> },
+    Joined { word: u32, klen: u32, kv: Vec<u8> },
     /// An aggregate under a short key.
     Obj {
+        word: u32,
         klen: u8,
         key: [u8; OBJ_KEY],
         obj: Object,
@@ -62,25 +78,30 @@ pub(super) enum Slot {
     /// An aggregate under a longer key (two allocations of its own: 32 +
     /// 32 bytes for a key up to 24 bytes, where one box holding both took
     /// 48 + 32).
-    LongObj { key: Box<[u8]>, obj: Box<Object> },
+    LongObj {
+        word: u32,
+        key: Box<[u8]>,
+        obj: Box<Object>,
+    },
 }
 
 impl Slot {
-    pub(super) fn new(key: &[u8], v: New<'_>) -> Slot {
+    pub(super) fn new(key: &[u8], v: New<'_>, word: u32) -> Slot {
         match v {
-            New::Bytes(b) => Slot::string(key, b),
-            New::Owned(Value::Str(s)) => Slot::string_owned(key, s),
-            New::Owned(Value::Obj(o)) => Slot::obj(key, o),
+            New::Bytes(b) => Slot::string(key, b, word),
+            New::Owned(Value::Str(s)) => Slot::string_owned(key, s, word),
+            New::Owned(Value::Obj(o)) => Slot::obj(key, o, word),
         }
     }
 
-    fn string(key: &[u8], val: &[u8]) -> Slot {
+    fn string(key: &[u8], val: &[u8], word: u32) -> Slot {
         let (k, n) = (key.len(), val.len());
         if k + n <= INLINE {
             let mut buf = [0; INLINE];
             buf[..k].copy_from_slice(key);
             buf[k..k + n].copy_from_slice(val);
             Slot::Inline {
+                word,
                 klen: k as u8,
                 vlen: n as u8,
                 buf,
@@ -89,38 +110,73 @@ impl Slot {
             let mut kv = Vec::with_capacity(n + k);
             kv.extend_from_slice(val);
             kv.extend_from_slice(key);
-            Slot::Joined { klen: k as u32, kv }
+            Slot::Joined {
+                word,
+                klen: k as u32,
+                kv,
+            }
         }
     }
 
     /// A string from owned bytes: a long value keeps its allocation (the
     /// key is appended to it).
-    fn string_owned(key: &[u8], mut val: Vec<u8>) -> Slot {
+    fn string_owned(key: &[u8], mut val: Vec<u8>, word: u32) -> Slot {
         if key.len() + val.len() <= INLINE {
-            return Slot::string(key, &val);
+            return Slot::string(key, &val, word);
         }
         val.reserve_exact(key.len());
         val.extend_from_slice(key);
         Slot::Joined {
+            word,
             klen: key.len() as u32,
             kv: val,
         }
     }
 
-    fn obj(key: &[u8], obj: Object) -> Slot {
+    fn obj(key: &[u8], obj: Object, word: u32) -> Slot {
         if key.len() <= OBJ_KEY {
             let mut k = [0; OBJ_KEY];
             k[..key.len()].copy_from_slice(key);
             Slot::Obj {
+                word,
                 klen: key.len() as u8,
                 key: k,
                 obj,
             }
         } else {
             Slot::LongObj {
+                word,
                 key: key.into(),
                 obj: Box::new(obj),
             }
+        }
+    }
+
+    /// The access clock, or `HAS_TTL` and the TTL slot.
+    #[inline(always)]
+    pub(super) fn word(&self) -> u32 {
+        match self {
+            Slot::Inline { word, .. }
+            | Slot::Joined { word, .. }
+            | Slot::Obj { word, .. }
+            | Slot::LongObj { word, .. } => *word,
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn set_word(&mut self, w: u32) {
+        *self.word_mut() = w;
+    }
+
+    /// The word in place (one match for a read-modify-write: every
+    /// lookup touches the access clock).
+    #[inline(always)]
+    pub(super) fn word_mut(&mut self) -> &mut u32 {
+        match self {
+            Slot::Inline { word, .. }
+            | Slot::Joined { word, .. }
+            | Slot::Obj { word, .. }
+            | Slot::LongObj { word, .. } => word,
         }
     }
 
@@ -128,7 +184,7 @@ impl Slot {
     pub(super) fn key(&self) -> &[u8] {
         match self {
             Slot::Inline { klen, buf, .. } => &buf[..usize::from(*klen)],
-            Slot::Joined { klen, kv } => &kv[kv.len() - *klen as usize..],
+            Slot::Joined { klen, kv, .. } => &kv[kv.len() - *klen as usize..],
             Slot::Obj { klen, key, .. } => &key[..usize::from(*klen)],
             Slot::LongObj { key, .. } => key,
         }
@@ -137,11 +193,13 @@ impl Slot {
     #[inline]
     pub(super) fn value(&self) -> Ref<'_> {
         match self {
-            Slot::Inline { klen, vlen, buf } => {
+            Slot::Inline {
+                klen, vlen, buf, ..
+            } => {
                 let k = usize::from(*klen);
                 Ref::Str(&buf[k..k + usize::from(*vlen)])
             }
-            Slot::Joined { klen, kv } => Ref::Str(&kv[..kv.len() - *klen as usize]),
+            Slot::Joined { klen, kv, .. } => Ref::Str(&kv[..kv.len() - *klen as usize]),
             Slot::Obj { obj, .. } => Ref::Obj(obj),
             Slot::LongObj { obj, .. } => Ref::Obj(obj),
         }
@@ -167,7 +225,7 @@ impl Slot {
             Slot::Inline { .. } => 0,
             Slot::Joined { kv, .. } => chunk(kv.capacity()),
             Slot::Obj { obj, .. } => chunk(obj.mem() as usize),
-            Slot::LongObj { key, obj } => {
+            Slot::LongObj { key, obj, .. } => {
                 chunk(key.len()) + chunk(std::mem::size_of::<Object>()) + chunk(obj.mem() as usize)
             }
         }
@@ -177,7 +235,13 @@ impl Slot {
     /// (for [`super::Db::bury`]).
     pub(super) fn replace_value(&mut self, v: New<'_>) -> Option<Object> {
         // SET over a short string: the new bytes go in place, key untouched.
-        if let (Slot::Inline { klen, vlen, buf }, New::Bytes(b)) = (&mut *self, &v) {
+        if let (
+            Slot::Inline {
+                klen, vlen, buf, ..
+            },
+            New::Bytes(b),
+        ) = (&mut *self, &v)
+        {
             let k = usize::from(*klen);
             if k + b.len() <= INLINE {
                 buf[k..k + b.len()].copy_from_slice(b);
@@ -185,7 +249,7 @@ impl Slot {
                 return None;
             }
         }
-        let new = Slot::new(self.key(), v);
+        let new = Slot::new(self.key(), v, self.word());
         std::mem::replace(self, new).into_obj()
     }
 
@@ -199,11 +263,13 @@ impl Slot {
 
     pub(super) fn into_value(self) -> Value {
         match self {
-            Slot::Inline { klen, vlen, buf } => {
+            Slot::Inline {
+                klen, vlen, buf, ..
+            } => {
                 let k = usize::from(klen);
                 Value::Str(buf[k..k + usize::from(vlen)].to_vec())
             }
-            Slot::Joined { klen, mut kv } => {
+            Slot::Joined { klen, mut kv, .. } => {
                 kv.truncate(kv.len() - klen as usize);
                 Value::Str(kv)
             }
@@ -224,19 +290,24 @@ impl Slot {
     /// `None` for an aggregate.
     pub(super) fn update_str<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> Option<R> {
         match self {
-            Slot::Inline { klen, vlen, buf } => {
-                let (k, buf) = (usize::from(*klen), *buf);
+            Slot::Inline {
+                word,
+                klen,
+                vlen,
+                buf,
+            } => {
+                let (w, k, buf) = (*word, usize::from(*klen), *buf);
                 let mut v = buf[k..k + usize::from(*vlen)].to_vec();
                 let r = f(&mut v);
-                *self = Slot::string_owned(&buf[..k], v);
+                *self = Slot::string_owned(&buf[..k], v, w);
                 Some(r)
             }
-            Slot::Joined { klen, kv } => {
+            Slot::Joined { word, klen, kv } => {
                 let key = kv.split_off(kv.len() - *klen as usize);
                 let r = f(kv);
                 if key.len() + kv.len() <= INLINE {
-                    let v = std::mem::take(kv);
-                    *self = Slot::string(&key, &v);
+                    let (w, v) = (*word, std::mem::take(kv));
+                    *self = Slot::string(&key, &v, w);
                 } else {
                     kv.extend_from_slice(&key);
                 }
@@ -264,12 +335,14 @@ pub enum Ref<'a> {
     Obj(&'a Object),
 }
 
-/// One key (56 bytes). Its TTL is kept only in its `ttl` slot (Redis
+/// One key (48 bytes). Its TTL is kept only in its `ttl` slot (Redis
 /// keeps expires in a dict apart too): a key without one pays nothing for
-/// it, and a lookup reads the slot only when `ttl_slot` says there is one.
-/// The access clock lives here too (Redis's `robj->lru`): a parallel
-/// vector of it cost 4 bytes per key of its own plus a second cache line
-/// per lookup.
+/// it, and a lookup reads the slot only when the slot's word says there
+/// is one. The access clock (Redis's `robj->lru`: the LRU clock, or under
+/// an LFU policy minutes and a logarithmic counter, see [`crate::evict`])
+/// is that word for a key without a TTL, and sits in the key's
+/// [`TtlRef`] otherwise: one lookup touches one place either way (a
+/// parallel vector of clocks cost a second cache line per lookup).
 #[derive(Debug)]
 pub(super) struct Node {
     /// 32 bits of the key's keyed hash ([`super::table`]): its bucket, and
@@ -277,15 +350,21 @@ pub(super) struct Node {
     pub(super) hash: u32,
     /// Next node in the same bucket (`NONE`: end of chain).
     pub(super) next: u32,
-    /// Index in `ttl`, `NONE` without a TTL.
-    pub(super) ttl_slot: u32,
-    /// The LRU clock in seconds, or under an LFU policy minutes and a
-    /// logarithmic counter (see [`crate::evict`]).
-    pub(super) access: u32,
     pub(super) slot: Slot,
 }
 
 impl Node {
+    /// Index in `ttl`, `NONE` without a TTL.
+    #[inline(always)]
+    pub(super) fn ttl_slot(&self) -> u32 {
+        let w = self.slot.word();
+        if w & HAS_TTL != 0 {
+            w & !HAS_TTL
+        } else {
+            NONE
+        }
+    }
+
     #[inline(always)]
     pub(super) fn key(&self) -> &[u8] {
         self.slot.key()
@@ -297,16 +376,35 @@ impl Node {
     }
 }
 
-/// A key with a TTL, as the expire cycle samples it.
+/// A key with a TTL, as the expire cycle samples it (16 bytes: the
+/// access clock fills what was padding).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct TtlRef {
     pub(super) expire: i64,
     pub(super) node: u32,
+    /// The key's access clock (see [`Node`]).
+    pub(super) access: u32,
 }
 
 impl TtlRef {
     pub(super) const EMPTY: TtlRef = TtlRef {
         expire: super::NO_EXPIRE,
         node: NONE,
+        access: 0,
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word fits each variant's spare room: the node stays 48 bytes
+    /// (see the module notes) and a TTL slot 16.
+    #[test]
+    fn node_is_48_bytes() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<Slot>(), 40);
+        assert_eq!(size_of::<Node>(), 48);
+        assert_eq!(size_of::<TtlRef>(), 16);
+    }
 }
