@@ -141,6 +141,43 @@ fn the_table_grows_incrementally() {
     }
 }
 
+/// A long string under a key of up to 18 bytes keeps the key in the
+/// slot and the value in an allocation of its own size (112-byte chunk for
+/// 100 bytes, where value and key together took 128), and `used_memory`
+/// counts that; a longer key joins the value's allocation; a string grown
+/// in place (APPEND) is joined, keeping spare room.
+#[test]
+fn short_keys_of_long_strings_stay_in_the_slot() {
+    let mut db = Db::new(1);
+    db.set(b"key:00000001", vec![b'v'; 100], false);
+    assert!(matches!(db.nodes[0].slot, Slot::Split { .. }));
+    assert_eq!(db.used_memory(), ENTRY_OVERHEAD + 112);
+    assert_eq!(db.nodes[0].key(), b"key:00000001");
+    assert_eq!(
+        db.lookup_write(b"key:00000001", 0).unwrap().str().unwrap(),
+        &[b'v'; 100][..]
+    );
+    let key19 = b"key:000000000000002";
+    db.set(key19, vec![b'v'; 100], false);
+    assert!(matches!(db.nodes[1].slot, Slot::Joined { .. }));
+    assert_eq!(db.used_memory(), 2 * ENTRY_OVERHEAD + 112 + 128);
+    db.update_value(b"key:00000001", 0, |v| v.extend_from_slice(b"xyz"));
+    assert!(matches!(db.nodes[0].slot, Slot::Joined { .. }));
+    assert_eq!(
+        db.lookup_write(b"key:00000001", 0)
+            .unwrap()
+            .str()
+            .unwrap()
+            .len(),
+        103
+    );
+    assert_eq!(db.nodes[0].key(), b"key:00000001");
+    db.set(b"key:00000001", b"short".to_vec(), false);
+    assert!(matches!(db.nodes[0].slot, Slot::Inline { .. }));
+    assert_eq!(db.used_memory(), 2 * ENTRY_OVERHEAD + 128);
+    assert!(db.check_invariants());
+}
+
 #[test]
 fn inline_values_grow_to_heap_and_back() {
     let mut db = Db::new(1);
