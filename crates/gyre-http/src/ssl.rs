@@ -581,13 +581,7 @@ impl ClientCertVerifier for DepthLimit {
         intermediates: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        // rustls does not say which path it built: the intermediates are
-        // the certificates sent that are not trusted ones.
-        let between = intermediates
-            .iter()
-            .filter(|c| !self.roots.iter().any(|r| r.as_ref() == c.as_ref()))
-            .count();
-        if between > self.depth {
+        if tls_conf::intermediates_between(&self.roots, intermediates) > self.depth {
             return Err(rustls::Error::General(
                 "certificate chain too long (ssl_verify_depth)".into(),
             ));

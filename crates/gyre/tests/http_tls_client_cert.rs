@@ -161,52 +161,16 @@ fn start_gyre(p: &Prefix, port: u16, server: &str) -> Server {
     server
 }
 
-/// Debian's nginx with `server` (listening on `port`) in its own prefix
-/// `name`; the child and the prefix (its log is `logs/error.log`).
-fn start_nginx(
-    nginx: &Path,
-    p: &Prefix,
-    name: &str,
-    server: &str,
-    port: u16,
-) -> (std::process::Child, PathBuf) {
-    let ndir = p.path(name);
-    std::fs::create_dir_all(ndir.join("logs")).unwrap();
-    std::fs::write(
-        ndir.join("nginx.conf"),
-        format!(
-            "daemon off; master_process off; error_log {0}/logs/error.log info;
-             pid {0}/nginx.pid; events {{}} http {{ access_log off; {1} }}",
-            ndir.display(),
-            server
-        ),
-    )
-    .unwrap();
-    let ng = Command::new(nginx)
-        .args(["-p", &s(&ndir), "-c", &s(&ndir.join("nginx.conf"))])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(
-        wait_for(Duration::from_secs(10), || probe(port)),
-        "nginx did not start"
-    );
-    (ng, ndir)
-}
-
 /// `ssl_verify_depth N` allows N intermediate CAs between the client's
 /// certificate and a CA of `ssl_client_certificate` (OpenSSL's count: a
 /// root the client also sends is not one of them): a client signed by an
 /// intermediate is refused at depth 0 and taken at 1 and 2, by both.
 #[test]
 fn verify_depth_counts_intermediates_as_nginx_does() {
-    let nginx = PathBuf::from("/usr/sbin/nginx");
-    if !nginx.exists() {
+    let Some(nginx) = util::nginx::nginx_bin() else {
         println!("nginx not installed: skipping the ssl_verify_depth differential test");
         return;
-    }
+    };
     let p = Prefix::new("tls-verify-depth");
     let dir = p.path("conf");
     let ca = Ca::new(&dir, "root");
@@ -252,9 +216,9 @@ fn verify_depth_counts_intermediates_as_nginx_does() {
         };
         let gport = free_port();
         let g = start_gyre(&p, gport, &block(gport));
-        let nport = free_port();
-        let (mut ng, ndir) =
-            start_nginx(&nginx, &p, &format!("nginx-{depth}"), &block(nport), nport);
+        let ng = util::nginx::start_http(&nginx, "tls-verify-depth-nginx", &block)
+            .expect("nginx did not start");
+        let nport = ng.port;
         for (who, cfg) in &clients {
             let ours = ask(gport, cfg);
             let theirs = ask(nport, cfg);
@@ -268,24 +232,21 @@ fn verify_depth_counts_intermediates_as_nginx_does() {
             }
         }
         if depth == 0 {
-            let nlog = std::fs::read_to_string(ndir.join("logs/error.log")).unwrap_or_default();
+            let nlog = std::fs::read_to_string(ng.error_log()).unwrap_or_default();
             let needle = "client SSL certificate verify error: ";
             let ours = log_message(&g.log(), needle);
             assert!(ours.is_some(), "depth 0: not logged");
             assert_eq!(ours, log_message(&nlog, needle), "depth 0: log line");
         }
-        let _ = ng.kill();
-        let _ = ng.wait();
     }
 }
 
 #[test]
 fn client_certificates_match_nginx() {
-    let nginx = PathBuf::from("/usr/sbin/nginx");
-    if !nginx.exists() {
+    let Some(nginx) = util::nginx::nginx_bin() else {
         println!("nginx not installed: skipping the client-certificate differential test");
         return;
-    }
+    };
     let p = Prefix::new("tls-client-cert");
     let dir = p.path("conf");
     let ca = Ca::new(&dir, "ca");
@@ -304,14 +265,11 @@ fn client_certificates_match_nginx() {
     for mode in ["on", "optional", "optional_no_ca"] {
         let gport = free_port();
         let g = start_gyre(&p, gport, &server_block(gport, &pki, mode));
-        let nport = free_port();
-        let (mut ng, ndir) = start_nginx(
-            &nginx,
-            &p,
-            &format!("nginx-{mode}"),
-            &server_block(nport, &pki, mode),
-            nport,
-        );
+        let ng = util::nginx::start_http(&nginx, &format!("tls-client-cert-{mode}"), &|port| {
+            server_block(port, &pki, mode)
+        })
+        .expect("nginx did not start");
+        let nport = ng.port;
         let mut seen = Vec::new();
         for (who, cfg) in &clients {
             let ours = ask(gport, cfg);
@@ -319,9 +277,8 @@ fn client_certificates_match_nginx() {
             seen.push((*who, ours.clone()));
             assert_eq!(ours, theirs, "ssl_verify_client {mode}, {who} certificate");
         }
-        let nlog = std::fs::read_to_string(ndir.join("logs/error.log")).unwrap_or_default();
-        let _ = ng.kill();
-        let _ = ng.wait();
+        let nlog = std::fs::read_to_string(ng.error_log()).unwrap_or_default();
+        drop(ng);
         let glog = g.log();
         drop(g);
         // What each mode did (so the comparison above cannot pass on two

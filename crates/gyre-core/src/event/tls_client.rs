@@ -348,12 +348,7 @@ impl ServerCertVerifier for Verify {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         use rustls::CertificateError as E;
-        // rustls does not say which path it built: the intermediates are
-        // the certificates sent that are not trusted ones.
-        let between = intermediates
-            .iter()
-            .filter(|c| !self.roots.iter().any(|r| r.as_ref() == c.as_ref()))
-            .count();
+        let between = tls_conf::intermediates_between(&self.roots, intermediates);
         // OpenSSL stops building the chain at the depth, and its last
         // word (what nginx logs) is then the issuer it did not look for.
         let too_deep = || {

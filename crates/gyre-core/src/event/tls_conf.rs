@@ -41,6 +41,17 @@ pub fn load_certs(path: &Path) -> io::Result<Vec<CertificateDer<'static>>> {
     Ok(out)
 }
 
+/// How many of the certificates a peer sent are intermediates between its
+/// own and a trusted CA, as OpenSSL's verify depth counts them: rustls does
+/// not say which path it built, so those that are not trusted ones (a peer
+/// may send the root too). `ssl_verify_depth` / `proxy_ssl_verify_depth`
+/// allow at most that many.
+pub fn intermediates_between(trusted: &[CertificateDer<'_>], sent: &[CertificateDer<'_>]) -> usize {
+    sent.iter()
+        .filter(|c| !trusted.iter().any(|r| r.as_ref() == c.as_ref()))
+        .count()
+}
+
 /// Every certificate revocation list in a PEM file (`X509 CRL` blocks).
 /// An empty file is an error.
 pub fn load_crls(path: &Path) -> io::Result<Vec<CertificateRevocationListDer<'static>>> {
