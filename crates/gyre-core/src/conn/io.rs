@@ -45,6 +45,21 @@ impl Core {
                 ls.first_read.record(hit);
             }
         }
+        let want = buf.len();
+        Self::after_read(x, r, |n| n < want && rdhup)
+    }
+
+    /// Keeps `read.ready` true to the socket after a read: end of stream
+    /// sets `read.eof`, EAGAIN clears `ready`, an error marks it, and a read
+    /// of `n` bytes for which `drained(n)` says the socket had no more (a
+    /// short read where EPOLLRDHUP reports a close) clears `ready` unless
+    /// a close is already pending.
+    pub(crate) fn after_read(
+        x: &mut Connection,
+        r: io::Result<usize>,
+        drained: impl FnOnce(usize) -> bool,
+    ) -> io::Result<usize> {
+        let rev = &mut x.read;
         match r {
             Ok(0) => {
                 rev.ready = false;
@@ -52,7 +67,7 @@ impl Core {
                 Ok(0)
             }
             Ok(n) => {
-                if n < buf.len() && rdhup && !rev.pending_eof {
+                if !rev.pending_eof && drained(n) {
                     rev.ready = false;
                 }
                 Ok(n)

@@ -86,32 +86,13 @@ impl Core {
             .ok_or_else(unsupported)?;
         let fd = x.fd().ok_or_else(unsupported)?;
         let r = sys::splice(fd, pipe.write.as_fd(), len);
-        let rev = &mut x.read;
-        match r {
-            Ok(0) => {
-                rev.ready = false;
-                rev.eof = true;
-                Ok(0)
-            }
-            Ok(n) => {
-                pipe.held += n;
-                // Short with room to spare in the pipe: the socket had no
-                // more (as recv's short read with RDHUP reporting).
-                if n < len && rdhup && !rev.pending_eof && pipe.capacity >= 4 * len {
-                    rev.ready = false;
-                }
-                Ok(n)
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                rev.ready = false;
-                Err(e)
-            }
-            Err(e) => {
-                rev.ready = false;
-                rev.error = true;
-                Err(e)
-            }
+        if let Ok(n) = r {
+            pipe.held += n;
         }
+        // Short with room to spare in the pipe: the socket had no more (as
+        // recv's short read with RDHUP reporting).
+        let roomy = pipe.capacity >= 4 * len;
+        Core::after_read(x, r, |n| n < len && rdhup && roomy)
     }
 
     /// Moves up to `len` of the bytes in `pipe` out to `c`, as
