@@ -77,7 +77,7 @@ fn a_big_aof_replays_in_slices_answering_loading_until_it_is_in() {
                 .arg("v".repeat(100))
                 .ignore();
         }
-        let _: () = p.query(&mut c).unwrap();
+        let _: () = query_retry(&mut c, kv.addr, |c| p.query(c));
     }
     let pid = kv_pid(&kv);
     Command::new("kill")

@@ -789,11 +789,9 @@ fn kill_9_under_writes_leaves_a_whole_snapshot() {
     let t0 = std::time::Instant::now();
     // Write until two background saves have finished and a bit more.
     while t0.elapsed() < Duration::from_secs(20) {
-        let _: () = redis::cmd("SET")
-            .arg(format!("k:{n}"))
-            .arg(n)
-            .query(&mut c)
-            .unwrap();
+        let _: () = query_retry(&mut c, kv.addr, |c| {
+            redis::cmd("SET").arg(format!("k:{n}")).arg(n).query(c)
+        });
         n += 1;
         if n % 500 == 0
             && kv
@@ -808,11 +806,9 @@ fn kill_9_under_writes_leaves_a_whole_snapshot() {
     }
     // A few more writes so the kill lands while the next save may run.
     for _ in 0..(n % 700) {
-        let _: () = redis::cmd("SET")
-            .arg(format!("k:{n}"))
-            .arg(n)
-            .query(&mut c)
-            .unwrap();
+        let _: () = query_retry(&mut c, kv.addr, |c| {
+            redis::cmd("SET").arg(format!("k:{n}")).arg(n).query(c)
+        });
         n += 1;
     }
     Command::new("kill")

@@ -24,20 +24,70 @@ pub fn start(name: &str, kv_extra: &str) -> Kv {
     start_in(p, kv_extra)
 }
 
+/// Writes the config with a free port and starts gyre, retrying with
+/// another port when the master could not bind the one picked (something
+/// took it between `free_port` and the bind: "Address already in use").
 pub fn start_in(p: Prefix, kv_extra: &str) -> Kv {
-    let port = free_port();
-    p.conf(&format!(
-        "daemon off;\nerror_log logs/error.log info;\nworker_processes 1;\nevents {{}}\n\
-         kv {{\n    listen 127.0.0.1:{port};\n{kv_extra}\n}}\n"
-    ));
-    let s = p.start();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    assert!(
-        wait_for(Duration::from_secs(10), || ping(addr)),
-        "{}",
-        s.log()
-    );
-    Kv { p, s, addr }
+    for _attempt in 0..3 {
+        let port = free_port();
+        p.conf(&format!(
+            "daemon off;\nerror_log logs/error.log info;\nworker_processes 1;\nevents {{}}\n\
+             kv {{\n    listen 127.0.0.1:{port};\n{kv_extra}\n}}\n"
+        ));
+        let before = std::fs::metadata(p.path("logs/error.log")).map_or(0, |m| m.len() as usize);
+        let mut s = p.spawn();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let up = wait_for(Duration::from_secs(10), || {
+            ping(addr) || matches!(s.child.try_wait(), Ok(Some(_)))
+        });
+        if up && ping(addr) {
+            return Kv { p, s, addr };
+        }
+        let log = s.log();
+        if !log
+            .get(before..)
+            .unwrap_or("")
+            .contains("Address already in use")
+        {
+            panic!("gyre's kv did not answer PING; log:\n{log}");
+        }
+        let _ = s.child.kill();
+        let _ = s.child.wait();
+    }
+    panic!("no free port could be bound in 3 attempts");
+}
+
+/// Runs `cmd`, reconnecting and running it again when the socket call was
+/// interrupted (EINTR: a socket with a timeout returns it when the test
+/// process is stopped and continued, and the `redis` crate does not
+/// retry). Only for commands that may run twice (SET, a pipeline of SETs).
+pub fn query_retry<T: redis::FromRedisValue>(
+    c: &mut redis::Connection,
+    addr: SocketAddr,
+    run: impl Fn(&mut redis::Connection) -> redis::RedisResult<T>,
+) -> T {
+    for _ in 0..3 {
+        match run(c) {
+            Ok(v) => return v,
+            Err(e) if e.is_io_error() && interrupted(&e) => {
+                *c = connect(addr);
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    run(c).unwrap()
+}
+
+fn interrupted(e: &redis::RedisError) -> bool {
+    use std::error::Error;
+    let mut src: Option<&(dyn Error + 'static)> = e.source();
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return io.kind() == std::io::ErrorKind::Interrupted;
+        }
+        src = s.source();
+    }
+    e.to_string().contains("Interrupted system call")
 }
 
 /// PING answers PONG (not -LOADING, not refused).
@@ -96,36 +146,46 @@ impl Redis {
         Redis::start_with(dir, file, &["--appendonly", "no"])
     }
 
-    /// With more arguments (`--appendonly yes`, ...).
+    /// With more arguments (`--appendonly yes`, ...); retried on another
+    /// port when redis-server exits at once (its port was taken meanwhile).
     pub fn start_with(dir: &Path, file: &str, extra: &[&str]) -> Redis {
-        let port = free_port();
-        let child = Command::new(REDIS)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .args(["--daemonize", "no"])
-            .args(extra)
-            // redis.conf's value, gyre's default (the compiled-in default
-            // of Debian's 7.0.15 is 512).
-            .args(["--hash-max-listpack-entries", "128"])
-            .arg("--dir")
-            .arg(dir)
-            .args(["--dbfilename", file])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        assert!(
-            wait_for(Duration::from_secs(10), || ping(addr)),
-            "redis-server did not start"
-        );
-        Redis { child, addr }
+        for _attempt in 0..3 {
+            let port = free_port();
+            let mut child = Command::new(REDIS)
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                ])
+                .args(["--daemonize", "no"])
+                .args(extra)
+                // redis.conf's value, gyre's default (the compiled-in default
+                // of Debian's 7.0.15 is 512).
+                .args(["--hash-max-listpack-entries", "128"])
+                .arg("--dir")
+                .arg(dir)
+                .args(["--dbfilename", file])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+            let mut exited = false;
+            wait_for(Duration::from_secs(10), || {
+                exited = matches!(child.try_wait(), Ok(Some(_)));
+                exited || ping(addr)
+            });
+            if !exited && ping(addr) {
+                return Redis { child, addr };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            assert!(exited, "redis-server did not start");
+        }
+        panic!("redis-server could not bind a free port in 3 attempts");
     }
 }
 

@@ -69,6 +69,17 @@ impl Prefix {
     /// Starts gyre in the foreground (the config must say `daemon off;`)
     /// and waits for its pid file.
     pub fn start(&self) -> Server {
+        let s = self.spawn();
+        assert!(
+            wait_for(Duration::from_secs(10), || s.pid_file_pid().is_some()),
+            "gyre did not write its pid file; log:\n{}",
+            s.log()
+        );
+        s
+    }
+
+    /// Starts gyre on this prefix without waiting for anything.
+    pub fn spawn(&self) -> Server {
         let child = Command::new(gyre_bin())
             .arg("-p")
             .arg(&self.dir)
@@ -77,16 +88,10 @@ impl Prefix {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let s = Server {
+        Server {
             child,
             prefix: self.dir.clone(),
-        };
-        assert!(
-            wait_for(Duration::from_secs(10), || s.pid_file_pid().is_some()),
-            "gyre did not write its pid file; log:\n{}",
-            s.log()
-        );
-        s
+        }
     }
 }
 
