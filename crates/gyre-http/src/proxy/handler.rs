@@ -80,13 +80,15 @@ pub struct Proxy {
     pub(super) u_created: Msec,
     /// The peer of the current attempt (its address and printed name).
     pub(super) addr: Option<PeerAddr>,
-    /// The request head and body, as sent.
+    /// The request head and, when it is in memory, the body, as sent (a
+    /// body that went to a temporary file follows from there).
     pub(super) req: Vec<u8>,
     /// Where the URI is in `req` (for `upstream: "…"` in log lines).
     pub(super) uri: (usize, usize),
     pub(super) sent: usize,
-    /// The client's body, collected.
-    pub(super) body: Vec<u8>,
+    /// Bytes of the request body's temporary file sent after `req` (0 again
+    /// for each attempt).
+    pub(super) file_sent: u64,
     /// Bytes read from the upstream and not yet used.
     pub(super) buf: Vec<u8>,
     /// The response head as read (`proxy_buffer_size` long, filled to
@@ -158,7 +160,7 @@ impl Proxy {
             req: Vec::new(),
             uri: (0, 0),
             sent: 0,
-            body: Vec::new(),
+            file_sent: 0,
             buf: Vec::new(),
             hbuf: Vec::new(),
             hlen: 0,
@@ -198,7 +200,7 @@ impl Proxy {
         self.addr = None;
         self.req.clear();
         self.sent = 0;
-        self.body.clear();
+        self.file_sent = 0;
         self.buf.clear();
         self.hlen = 0;
         self.out.clear();
@@ -348,7 +350,21 @@ pub fn start(
         build_request(cx, r, &mut p);
     } else if has_body {
         // The body is read whether or not it is passed (nginx reads it
-        // into the request and decides when building the upstream's).
+        // into the request and decides when building the upstream's):
+        // in memory up to client_body_buffer_size, then to a temporary
+        // file under client_body_temp_path (crate::request_body), so a
+        // big upload never sits whole in the worker's memory.
+        let loc = r.st.loc.clone();
+        let kind = r.st.req.body;
+        let want = crate::request_body::Want::default();
+        match &mut r.st.body {
+            Some(b) => b.reset(&loc.body, kind, want),
+            None => {
+                r.st.body = Some(Box::new(crate::request_body::RequestBody::new(
+                    &loc.body, kind, want,
+                )))
+            }
+        }
         cx.m.collect_body();
     } else {
         p.st = St::Connect;
@@ -472,14 +488,36 @@ pub(super) fn read_body(
         let date = core.clock().http_date();
         match env.cx.m.poll(now, date) {
             Some(crate::conn::Event::Body(b)) => {
-                if p.body.is_empty() {
-                    p.body = b;
-                } else {
-                    p.body.extend_from_slice(&b);
+                let Some(rb) = r.st.body.as_mut() else {
+                    return Turn::End(Flow::Error(500));
+                };
+                match rb.push(&b, &env.conf.body_temp) {
+                    Ok(crate::request_body::Stored::Spilled { path, log: true }) => {
+                        let cx = crate::log_error::req(env.conf, r);
+                        gyre_core::log_ctx!(
+                            gyre_core::errlog::WARN,
+                            &cx,
+                            "a client request body is buffered to a temporary file {}",
+                            path.display()
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        let cx = crate::log_error::req(env.conf, r);
+                        gyre_core::log_ctx!(crit, &cx, "{e}");
+                        return Turn::End(Flow::Error(500));
+                    }
                 }
                 continue;
             }
             Some(crate::conn::Event::BodyEnd) => {
+                if let Some(rb) = r.st.body.as_mut() {
+                    if let Err(e) = rb.finish(&env.conf.body_temp) {
+                        let cx = crate::log_error::req(env.conf, r);
+                        gyre_core::log_ctx!(crit, &cx, "{e}");
+                        return Turn::End(Flow::Error(500));
+                    }
+                }
                 p.st = St::Connect;
                 build_request(&mut env.cx, r, p);
                 return Turn::Again;

@@ -5,7 +5,9 @@
 //! under `proxy_send_timeout`.
 
 use std::io;
+use std::os::fd::AsFd;
 
+use gyre_core::conn::ConnId;
 use gyre_core::errlog::ERROR;
 use gyre_core::event::{ConnectOptions, Core, Ev};
 use gyre_core::sys_error_text;
@@ -97,6 +99,7 @@ pub(super) fn connect(
     p.hlen = 0;
     p.reader = None;
     p.sent = 0;
+    p.file_sent = 0;
     if let Some(cache) = cache.as_ref().filter(|_| !p.stale_retry) {
         if let Some(k) = keepalive::unpark(core, cache, &addr) {
             let u = k.conn;
@@ -306,7 +309,21 @@ pub(super) fn send_request(
     for _ in 0..4096 {
         if p.sent == p.req.len() {
             if p.body_left == 0 {
-                break;
+                // The head (and a body in memory) is out; a body in a
+                // temporary file follows from there.
+                let Some(f) = body_file(r, p).filter(|f| p.file_sent < f.len()) else {
+                    break;
+                };
+                let mut off = p.file_sent;
+                let left = usize::try_from(f.len() - off).unwrap_or(usize::MAX);
+                match core.sendfile(u, f.file().as_fd(), &mut off, left) {
+                    Ok(_) => {
+                        p.file_sent = off;
+                        p.request_sent = true;
+                        continue;
+                    }
+                    Err(e) => return send_failed(core, env, r, p, u, e),
+                }
             }
             match pull_body(core, env, p) {
                 Pull::Got => continue,
@@ -327,35 +344,7 @@ pub(super) fn send_request(
                 p.sent += n;
                 p.request_sent = true;
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if core.handle_write_event(u).is_err() {
-                    return fail(
-                        core,
-                        env,
-                        r,
-                        p,
-                        ft::ERROR,
-                        "sending request to upstream",
-                        "epoll_ctl() failed",
-                    );
-                }
-                core.add_timer(Ev::write(u), p.conf.send_timeout);
-                // A cached connection's idle timer is not this wait's.
-                core.del_timer(Ev::read(u));
-                return Turn::Wait;
-            }
-            Err(e) => {
-                let msg = format!("send() failed ({})", sys_error_text(&e));
-                return fail(
-                    core,
-                    env,
-                    r,
-                    p,
-                    ft::ERROR,
-                    "sending request to upstream",
-                    &msg,
-                );
-            }
+            Err(e) => return send_failed(core, env, r, p, u, e),
         }
     }
     core.del_timer(Ev::write(u));
@@ -373,4 +362,51 @@ pub(super) fn send_request(
     core.add_timer(Ev::read(u), p.conf.read_timeout);
     p.st = St::ReadHeader;
     Turn::Again
+}
+
+/// The temporary file the request body went to, when it is passed on.
+fn body_file<'r>(r: &'r HttpRequest, p: &Proxy) -> Option<&'r crate::temp_file::TempFile> {
+    if !p.conf.pass_request_body || matches!(r.st.req.body, crate::body::BodyKind::None) {
+        return None;
+    }
+    r.st.body.as_ref()?.file.as_ref()
+}
+
+/// A send to the upstream that did not go: EAGAIN waits for the write
+/// event, any other error fails the attempt (nginx's `send() failed`).
+fn send_failed(
+    core: &mut Core,
+    env: &mut Env<'_, '_>,
+    r: &mut HttpRequest,
+    p: &mut Proxy,
+    u: ConnId,
+    e: io::Error,
+) -> Turn {
+    if e.kind() == io::ErrorKind::WouldBlock {
+        if core.handle_write_event(u).is_err() {
+            return fail(
+                core,
+                env,
+                r,
+                p,
+                ft::ERROR,
+                "sending request to upstream",
+                "epoll_ctl() failed",
+            );
+        }
+        core.add_timer(Ev::write(u), p.conf.send_timeout);
+        // A cached connection's idle timer is not this wait's.
+        core.del_timer(Ev::read(u));
+        return Turn::Wait;
+    }
+    let msg = format!("send() failed ({})", sys_error_text(&e));
+    fail(
+        core,
+        env,
+        r,
+        p,
+        ft::ERROR,
+        "sending request to upstream",
+        &msg,
+    )
 }

@@ -1,7 +1,7 @@
 //! nginx's `ngx_http_proxy_create_request`: the request a proxied request
 //! sends upstream, written once into [`Proxy::req`](super::handler::Proxy)
 //! (the line, the `proxy_set_header` list, the client's other headers and
-//! the collected body).
+//! the collected body when it is in memory).
 
 use super::conf::HeaderValue;
 use super::handler::Proxy;
@@ -46,7 +46,7 @@ pub(super) fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy
     let body_len = if p.body_left > 0 {
         p.body_left as usize
     } else if conf.pass_request_body {
-        p.body.len()
+        r.st.body.as_ref().map_or(0, |b| b.len as usize)
     } else {
         0
     };
@@ -110,8 +110,14 @@ pub(super) fn build_request(cx: &mut Ctx<'_>, r: &mut HttpRequest, p: &mut Proxy
         }
     }
     out.extend_from_slice(b"\r\n");
+    // A body in memory goes with the head; one in a file follows it
+    // (peer.rs sends it from there, `file_sent`).
     if has_body {
-        out.extend_from_slice(&p.body);
+        if let Some(rb) = r.st.body.as_ref().filter(|b| b.file.is_none()) {
+            for b in &rb.bufs {
+                out.extend_from_slice(b);
+            }
+        }
     }
 }
 
