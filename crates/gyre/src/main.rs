@@ -122,7 +122,7 @@ fn main() -> ExitCode {
     match run(conf, &source, &load) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            log::error!("{e}");
+            log::error!(target: gyre_core::errlog::EMERG, "{e}");
             emerg(&e);
             ExitCode::from(1)
         }

@@ -28,11 +28,51 @@ fn same(a: &ListenOptions, b: &ListenOptions) -> bool {
     a.addr == b.addr && a.reuseport == b.reuseport
 }
 
+/// nginx's `ngx_open_listening_sockets` tries: an address in use (an old
+/// master not gone yet, a port freed a moment later) is tried 5 times,
+/// 500 ms apart, before the start or reload fails.
+const BIND_TRIES: u32 = 5;
+const BIND_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Binds what `wanted` lists for `workers` workers, sharing the sockets of
 /// `old` where the address and `reuseport` match. `old` is left intact, so a
 /// failed reload changes nothing; dropping it afterwards closes the sockets
-/// no longer wanted.
+/// no longer wanted. "Address already in use" is retried as nginx does
+/// (each failure logged at emerg, then `try again to bind() after 500ms`
+/// at notice, in the end `still could not bind()`); any other error fails
+/// at once.
 pub fn bind_all(
+    wanted: &[ListenOptions],
+    workers: usize,
+    old: &[ListenSet],
+) -> io::Result<Vec<ListenSet>> {
+    bind_retrying(wanted, workers, old, BIND_TRIES, BIND_RETRY)
+}
+
+fn bind_retrying(
+    wanted: &[ListenOptions],
+    workers: usize,
+    old: &[ListenSet],
+    tries: u32,
+    pause: std::time::Duration,
+) -> io::Result<Vec<ListenSet>> {
+    for _ in 0..tries {
+        match bind_once(wanted, workers, old) {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                log::error!(target: crate::errlog::EMERG, "{e}");
+                log::info!("try again to bind() after {}ms", pause.as_millis());
+                std::thread::sleep(pause);
+            }
+            other => return other,
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AddrInUse,
+        "still could not bind()",
+    ))
+}
+
+fn bind_once(
     wanted: &[ListenOptions],
     workers: usize,
     old: &[ListenSet],
@@ -153,5 +193,42 @@ pub fn restore_cloexec(sets: &[ListenSet]) {
         for ls in &s.sockets {
             let _ = crate::sys::socket::set_cloexec(ls.as_fd(), true);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn taken() -> (std::net::TcpListener, ListenOptions) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        (l, ListenOptions::new(addr))
+    }
+
+    #[test]
+    fn an_address_in_use_is_tried_again_then_given_up_in_nginx_words() {
+        let (_held, want) = taken();
+        let e = match bind_retrying(&[want], 1, &[], 3, Duration::from_millis(20)) {
+            Err(e) => e,
+            Ok(_) => panic!("bound a port that is listened on"),
+        };
+        assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
+        assert_eq!(e.to_string(), "still could not bind()");
+    }
+
+    #[test]
+    fn a_port_freed_meanwhile_is_bound_on_a_later_try() {
+        let (held, want) = taken();
+        let free = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            drop(held);
+        });
+        let sets = bind_retrying(&[want], 1, &[], 50, Duration::from_millis(20))
+            .expect("bound once the holder let go");
+        free.join().expect("join");
+        assert_eq!(sets.len(), 1);
+        assert_eq!(sets[0].sockets.len(), 1);
     }
 }
