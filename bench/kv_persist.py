@@ -17,7 +17,9 @@
     bench/kv_persist.py GYRE_BIN [keys] [value_bytes] [rounds]
 
 Knobs: BENCH_PERSIST_PARTS ("load bgsave aof": which parts run),
-BENCH_PERSIST_LOADS (restarts per dump whose load times are reported, 3).
+BENCH_PERSIST_LOADS (restarts per dump whose load times are reported, 3),
+BENCH_PERSIST_GYRE_CONF (lines added to gyre's kv block in the BGSAVE
+part, e.g. "bgsave-slice-us 100;").
 
 Loads `keys` strings (redis-benchmark's key names) into each server, starts
 `redis-benchmark -t set -r keys -P 16` against it, waits a second, runs
@@ -361,7 +363,8 @@ def main():
             save_load(tmp, keys, size, False, loads)
             save_load(tmp, keys, size, True, loads)
         for i in range(rounds if "bgsave" in parts else 0):
-            g, port, kvpid, _, _ = start_gyre(tmp, f"g-bg{i}")
+            g, port, kvpid, _, _ = start_gyre(tmp, f"g-bg{i}",
+                                              os.environ.get("BENCH_PERSIST_GYRE_CONF", ""))
             try:
                 measure(f"gyre (forkless), round {i + 1}", port, kvpid, keys, size)
             finally:
