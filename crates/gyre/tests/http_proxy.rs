@@ -362,19 +362,11 @@ fn a_slow_client_bounds_what_the_proxy_holds() {
         )
     });
     let worker = g.server.workers()[0];
-    let rss = |pid: u32| -> u64 {
-        let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        s.lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    let fresh = rss(worker);
+    let fresh = util::rss_kib(worker);
     let mut c = Raw::connect(g.port);
     c.send(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n");
     std::thread::sleep(Duration::from_millis(500));
-    let held = rss(worker);
+    let held = util::rss_kib(worker);
     // Now read it all.
     let r = c.response(false);
     assert_eq!(r.body.len(), 8 << 20);

@@ -23,7 +23,7 @@ use util::ReadSome;
 use proxy_backend::find;
 use util::http::{start_http, Raw};
 use util::nginx::nginx_bin;
-use util::Prefix;
+use util::{files_under, rss_kib, Prefix};
 
 /// The body: 16 MiB, more than loopback socket buffers hold, in a pattern
 /// that shows a byte out of place.
@@ -128,32 +128,6 @@ fn conf(port: u16, up: u16, extra: &str) -> String {
         "server {{ listen 127.0.0.1:{port};
             location / {{ proxy_pass http://127.0.0.1:{up}; proxy_http_version 1.1; {extra} }} }}"
     )
-}
-
-/// Regular files left under `dir` (temp files are unlinked at once).
-fn files_under(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files_under(&p));
-        } else {
-            out.push(p.display().to_string());
-        }
-    }
-    out
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 #[test]

@@ -9,12 +9,11 @@
 
 mod util;
 
-use std::path::Path;
 use std::time::Duration;
 
 use util::backend::{Backend, Reply};
 use util::http::{free_port, start_http, Raw};
-use util::Prefix;
+use util::{files_under, rss_kib, Prefix};
 
 /// 8 MiB: far over the 16 KiB buffer, in a pattern that shows a byte out
 /// of place.
@@ -22,31 +21,6 @@ const LEN: usize = 8 << 20;
 
 fn body() -> Vec<u8> {
     (0..LEN).map(|i| (i % 251) as u8).collect()
-}
-
-fn files_under(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files_under(&p));
-        } else {
-            out.push(p.display().to_string());
-        }
-    }
-    out
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 fn check_body(got: &[u8]) {

@@ -248,23 +248,6 @@ fn bodies_match_nginx() {
     assert!(diffs.is_empty(), "{}\n{}", diffs.join("\n"), g.log());
 }
 
-/// Temporary body files below `dir` (directories of the levels aside).
-fn temp_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(temp_files(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 #[test]
 fn slow_sender_spilled_body_and_no_files_left() {
     let p = Prefix::new("body-slow");
@@ -302,7 +285,7 @@ fn slow_sender_spilled_body_and_no_files_left() {
         "{}",
         g.log()
     );
-    let left = temp_files(&p.path("tmp/body"));
+    let left = util::files_under(&p.path("tmp/body"));
     assert!(left.is_empty(), "temporary files left: {left:?}");
     let levels: Vec<usize> = std::fs::read_dir(p.path("tmp/body"))
         .unwrap()
