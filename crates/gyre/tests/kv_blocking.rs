@@ -13,13 +13,12 @@ mod util;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use util::ReadSome;
 
 use gyre_kv::resp::{decode_reply, Reply};
-use util::http::free_port;
-use util::{wait_for, Prefix};
+use util::kv::{Redis, REDIS};
+use util::wait_for;
 
 struct Client {
     s: TcpStream,
@@ -210,61 +209,15 @@ fn scenarios(addr: SocketAddr) {
     assert_eq!(admin.cmd(&["LLEN", "m1"]), Reply::Int(1));
 }
 
-struct Redis(Child);
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn blocking_pops_like_redis() {
-    let p = Prefix::new("kv-blocking");
-    let port = free_port();
-    p.conf(&format!(
-        "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
-         kv {{\n    listen 127.0.0.1:{port};\n}}\n"
-    ));
-    let s = p.start();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    assert!(
-        wait_for(Duration::from_secs(5), || TcpStream::connect(addr).is_ok()),
-        "{}",
-        s.log()
-    );
-    scenarios(addr);
+    let kv = util::kv::start("kv-blocking", "");
+    scenarios(kv.addr);
 
-    let redis = "/usr/bin/redis-server";
-    if !std::path::Path::new(redis).exists() {
-        println!("skipping the redis-server run: {redis} is missing");
+    if !std::path::Path::new(REDIS).exists() {
+        println!("skipping the redis-server run: {REDIS} is missing");
         return;
     }
-    let rport = free_port();
-    let child = Command::new(redis)
-        .args([
-            "--port",
-            &rport.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(&p.dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _r = Redis(child);
-    let raddr: SocketAddr = format!("127.0.0.1:{rport}").parse().unwrap();
-    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect(
-        raddr
-    )
-    .is_ok()));
-    scenarios(raddr);
+    let redis = Redis::start_with(&kv.p.dir, "dump.rdb", &["--appendonly", "no"]);
+    scenarios(redis.addr);
 }

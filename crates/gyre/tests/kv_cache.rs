@@ -11,35 +11,13 @@
 mod util;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use util::ReadSome;
 
 use util::http::free_port;
-use util::{wait_for, Prefix, Server};
-
-struct Kv {
-    _p: Prefix,
-    s: Server,
-    addr: SocketAddr,
-}
-
-fn start(name: &str, kv_extra: &str) -> Kv {
-    let p = Prefix::new(name);
-    let port = free_port();
-    p.conf(&format!(
-        "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
-         kv {{\n    listen 127.0.0.1:{port};\n{kv_extra}\n}}\n"
-    ));
-    let s = p.start();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    assert!(
-        wait_for(Duration::from_secs(5), || TcpStream::connect(addr).is_ok()),
-        "{}",
-        s.log()
-    );
-    Kv { _p: p, s, addr }
-}
+use util::kv::{start, Kv};
+use util::Prefix;
 
 fn client_url(url: &str) -> redis::Connection {
     let c = redis::Client::open(url).unwrap();

@@ -21,75 +21,12 @@ mod util;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use util::ReadSome;
 
 use gyre_kv::resp::{decode_reply, Reply};
-use util::http::free_port;
-use util::{wait_for, Prefix, Server};
-
-const REDIS: &str = "/usr/bin/redis-server";
-
-struct Redis(Child);
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_redis(dir: &std::path::Path) -> Option<(Redis, SocketAddr)> {
-    if !std::path::Path::new(REDIS).exists() {
-        return None;
-    }
-    let port = free_port();
-    let child = Command::new(REDIS)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            dir.to_str().unwrap(),
-            // redis.conf's thresholds (the binary's built-in default is 512).
-            "--hash-max-listpack-entries",
-            "128",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let r = Redis(child);
-    assert!(
-        wait_for(Duration::from_secs(5), || TcpStream::connect(addr).is_ok()),
-        "redis-server did not start"
-    );
-    Some((r, addr))
-}
-
-fn start_gyre(p: &Prefix) -> (Server, SocketAddr) {
-    let port = free_port();
-    p.conf(&format!(
-        "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
-         kv {{\n    listen 127.0.0.1:{port};\n}}\n"
-    ));
-    let s = p.start();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    assert!(
-        wait_for(Duration::from_secs(5), || TcpStream::connect(addr).is_ok()),
-        "{}",
-        s.log()
-    );
-    (s, addr)
-}
+use util::kv::{Redis, REDIS};
+use util::Prefix;
 
 /// A raw RESP client with a deadline on every reply.
 struct Conn {
@@ -99,7 +36,7 @@ struct Conn {
 
 impl Conn {
     fn new(addr: SocketAddr) -> Conn {
-        let s = TcpStream::connect(addr).unwrap();
+        let s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.set_nodelay(true).unwrap();
         Conn { s, buf: Vec::new() }
@@ -1074,11 +1011,14 @@ fn run_seed(seed: u64, gens: &[Gen], steps: usize, redis: SocketAddr, gyre: Sock
 
 fn differential(name: &str, gens: &[Gen], seeds: u64, steps: usize) {
     let p = Prefix::new(name);
-    let Some((_redis, raddr)) = start_redis(&p.dir) else {
+    if !std::path::Path::new(REDIS).exists() {
         println!("skipping: {REDIS} is missing (apt-get install redis-server)");
         return;
-    };
-    let (_gyre, gaddr) = start_gyre(&p);
+    }
+    let redis = Redis::start_with(&p.dir, "dump.rdb", &["--appendonly", "no"]);
+    let raddr = redis.addr;
+    let gyre = util::kv::start_in(p, "");
+    let gaddr = gyre.addr;
     let seeds: Vec<u64> = match std::env::var("KV_DIFF_SEED") {
         Ok(s) => vec![s.parse().unwrap()],
         Err(_) => {

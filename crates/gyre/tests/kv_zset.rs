@@ -6,34 +6,9 @@
 
 mod util;
 
-use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use util::http::free_port;
-use util::{wait_for, Prefix, Server};
-
-struct Kv {
-    _p: Prefix,
-    _s: Server,
-    addr: SocketAddr,
-}
-
-fn start(name: &str, kv_extra: &str) -> Kv {
-    let p = Prefix::new(name);
-    let port = free_port();
-    p.conf(&format!(
-        "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
-         kv {{\n    listen 127.0.0.1:{port};\n{kv_extra}\n}}\n"
-    ));
-    let s = p.start();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    assert!(
-        wait_for(Duration::from_secs(5), || TcpStream::connect(addr).is_ok()),
-        "{}",
-        s.log()
-    );
-    Kv { _p: p, _s: s, addr }
-}
+use util::kv::{start, Kv};
 
 fn client(kv: &Kv) -> redis::Connection {
     let c = redis::Client::open(format!("redis://{}/", kv.addr)).unwrap();

@@ -38,9 +38,9 @@ pub fn start_in(p: Prefix, kv_extra: &str) -> Kv {
         let mut s = p.spawn();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let up = wait_for(Duration::from_secs(10), || {
-            ping(addr) || matches!(s.child.try_wait(), Ok(Some(_)))
+            serving(addr) || matches!(s.child.try_wait(), Ok(Some(_)))
         });
-        if up && ping(addr) {
+        if up && serving(addr) {
             return Kv { p, s, addr };
         }
         let log = s.log();
@@ -88,6 +88,18 @@ fn interrupted(e: &redis::RedisError) -> bool {
         src = s.source();
     }
     e.to_string().contains("Interrupted system call")
+}
+
+/// The kv process serves commands: PING answers PONG, or -NOAUTH where a
+/// password is required (not -LOADING, not refused).
+fn serving(addr: SocketAddr) -> bool {
+    let reply = redis::Client::open(format!("redis://{addr}/"))
+        .and_then(|cl| cl.get_connection_with_timeout(Duration::from_millis(500)))
+        .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
+    match reply {
+        Ok(_) => true,
+        Err(e) => e.code() == Some("NOAUTH") || e.kind() == redis::ErrorKind::AuthenticationFailed,
+    }
 }
 
 /// PING answers PONG (not -LOADING, not refused).

@@ -151,7 +151,24 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// Kills the master and its workers; when the test is failing, first
+    /// prints whether the master was still running and its error log's tail
+    /// (the harness shows it with the panic), so a flake in CI explains itself.
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let state = match self.child.try_wait() {
+                Ok(Some(st)) => format!("had exited ({st})"),
+                _ => "was running".to_string(),
+            };
+            let log = self.log();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            eprintln!(
+                "gyre {} ({}) {state}; the last lines of its error log:\n{tail}",
+                self.child.id(),
+                self.prefix.display()
+            );
+        }
         let workers = self.workers();
         let _ = self.child.kill();
         let _ = self.child.wait();
