@@ -1067,14 +1067,7 @@ impl HttpConn {
                 date,
                 &mut |crit, text| lines.push((crit, text.to_string())),
             );
-            for (crit, text) in lines {
-                let cx = crate::log_error::req(&shared.conf, r);
-                if crit {
-                    gyre_core::log_ctx!(crit, &cx, "{text}");
-                } else {
-                    gyre_core::log_ctx!(gyre_core::errlog::WARN, &cx, "{text}");
-                }
-            }
+            crate::request_body::log_lines(&shared.conf, r, &lines);
             match pumped {
                 Pumped::Done => return BodyRead::Done,
                 Pumped::Failed => return BodyRead::Failed,

@@ -346,31 +346,59 @@ pub fn start(
     want: Want,
     post: Post,
 ) -> crate::phases::Step {
+    begin(cx, r, want);
+    r.content = crate::request::Content::ReadBody(post);
+    r.wake = Some(crate::request::Wake::Body);
+    crate::phases::Step::Again
+}
+
+/// A fresh (or reused) [`RequestBody`] in `r` for its location, and the
+/// machine set to collect the body into it ([`collect`]); the caller
+/// drives [`pump`].
+pub fn begin(cx: &mut crate::phases::Ctx<'_>, r: &mut crate::request::HttpRequest, want: Want) {
     let loc = r.st.loc.clone();
     let kind = r.st.req.body;
     match &mut r.st.body {
         Some(b) => b.reset(&loc.body, kind, want),
         None => r.st.body = Some(Box::new(RequestBody::new(&loc.body, kind, want))),
     }
+    collect(cx, &loc);
+}
+
+/// The machine collects the body under the location's rules: its
+/// `client_body_timeout`, its `client_max_body_size` for a chunked body
+/// (the machine's limit is otherwise 0: the Content-Length check is
+/// find-config's), and its access log for the records the machine writes
+/// itself (a 408, a 413). Also for a body streamed without storing.
+pub fn collect(cx: &mut crate::phases::Ctx<'_>, loc: &crate::conf::LocConf) {
     let st = cx.m.settings_mut();
     st.client_body_timeout = loc.client_body_timeout;
-    // A chunked body is held to the location's client_max_body_size as
-    // its chunks come (the machine's limit is otherwise 0: the
-    // Content-Length check is find-config's).
     let max = std::mem::replace(&mut st.client_max_body_size, loc.client_max_body_size);
     cx.m.collect_body();
     cx.m.settings_mut().client_max_body_size = max;
-    // Records the machine writes itself (a 408, a 413) go where this
-    // location's do.
     let sink = if loc.log_format != 0 || loc.log_if.is_some() {
         1
     } else {
-        (cx.sink)(&loc)
+        (cx.sink)(loc)
     };
     cx.m.set_log_sink(sink);
-    r.content = crate::request::Content::ReadBody(post);
-    r.wake = Some(crate::request::Wake::Body);
-    crate::phases::Step::Again
+}
+
+/// Writes the lines a [`pump`] gathered, in `r`'s context as nginx's:
+/// `(true, text)` at crit, the others at warn.
+pub fn log_lines(
+    conf: &crate::conf::HttpConf,
+    r: &crate::request::HttpRequest,
+    lines: &[(bool, String)],
+) {
+    for (crit, text) in lines {
+        let cx = crate::log_error::req(conf, r);
+        if *crit {
+            gyre_core::log_ctx!(crit, &cx, "{text}");
+        } else {
+            gyre_core::log_ctx!(gyre_core::errlog::WARN, &cx, "{text}");
+        }
+    }
 }
 
 /// The outcome of one [`pump`].

@@ -171,3 +171,51 @@ fn a_small_body_stays_in_memory_and_is_request_body() {
         g.log()
     );
 }
+
+/// A chunked body is held to the location's `client_max_body_size` as it
+/// comes, buffered (the default) or streamed (`proxy_request_buffering
+/// off`): 413 and nginx's error line, nothing reaches the upstream, and the
+/// location's own access log has the record.
+#[test]
+fn a_chunked_body_over_the_location_limit_is_413_before_the_upstream() {
+    let b = Backend::start(|_| Reply::ok("ok"));
+    let up = b.port();
+    let p = Prefix::new("proxy-reqbody-max");
+    let g = start_http(&p, 1, move |port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port}; client_max_body_size 1m;
+                location /small {{ client_max_body_size 10; access_log logs/small.log;
+                    proxy_pass http://127.0.0.1:{up}; }}
+                location /stream {{ client_max_body_size 10; proxy_request_buffering off;
+                    proxy_http_version 1.1; proxy_pass http://127.0.0.1:{up}; }} }}"
+        )
+    });
+    for path in ["/small", "/stream"] {
+        let mut c = Raw::connect(g.port);
+        c.send(
+            format!(
+                "POST {path} HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n\
+                 8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        let r = c.response(false);
+        assert_eq!(r.status, 413, "{path}: {}\n{}", r.head, g.log());
+    }
+    assert!(
+        g.server.logged(
+            "client intended to send too large chunked body: 8+8 bytes",
+            Duration::from_secs(5)
+        ),
+        "{}",
+        g.log()
+    );
+    let small = p.path("logs/small.log");
+    assert!(util::wait_for(Duration::from_secs(5), || {
+        std::fs::read_to_string(&small).is_ok_and(|s| s.contains("\"POST /small HTTP/1.1\" 413 "))
+    }));
+    // Nothing reached the backend (start_http's probe of / is no proxied
+    // location's).
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(b.requests().len(), 0);
+}

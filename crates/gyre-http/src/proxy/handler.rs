@@ -344,7 +344,8 @@ pub fn start(
     if stream > 0 {
         // proxy_request_buffering off: the head goes at once, the body
         // follows as it arrives.
-        cx.m.collect_body();
+        let loc = r.st.loc.clone();
+        crate::request_body::collect(cx, &loc);
         p.body_left = stream;
         p.st = St::Connect;
         build_request(cx, r, &mut p);
@@ -354,18 +355,7 @@ pub fn start(
         // in memory up to client_body_buffer_size, then to a temporary
         // file under client_body_temp_path (crate::request_body), so a
         // big upload never sits whole in the worker's memory.
-        let loc = r.st.loc.clone();
-        let kind = r.st.req.body;
-        let want = crate::request_body::Want::default();
-        match &mut r.st.body {
-            Some(b) => b.reset(&loc.body, kind, want),
-            None => {
-                r.st.body = Some(Box::new(crate::request_body::RequestBody::new(
-                    &loc.body, kind, want,
-                )))
-            }
-        }
-        cx.m.collect_body();
+        crate::request_body::begin(cx, r, crate::request_body::Want::default());
     } else {
         p.st = St::Connect;
         build_request(cx, r, &mut p);
@@ -482,51 +472,33 @@ pub(super) fn read_body(
     r: &mut HttpRequest,
     p: &mut Proxy,
 ) -> Turn {
+    use crate::request_body::Pumped;
     let now = core.now();
     // Bounded: each pass takes input or stops.
     for _ in 0..1024 {
+        let Some(rb) = r.st.body.as_mut() else {
+            return Turn::End(Flow::Error(500));
+        };
         let date = core.clock().http_date();
-        match env.cx.m.poll(now, date) {
-            Some(crate::conn::Event::Body(b)) => {
-                let Some(rb) = r.st.body.as_mut() else {
-                    return Turn::End(Flow::Error(500));
-                };
-                match rb.push(&b, &env.conf.body_temp) {
-                    Ok(crate::request_body::Stored::Spilled { path, log: true }) => {
-                        let cx = crate::log_error::req(env.conf, r);
-                        gyre_core::log_ctx!(
-                            gyre_core::errlog::WARN,
-                            &cx,
-                            "a client request body is buffered to a temporary file {}",
-                            path.display()
-                        );
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        let cx = crate::log_error::req(env.conf, r);
-                        gyre_core::log_ctx!(crit, &cx, "{e}");
-                        return Turn::End(Flow::Error(500));
-                    }
-                }
-                continue;
-            }
-            Some(crate::conn::Event::BodyEnd) => {
-                if let Some(rb) = r.st.body.as_mut() {
-                    if let Err(e) = rb.finish(&env.conf.body_temp) {
-                        let cx = crate::log_error::req(env.conf, r);
-                        gyre_core::log_ctx!(crit, &cx, "{e}");
-                        return Turn::End(Flow::Error(500));
-                    }
-                }
+        let mut lines: Vec<(bool, String)> = Vec::new();
+        let pumped = crate::request_body::pump(
+            env.cx.m,
+            rb,
+            &env.conf.body_temp,
+            now,
+            date,
+            &mut |crit, text| lines.push((crit, text.to_string())),
+        );
+        crate::request_body::log_lines(env.conf, r, &lines);
+        match pumped {
+            Pumped::Done => {
                 p.st = St::Connect;
                 build_request(&mut env.cx, r, p);
                 return Turn::Again;
             }
-            Some(crate::conn::Event::BodyError(_)) => return Turn::End(Flow::Done),
-            Some(crate::conn::Event::Request(_)) | None => {}
-        }
-        if env.cx.m.wants_close() {
-            return Turn::End(Flow::Done);
+            Pumped::Failed => return Turn::End(Flow::Error(500)),
+            Pumped::Ended(_) => return Turn::End(Flow::Done),
+            Pumped::Again => {}
         }
         if !env.cx.m.wants_read() || !core.conn(env.client).is_some_and(|x| x.read.ready) {
             return Turn::Wait;

@@ -382,24 +382,16 @@ fn send_failed(
     u: ConnId,
     e: io::Error,
 ) -> Turn {
-    if e.kind() == io::ErrorKind::WouldBlock {
-        if core.handle_write_event(u).is_err() {
-            return fail(
-                core,
-                env,
-                r,
-                p,
-                ft::ERROR,
-                "sending request to upstream",
-                "epoll_ctl() failed",
-            );
-        }
+    let msg = if e.kind() != io::ErrorKind::WouldBlock {
+        format!("send() failed ({})", sys_error_text(&e))
+    } else if core.handle_write_event(u).is_err() {
+        "epoll_ctl() failed".to_string()
+    } else {
         core.add_timer(Ev::write(u), p.conf.send_timeout);
         // A cached connection's idle timer is not this wait's.
         core.del_timer(Ev::read(u));
         return Turn::Wait;
-    }
-    let msg = format!("send() failed ({})", sys_error_text(&e));
+    };
     fail(
         core,
         env,
