@@ -172,8 +172,8 @@ pub enum Disposition {
 /// Per-request facts for the access log (nginx's `combined` fields).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogRecord {
-    /// `$request`: the request line, empty if none was parsed.
-    pub request_line: String,
+    /// `$request`: the request line as sent, empty if none was parsed.
+    pub request_line: Vec<u8>,
     /// `$status` as sent on the wire (or 408/400 for requests that got no
     /// response because the client timed out or went away).
     pub status: u16,
@@ -183,9 +183,9 @@ pub struct LogRecord {
     /// `$bytes_sent`: head plus body.
     pub bytes_sent: u64,
     /// `$http_referer`.
-    pub referer: Option<String>,
+    pub referer: Option<Vec<u8>>,
     /// `$http_user_agent`.
-    pub user_agent: Option<String>,
+    pub user_agent: Option<Vec<u8>>,
     /// `$host` when known.
     pub host: Option<String>,
     /// `$remote_user`: the user of an `Authorization: Basic` header.
@@ -294,7 +294,7 @@ fn request_note(kind: ErrKind, req: Option<&Request>) -> ErrNote {
     ErrNote {
         kind,
         request_line: req
-            .map(|r| r.request_line().into_owned())
+            .map(|r| String::from_utf8_lossy(r.request_line()).into_owned())
             .unwrap_or_default(),
         host: header("Host"),
         detail: None,
@@ -808,7 +808,7 @@ impl Connection {
             self.notes
                 .push(request_note(ErrKind::InvalidChunked, Some(&req)));
             let mut rec = self.bare_log(400, now);
-            rec.request_line = req.request_line().into_owned();
+            rec.request_line = req.request_line().to_vec();
             let (body, all) = self.queue(&Response::error(400), false, req.is_head(), false, date);
             rec.body_bytes_sent = body;
             rec.bytes_sent = all;
@@ -833,7 +833,7 @@ impl Connection {
             chunked: false,
             log: if self.st.log_requests {
                 LogRecord {
-                    request_line: req.request_line().into_owned(),
+                    request_line: req.request_line().to_vec(),
                     status: 0,
                     body_bytes_sent: 0,
                     bytes_sent: 0,
@@ -1254,7 +1254,7 @@ impl Connection {
 
     fn bare_log(&self, status: u16, now: Msec) -> LogRecord {
         LogRecord {
-            request_line: String::from_utf8_lossy(self.head.request_line(&self.inbuf)).into_owned(),
+            request_line: self.head.logged_line(&self.inbuf).to_vec(),
             status,
             body_bytes_sent: 0,
             bytes_sent: 0,

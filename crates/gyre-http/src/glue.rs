@@ -171,11 +171,11 @@ impl Shared {
         l.log(&Entry {
             remote_addr: peer.map(|p| p.ip()),
             unix_secs: now_secs,
-            request_line: rec.request_line.as_bytes(),
+            request_line: &rec.request_line,
             status: rec.status,
             body_bytes_sent: rec.body_bytes_sent,
-            referer: rec.referer.as_deref().map(str::as_bytes),
-            user_agent: rec.user_agent.as_deref().map(str::as_bytes),
+            referer: rec.referer.as_deref(),
+            user_agent: rec.user_agent.as_deref(),
             remote_user: rec.remote_user.as_deref().map(str::as_bytes),
         });
     }
@@ -392,6 +392,7 @@ impl Protocol for HttpProtocol {
             last_call: false,
             head_alone: true,
             idle_deadline: now,
+            last_log: None,
         }))
     }
 }
@@ -469,6 +470,11 @@ struct HttpConn {
     /// request answered in one go then costs no timer change); an early
     /// firing re-arms it for the rest ([`HttpConn::handle`]).
     idle_deadline: gyre_core::event::Msec,
+    /// The `error_log`s of the last request's location: nginx's connection
+    /// log follows the location (`ngx_http_update_location_config`), so a
+    /// kept-alive connection's close is written there, not to the default
+    /// server's logs. Outer None: no request ended yet.
+    last_log: Option<Option<gyre_core::errlog::LogChain>>,
 }
 
 enum Flow {
@@ -919,6 +925,14 @@ impl HttpConn {
         // limit_conn counts end once the response is written.
         self.held.append(&mut r.st.held);
         self.log_note_about(core, _c, Some(&r));
+        let same_log = match (&self.last_log, &r.st.loc.error_log) {
+            (Some(Some(a)), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Some(None), None) => true,
+            _ => false,
+        };
+        if !same_log {
+            self.last_log = Some(r.st.loc.error_log.clone());
+        }
         let shared = self.shared.clone();
         if shared.any_access_log && (r.st.loc.log_format != 0 || r.st.loc.log_if.is_some()) {
             self.write_custom_log(core, &mut r, None);

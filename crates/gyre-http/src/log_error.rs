@@ -125,7 +125,9 @@ impl LogContext for ReqLog<'_> {
         let req = self.req;
         client(out, self.peer)?;
         write!(out, ", server: {}", self.server)?;
-        let line = req.request_line();
+        // The error log is text: bytes that are not UTF-8 are replaced
+        // (nginx writes them raw).
+        let line = String::from_utf8_lossy(req.request_line());
         if !line.is_empty() {
             write!(out, ", request: \"{line}\"")?;
         }

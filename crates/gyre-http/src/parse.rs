@@ -12,8 +12,6 @@
 //! parser and the request keep their capacity when reused: a request costs
 //! no allocation once a connection has served one.
 
-use std::borrow::Cow;
-
 use crate::body::BodyKind;
 use crate::conn::{HeadErr, HeadLine};
 use crate::settings::HttpSettings;
@@ -166,9 +164,10 @@ impl Request {
             .and_then(|s| std::str::from_utf8(s.of(&self.buf)).ok())
     }
 
-    /// The request line without its CRLF, for `$request` in logs.
-    pub fn request_line(&self) -> Cow<'_, str> {
-        String::from_utf8_lossy(self.line.of(&self.buf))
+    /// The request line without its CRLF, as sent (`$request`: nginx logs
+    /// its bytes, escaped by the access log, never replaced).
+    pub fn request_line(&self) -> &[u8] {
+        self.line.of(&self.buf)
     }
 
     /// All accepted header lines in order (ignored invalid ones excluded):
@@ -219,16 +218,14 @@ impl Request {
         self.header("Range")
     }
 
-    /// `Referer`, lossily decoded for logging.
-    pub fn referer(&self) -> Option<String> {
-        self.header("Referer")
-            .map(|v| String::from_utf8_lossy(v).into_owned())
+    /// `Referer` as sent, for the access log.
+    pub fn referer(&self) -> Option<Vec<u8>> {
+        self.header("Referer").map(<[u8]>::to_vec)
     }
 
-    /// `User-Agent`, lossily decoded for logging.
-    pub fn user_agent(&self) -> Option<String> {
-        self.header("User-Agent")
-            .map(|v| String::from_utf8_lossy(v).into_owned())
+    /// `User-Agent` as sent, for the access log.
+    pub fn user_agent(&self) -> Option<Vec<u8>> {
+        self.header("User-Agent").map(<[u8]>::to_vec)
     }
 
     /// The same request as a bodiless GET: what nginx's internal redirect
@@ -638,6 +635,17 @@ impl HeadParser {
     /// errors).
     pub(crate) fn request_line<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
         self.line.as_ref().map_or(&[], |l| l.line.of(buf))
+    }
+
+    /// `$request` of a refused head: the parsed request line, or for a 414
+    /// what nginx keeps of the line (from its start to the buffer's end).
+    pub(crate) fn logged_line<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        match (&self.line, &self.err) {
+            (None, Some(HeadErr::TooLongUri((s, e)))) => {
+                buf.get(*s..(*e).min(buf.len())).unwrap_or(&[])
+            }
+            _ => self.request_line(buf),
+        }
     }
 
     /// The request line, or the part of it that arrived (up to CR or LF),

@@ -224,7 +224,13 @@ impl HttpRequest {
     fn init_uri(&mut self) {
         let st = &mut self.st;
         st.uri.clear();
-        st.uri.push_str(st.req.path_str().unwrap_or("/"));
+        // A decoded path that is not UTF-8 (`/%FF`, raw Latin-1) keeps its
+        // place with U+FFFD for the odd bytes: it is looked up (and not
+        // found) as nginx looks up its bytes; it never becomes `/`.
+        match st.req.path_str() {
+            Some(p) => st.uri.push_str(p),
+            None => st.uri.push_str(&String::from_utf8_lossy(st.req.path())),
+        }
         st.args.clear();
         if let Some(q) = st.req.query() {
             st.args.push_str(&String::from_utf8_lossy(q));

@@ -351,7 +351,7 @@ pub struct VarEnv<'a> {
     /// `$args` was set by a redirect: empty is found, not "not found".
     pub args_set: bool,
     /// `$request` of a head refused before it became a request.
-    pub request_line: Option<&'a str>,
+    pub request_line: Option<&'a [u8]>,
     /// A proxied request's upstream records.
     pub upstream: Option<&'a crate::proxy::vars::UpstreamVars>,
     /// The request body a handler read (`$request_body`,
@@ -549,18 +549,23 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
     let req = env.req;
     // A refused head: what its request line says, nothing without one.
     if let Some(line) = env.request_line {
-        let mut words = line.split(' ');
-        let (method, target, proto) = (words.next(), words.next(), words.next());
+        let mut words = line.split(|&b| b == b' ');
+        let (mut method, mut target, mut proto) = (words.next(), words.next(), words.next());
+        if proto.is_none() {
+            // A line cut short (a 414 keeps the line up to its buffer's
+            // end): nginx never parsed it, so none of its parts is found.
+            (method, target, proto) = (None, None, None);
+        }
         let word = match kind {
             VarKind::RequestMethod => Some(method),
-            VarKind::Uri => Some(target.map(|t| t.split('?').next().unwrap_or(t))),
+            VarKind::Uri => Some(target.map(|t| t.split(|&b| b == b'?').next().unwrap_or(t))),
             VarKind::ServerProtocol => Some(proto),
             _ => None,
         };
         if let Some(w) = word {
             return match w.filter(|w| !w.is_empty()) {
                 Some(w) => {
-                    out.extend_from_slice(w.as_bytes());
+                    out.extend_from_slice(w);
                     true
                 }
                 None => false,
@@ -673,8 +678,8 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
             }
         }
         VarKind::Request => match env.request_line {
-            Some(l) => out.extend_from_slice(l.as_bytes()),
-            None => out.extend_from_slice(req.request_line().as_bytes()),
+            Some(l) => out.extend_from_slice(l),
+            None => out.extend_from_slice(req.request_line()),
         },
         VarKind::RequestMethod if env.as_get => out.extend_from_slice(b"GET"),
         VarKind::RequestMethod => out.extend_from_slice(req.method().as_bytes()),

@@ -38,11 +38,11 @@ fn simple_get() {
     assert!(req.keep_alive);
     assert_eq!(r.logs.len(), 1);
     let l = &r.logs[0];
-    assert_eq!(l.request_line, "GET / HTTP/1.1");
+    assert_eq!(l.request_line, b"GET / HTTP/1.1");
     assert_eq!((l.status, l.body_bytes_sent), (200, 6));
     assert_eq!(l.bytes_sent, r.out.len() as u64);
-    assert_eq!(l.referer.as_deref(), Some("http://r/"));
-    assert_eq!(l.user_agent.as_deref(), Some("t/1"));
+    assert_eq!(l.referer.as_deref(), Some(&b"http://r/"[..]));
+    assert_eq!(l.user_agent.as_deref(), Some(&b"t/1"[..]));
 }
 
 #[test]
@@ -560,8 +560,8 @@ fn timeouts_are_deadlines() {
     assert!(c.take_output().is_empty());
     let logs = c.take_logs();
     assert_eq!(
-        (logs[0].status, logs[0].request_line.as_str()),
-        (408, "GET / HTTP/1.1")
+        (logs[0].status, logs[0].request_line.as_slice()),
+        (408, &b"GET / HTTP/1.1"[..])
     );
 
     // Idle keep-alive: keepalive_timeout after the response.

@@ -267,7 +267,7 @@ const SITE_HTTP: &str = "types { text/html html; text/css css; text/plain txt; }
     split_clients \"${arg_id}salt\" $variant { 0.5% tiny; 20% a; 30.25% b; * rest; }\n\
     geo $geo_here { default none; 127.0.0.0/8 loop; 127.0.0.1 exact; 10.0.0.0/8 ten; }\n\
     geo $arg_ip $geo_arg { default none; 10.0.0.0/8 ten; 10.1.0.0/16 ten-one; ::1 six; }\n\
-    log_format t '$request_method $uri $args $status $body_bytes_sent \"$http_user_agent\" $request_length $server_protocol';\n";
+    log_format t '$request_method $uri $args $status $body_bytes_sent \"$http_user_agent\" $request_length \"$request\" \"$http_referer\" $server_protocol';\n";
 
 fn site_cases() -> Vec<(&'static str, Vec<u8>)> {
     let huge_args = format!(
@@ -288,6 +288,16 @@ fn site_cases() -> Vec<(&'static str, Vec<u8>)> {
             b"GET /app/route/42 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
         ),
         ("spa dir", b"GET /sub/ HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        (
+            "spa route with args",
+            b"GET /app/route?q=1 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        (
+            // Bytes that are not UTF-8 are logged as sent, escaped (\xFF).
+            "raw bytes",
+            b"GET /raw\xff\xfe?q=\xe9 HTTP/1.1\r\nHost: x\r\nUser-Agent: ua\xff\r\nReferer: r\xfe\r\n\r\n"
+                .to_vec(),
+        ),
         ("spa root", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
         (
             "asset regex",

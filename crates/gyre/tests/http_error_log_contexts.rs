@@ -34,6 +34,7 @@ fn http(port: u16) -> String {
              error_log logs/srv.log info;
              error_log logs/srv-err.log error;
              location /loc/ {{ error_log logs/loc.log error; }}
+             location /ka/ {{ error_log logs/ka.log info; }}
              location /inh/ {{ }}
          }}
          server {{
@@ -45,7 +46,7 @@ fn http(port: u16) -> String {
 }
 
 /// The log files compared.
-const LOGS: &[&str] = &["http.log", "srv.log", "srv-err.log", "loc.log"];
+const LOGS: &[&str] = &["http.log", "srv.log", "srv-err.log", "loc.log", "ka.log"];
 
 /// Sends `req` on a fresh connection and reads until the server closes.
 fn send(port: u16, req: &[u8]) {
@@ -80,6 +81,37 @@ fn exercise(port: u16) {
     ];
     for r in reqs {
         send(port, r);
+    }
+    // Kept-alive connections closed by the client after a response: the
+    // `closed keepalive connection` line goes where the last request's
+    // location logs (nginx's connection log follows the location).
+    keepalive_then_close(port, b"GET /ka/ HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    keepalive_then_close(port, b"GET /inh/ HTTP/1.1\r\nHost: localhost\r\n\r\n");
+}
+
+/// Sends `req` (keep-alive), reads the whole response, then closes.
+fn keepalive_then_close(port: u16, req: &[u8]) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(req).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + len {
+                break;
+            }
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => panic!("the connection ended before the response"),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
     }
 }
 
@@ -164,6 +196,15 @@ fn per_context_error_logs_match_nginx() {
     // Every file got something, so the comparison says something.
     for (name, ls) in &nl {
         assert!(!ls.is_empty(), "nginx wrote nothing to {name}");
+    }
+    // Both kept-alive closes were logged, each where its request's
+    // location logs.
+    for name in ["ka.log", "srv.log"] {
+        let (_, ls) = nl.iter().find(|(n, _)| n == name).unwrap();
+        assert!(
+            ls.iter().any(|l| l.contains("closed keepalive connection")),
+            "nginx's {name}: {ls:?}"
+        );
     }
     // The lines went to the context logs, not to the main log.
     let main = std::fs::read_to_string(p.path("logs/error.log")).unwrap();

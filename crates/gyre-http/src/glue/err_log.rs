@@ -88,12 +88,18 @@ impl HttpConn {
             let addr = peer.map(|p| p.ip().to_string()).unwrap_or_default();
             gyre_core::log_ctx!(
                 INFO,
-                &Bare(
-                    number,
-                    log_error::server_chain(&self.shared.conf, self.port.default)
-                ),
+                &Bare(number, self.keepalive_chain()),
                 "client {addr} closed keepalive connection ({text})"
             );
+        }
+    }
+
+    /// Where a kept-alive connection's lines go: the last request's
+    /// location's `error_log`s (the default server's before any request).
+    fn keepalive_chain(&self) -> Option<&gyre_core::errlog::LogChain> {
+        match &self.last_log {
+            Some(chain) => chain.as_ref(),
+            None => log_error::server_chain(&self.shared.conf, self.port.default),
         }
     }
 
@@ -137,10 +143,7 @@ impl HttpConn {
             let addr = peer.map(|p| p.ip().to_string()).unwrap_or_default();
             gyre_core::log_ctx!(
                 INFO,
-                &Bare(
-                    number,
-                    log_error::server_chain(&self.shared.conf, self.port.default)
-                ),
+                &Bare(number, self.keepalive_chain()),
                 "client {addr} closed keepalive connection"
             );
         }

@@ -70,15 +70,14 @@ impl HttpConn {
         let Some(s) = conf.servers.get(server) else {
             return (server, HttpConf::server_loc(&ServerConf::default()).clone());
         };
-        let path = rec
+        let target = rec
             .request_line
-            .split(' ')
+            .split(|&b| b == b' ')
             .nth(1)
-            .unwrap_or("/")
-            .split('?')
-            .next()
-            .unwrap_or("/");
-        (server, HttpConf::find_static(s, path).clone())
+            .unwrap_or(b"/");
+        let path = target.split(|&b| b == b'?').next().unwrap_or(b"/");
+        let path = String::from_utf8_lossy(path);
+        (server, HttpConf::find_static(s, &path).clone())
     }
 
     /// A refused head's line in a location's own `log_format`: what the
@@ -106,7 +105,7 @@ impl HttpConn {
     }
 
     /// A line of the location's `log_format` (or `combined` with `if=`).
-    pub(super) fn write_custom_log(&self, core: &Core, r: &mut HttpRequest, line: Option<&str>) {
+    pub(super) fn write_custom_log(&self, core: &Core, r: &mut HttpRequest, line: Option<&[u8]>) {
         let loc = r.st.loc.clone();
         let sink = self.shared.log_sink(&loc);
         self.write_log_line(core, r, line, loc.log_format, loc.log_if.as_ref(), sink);
@@ -118,7 +117,7 @@ impl HttpConn {
         &self,
         core: &Core,
         r: &mut HttpRequest,
-        line: Option<&str>,
+        line: Option<&[u8]>,
         format: usize,
         cond: Option<&crate::complex_value::ComplexValue>,
         sink: u32,
@@ -142,8 +141,7 @@ impl HttpConn {
             None => {
                 // `combined` with `if=`: the fast formatter.
                 let rec = LogRecord {
-                    request_line: line
-                        .map_or_else(|| r.st.req.request_line().into_owned(), str::to_string),
+                    request_line: line.unwrap_or_else(|| r.st.req.request_line()).to_vec(),
                     status: crate::response::wire_status(r.st.status),
                     body_bytes_sent: r.st.body_bytes_sent,
                     referer: r.st.req.referer(),
