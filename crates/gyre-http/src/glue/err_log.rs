@@ -97,8 +97,8 @@ impl HttpConn {
     /// Where a kept-alive connection's lines go: the last request's
     /// location's `error_log`s (the default server's before any request).
     fn keepalive_chain(&self) -> Option<&gyre_core::errlog::LogChain> {
-        match &self.last_log {
-            Some(chain) => chain.as_ref(),
+        match &self.last_loc {
+            Some(loc) => loc.error_log.as_ref(),
             None => log_error::server_chain(&self.shared.conf, self.port.default),
         }
     }
