@@ -591,7 +591,15 @@ pub(crate) struct HeadParser {
     /// The head began with bytes left over from the previous request
     /// (nginx's `reading client pipelined request line`).
     pub(crate) pipelined: bool,
+    /// The last `Host` value that passed [`validate_host`] and its verdict,
+    /// kept across requests (never reset): a keep-alive client sends the
+    /// same Host every time, and the check is a pure function of the
+    /// bytes. Bounded by [`HOST_MEMO_MAX`].
+    host_memo: (Vec<u8>, usize),
 }
+
+/// The longest Host value [`HeadParser::host_memo`] keeps.
+const HOST_MEMO_MAX: usize = 255;
 
 impl HeadParser {
     pub(crate) fn new(st: &HttpSettings) -> HeadParser {
@@ -850,7 +858,7 @@ impl HeadParser {
                 self.err = Some(HeadErr::DuplicateHost { prev, new: this });
                 return Err(400);
             }
-            let Some(len) = validate_host(v) else {
+            let Some(len) = self.check_host(v) else {
                 // Kept: the error line shows the host as sent.
                 self.headers.push((name, value));
                 self.err = Some(HeadErr::InvalidHost);
@@ -880,6 +888,21 @@ impl HeadParser {
         }
         self.headers.push((name, value));
         Ok(())
+    }
+
+    /// [`validate_host`] through the memo of the last valid value.
+    #[inline]
+    fn check_host(&mut self, v: &[u8]) -> Option<usize> {
+        if !v.is_empty() && v == self.host_memo.0.as_slice() {
+            return Some(self.host_memo.1);
+        }
+        let len = validate_host(v)?;
+        if v.len() <= HOST_MEMO_MAX {
+            self.host_memo.0.clear();
+            self.host_memo.0.extend_from_slice(v);
+            self.host_memo.1 = len;
+        }
+        Some(len)
     }
 
     /// The first header line named `name` read so far.
@@ -1127,6 +1150,36 @@ mod tests {
         for bad in ["", "x..y", "a b", "x/y", ".", ":80", "a\x00"] {
             assert_eq!(validate_host(bad.as_bytes()), None, "{bad:?}");
         }
+    }
+
+    /// One parser over several heads (a kept-alive connection): the Host
+    /// memo answers only for the very bytes it checked, so a bad Host
+    /// after a good one, or a good one after a bad one, gets its own
+    /// verdict.
+    #[test]
+    fn the_host_memo_gives_each_host_its_own_verdict() {
+        let st = HttpSettings::default();
+        let mut p = HeadParser::new(&st);
+        let mut req = Request::default();
+        let mut head = |p: &mut HeadParser, host: &str| {
+            p.reset(&st);
+            let buf = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n").into_bytes();
+            match p.advance(&buf, &st, &mut req) {
+                HeadStatus::Complete(_) => Ok(req.host().map(str::to_string)),
+                HeadStatus::Error(e) => Err(e),
+                HeadStatus::Incomplete => panic!("incomplete"),
+            }
+        };
+        for _ in 0..2 {
+            assert_eq!(head(&mut p, "A.b:80"), Ok(Some("a.b".into())));
+            assert_eq!(head(&mut p, "a..b"), Err(400));
+            assert_eq!(head(&mut p, "A.b:80"), Ok(Some("a.b".into())));
+            assert_eq!(head(&mut p, "a.b."), Ok(Some("a.b".into())));
+            assert_eq!(head(&mut p, "a.b/"), Err(400));
+        }
+        let long = "h".repeat(HOST_MEMO_MAX + 1);
+        assert_eq!(head(&mut p, &long), Ok(Some(long.clone())));
+        assert_eq!(head(&mut p, &long), Ok(Some(long.clone())));
     }
 
     #[test]
