@@ -126,8 +126,12 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             out.push_str("# Memory\r\n");
             line(out, "used_memory", used);
             line(out, "used_memory_human", bytes_to_human(used));
-            line(out, "used_memory_rss", used);
-            line(out, "used_memory_rss_human", bytes_to_human(used));
+            let rss = match st.process_rss {
+                0 => crate::util::process_rss().unwrap_or(used),
+                r => r,
+            };
+            line(out, "used_memory_rss", rss);
+            line(out, "used_memory_rss_human", bytes_to_human(rss));
             line(out, "used_memory_peak", peak);
             line(out, "used_memory_peak_human", bytes_to_human(peak));
             line(
@@ -139,7 +143,12 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(out, "maxmemory", c.maxmemory);
             line(out, "maxmemory_human", bytes_to_human(c.maxmemory));
             line(out, "maxmemory_policy", c.evict.policy.name());
-            line(out, "mem_fragmentation_ratio", "1.00");
+            line(
+                out,
+                "mem_fragmentation_ratio",
+                format!("{:.2}", rss as f64 / used.max(1) as f64),
+            );
+            line(out, "mem_fragmentation_bytes", rss as i64 - used as i64);
             line(out, "mem_allocator", "libc");
             line(out, "lazyfree_pending_objects", server.lazyfree_pending());
         }

@@ -242,6 +242,10 @@ pub struct Stats {
     /// Running estimate of the share of expired keys among sampled ones.
     pub expired_stale_perc: f64,
     pub used_memory_peak: u64,
+    /// The process's resident set in bytes, sampled by serverCron every
+    /// 100 ms (Redis's `cron_malloc_stats.process_rss`): INFO's
+    /// `used_memory_rss` and the fragmentation ratio.
+    pub process_rss: u64,
     pub inst_commands: InstMetric,
     pub inst_net_input: InstMetric,
     pub inst_net_output: InstMetric,

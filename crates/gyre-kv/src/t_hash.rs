@@ -12,7 +12,7 @@ use crate::cmd::{
     ERR_NOT_FLOAT, ERR_OVERFLOW, RO, RO_SLOW, WR_FAST, WR_NODENY,
 };
 use crate::db::Db;
-use crate::dict::Dict;
+use crate::dict::Pairs;
 use crate::float::F80;
 use crate::object::{check_kind, read_kind, Kind, Limits, Object, MAX_RANDOM_REPLY};
 use crate::resp;
@@ -27,7 +27,7 @@ pub type Listpack = crate::listpack::Listpack<false>;
 #[derive(Clone, Debug)]
 pub enum HashObj {
     Listpack(Listpack),
-    Table(Box<Dict<Box<[u8]>>>),
+    Table(Box<Pairs>),
 }
 
 impl Default for HashObj {
@@ -97,7 +97,7 @@ impl HashObj {
     pub fn mem(&self) -> usize {
         match self {
             HashObj::Listpack(lp) => lp.capacity(),
-            HashObj::Table(d) => std::mem::size_of::<Dict<Box<[u8]>>>() + d.mem(),
+            HashObj::Table(d) => std::mem::size_of::<Pairs>() + d.mem(),
         }
     }
 
@@ -107,16 +107,16 @@ impl HashObj {
                 let (_, voff) = lp_find(lp, field)?;
                 lp.at(voff).map(|(v, _)| v)
             }
-            HashObj::Table(d) => d.get(field).map(|v| &**v),
+            HashObj::Table(d) => d.get(field),
         }
     }
 
     fn convert_to_table(&mut self) {
         if let HashObj::Listpack(lp) = self {
-            let mut d = Dict::with_capacity(lp.len() / 2 + 1);
+            let mut d = Pairs::with_capacity(lp.len() / 2 + 1);
             let mut it = lp.iter();
             while let (Some(f), Some(v)) = (it.next(), it.next()) {
-                d.insert(f, v.into());
+                d.insert(f, v);
             }
             *self = HashObj::Table(Box::new(d));
         }
@@ -149,7 +149,7 @@ impl HashObj {
                     true
                 }
             },
-            HashObj::Table(d) => d.insert(field, value.into()).is_none(),
+            HashObj::Table(d) => d.insert(field, value),
         };
         // A pair takes at least two bytes: no walk to count the pairs
         // while the bytes could not hold more than the limit.
@@ -174,7 +174,7 @@ impl HashObj {
                 }
                 None => false,
             },
-            HashObj::Table(d) => d.remove(field).is_some(),
+            HashObj::Table(d) => d.remove(field),
         }
     }
 
@@ -189,7 +189,7 @@ impl HashObj {
                 }
                 out
             }
-            HashObj::Table(d) => d.iter().map(|(k, v)| (k, &**v)).collect(),
+            HashObj::Table(d) => d.iter().collect(),
         }
     }
 
@@ -201,7 +201,7 @@ impl HashObj {
                 let (f, voff) = lp.at(off)?;
                 Some((f, lp.at(voff)?.0))
             }
-            HashObj::Table(d) => d.entry(i).map(|(k, v)| (k, &**v)),
+            HashObj::Table(d) => d.entry(i),
         }
     }
 

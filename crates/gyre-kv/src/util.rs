@@ -72,6 +72,14 @@ pub fn parse_cursor(s: &[u8]) -> Option<u64> {
 }
 
 /// Redis's `bytesToHuman`.
+/// The calling process's resident set in bytes (`/proc/self/statm`'s
+/// second field, in pages), as Redis's `zmalloc_get_rss`.
+pub fn process_rss() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * rustix::param::page_size() as u64)
+}
+
 pub fn bytes_to_human(n: u64) -> String {
     let d = n as f64;
     const K: f64 = 1024.0;

@@ -107,7 +107,7 @@ fn put_batch(out: &mut Vec<u8>, key: &[u8], o: &Object, at: usize, n: usize) {
         Object::Hash(HashObj::Table(d)) => {
             args.extend([&b"HMSET"[..], key]);
             for (f, v) in (at..at + n).filter_map(|i| d.entry(i)) {
-                args.extend([f, &**v]);
+                args.extend([f, v]);
             }
         }
         Object::Hash(HashObj::Listpack(lp)) => {

@@ -542,9 +542,9 @@ mod tests {
         for write_at in [None, Some(2), Some(5), Some(30), Some(60)] {
             let mut db = Db::new(5);
             for (name, n) in [("h1", 3000), ("h2", 5000)] {
-                let mut d = crate::dict::Dict::new();
+                let mut d = crate::dict::Pairs::new();
                 for i in 0..n {
-                    d.insert(format!("f{i}").as_bytes(), b"v".to_vec().into_boxed_slice());
+                    d.insert(format!("f{i}").as_bytes(), b"v");
                 }
                 let p = db.probe(name.as_bytes(), 0);
                 db.insert_obj(
@@ -580,9 +580,9 @@ mod tests {
                         let p = db.probe(name, 0);
                         db.update_obj(&p, |o| {
                             if let Object::Hash(HashObj::Table(d)) = o {
-                                d.insert(b"f7", b"new".to_vec().into_boxed_slice());
+                                d.insert(b"f7", b"new");
                                 d.remove(b"f8");
-                                d.insert(b"brand-new", b"x".to_vec().into_boxed_slice());
+                                d.insert(b"brand-new", b"x");
                             }
                         });
                     }

@@ -356,19 +356,6 @@ fn hash_by_field(b: &[u8], lim: &Limits) -> Result<Option<Loaded>, Error> {
     Ok((!h.is_empty()).then_some(Loaded::Obj(Object::Hash(h))))
 }
 
-fn set_from(members: Vec<Vec<u8>>, lim: &Limits) -> Result<Option<Loaded>, Error> {
-    let Some(first) = members.first() else {
-        return Ok(None);
-    };
-    let mut s = SetObj::for_member(first);
-    for m in &members {
-        if !s.add(m, lim) {
-            return Err(corrupt("Duplicate set members detected"));
-        }
-    }
-    Ok(Some(Loaded::Obj(Object::Set(s))))
-}
-
 fn list_from(elems: Vec<Vec<u8>>, lim: &Limits) -> Option<Loaded> {
     if elems.is_empty() {
         return None;
@@ -413,25 +400,42 @@ pub fn value<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> Result<Option<
     let blob_err = |what: &str| corrupt(format!("{what} integrity check failed"));
     Ok(match t {
         TYPE_STRING => Some(Loaded::Str(rd.string()?)),
-        TYPE_LIST | TYPE_SET => {
+        // Aggregates are built element by element from the reader's
+        // buffer: gathering them first cost a transient allocation per
+        // element, freed between the kept ones (a 1e6-field hash loaded
+        // to 131 MiB of RSS that way, 69 MiB when written live).
+        TYPE_LIST => {
             let n = rd.length()?;
-            let mut v = Vec::with_capacity(n.min(RESERVE_CAP) as usize);
+            let fill = Fill::from_conf(lim.list_max_listpack_size);
+            let mut l = Quicklist::new();
             for _ in 0..n {
-                v.push(rd.string()?);
+                l.push_back(rd.string_scratch()?, fill);
             }
-            if t == TYPE_LIST {
-                list_from(v, lim)
-            } else {
-                set_from(v, lim)?
+            (n > 0).then_some(Loaded::Obj(Object::List(l)))
+        }
+        TYPE_SET => {
+            let n = rd.length()?;
+            let mut s: Option<SetObj> = None;
+            for _ in 0..n {
+                let m = rd.string_scratch()?;
+                let set = s.get_or_insert_with(|| SetObj::for_member(m));
+                if !set.add(m, lim) {
+                    return Err(corrupt("Duplicate set members detected"));
+                }
             }
+            s.map(|s| Loaded::Obj(Object::Set(s)))
         }
         TYPE_HASH => {
             let n = rd.length()?;
-            let mut v = Vec::with_capacity(n.min(RESERVE_CAP) as usize);
+            let mut h = HashObj::new();
+            let mut field = Vec::new();
             for _ in 0..n {
-                v.push((rd.string()?, rd.string()?));
+                rd.string_into(&mut field)?;
+                if !h.set(&field, rd.string_scratch()?, lim) {
+                    return Err(corrupt("Duplicate hash fields detected"));
+                }
             }
-            hash_from(v, lim)?
+            (n > 0).then_some(Loaded::Obj(Object::Hash(h)))
         }
         TYPE_ZSET | TYPE_ZSET_2 => {
             let n = rd.length()?;

@@ -276,14 +276,14 @@ mod tests {
 
     #[test]
     fn sliced_records_are_the_whole_ones() {
-        let mut h = crate::dict::Dict::<Box<[u8]>>::new();
+        let mut h = crate::dict::Pairs::new();
         let mut s = crate::dict::Dict::<()>::new();
         let mut z = ZSet::Large(Box::default());
         let zl = crate::zset::Limits::default();
         let mut l = Quicklist::new();
         for i in 0..5000u32 {
             let m = format!("member-{i}-{}", "x".repeat((i % 7) as usize * 9));
-            h.insert(m.as_bytes(), i.to_string().into_bytes().into_boxed_slice());
+            h.insert(m.as_bytes(), i.to_string().as_bytes());
             s.insert(m.as_bytes(), ());
             z.set(m.as_bytes(), f64::from(i) * 0.5 - 100.0, &zl);
             // Some elements big enough to close a node by bytes.

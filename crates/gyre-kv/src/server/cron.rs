@@ -57,6 +57,7 @@ impl Server {
 
         if self.run_with_period(100) {
             let s = &mut self.stats;
+            s.process_rss = crate::util::process_rss().unwrap_or(s.process_rss);
             s.inst_commands
                 .track(now_ms, s.total_commands_processed as i64);
             s.inst_net_input
