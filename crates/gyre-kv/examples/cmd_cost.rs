@@ -8,8 +8,8 @@
 //! valgrind --tool=callgrind target/release/examples/cmd_cost get 16 11000
 //! ```
 //!
-//! Arguments: the test (`ping_inline`, `ping_mbulk`, `set`, `get`, or
-//! `get_r` / `set_r` for 1e5 random keys as with `redis-benchmark -r
+//! Arguments: the test (`ping_inline`, `ping_mbulk`, `set`, `get`, `hset`,
+//! or `get_r` / `set_r` / `hset_r` for 1e5 random keys as with `redis-benchmark -r
 //! 100000`), commands per read (the `-P` pipeline depth) and reads. The
 //! instructions per command are the difference of two runs divided by the
 //! difference in commands (start-up cancels out). Without valgrind it
@@ -54,6 +54,12 @@ fn request(test: &str, rng: &mut Rng) -> Option<Vec<u8>> {
         "ping_mbulk" => cmd(&[b"PING"]),
         "set" => cmd(&[b"SET", &k, b"xxx"]),
         "get" => cmd(&[b"GET", &k]),
+        // redis-benchmark's `HSET myhash element:__rand_int__ xxx`: one
+        // hash, a field per random number (a hashtable under `_r`).
+        "hset" => {
+            let field = [b"element".as_slice(), &k[3..]].concat();
+            cmd(&[b"HSET", b"myhash", &field, b"xxx"])
+        }
         _ => return None,
     })
 }

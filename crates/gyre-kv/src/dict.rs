@@ -165,6 +165,12 @@ impl<E: Keyed> Table<E> {
             self.heap_bytes = self.heap_bytes + e.heap_size() - self.entries[i].heap_size();
             return Some(std::mem::replace(&mut self.entries[i], e));
         }
+        self.push_new(e);
+        None
+    }
+
+    /// Adds `e`, whose key is not in the table.
+    fn push_new(&mut self, e: E) {
         if (self.entries.len() + 1) * 4 > self.slots.len() * 3 {
             self.grow_to((self.entries.len() + 1) * 2);
         }
@@ -175,7 +181,6 @@ impl<E: Keyed> Table<E> {
         self.slots[s] = self.entries.len() as u32;
         self.heap_bytes += e.heap_size();
         self.entries.push(e);
-        None
     }
 
     /// Removes the entry found by `key`.
@@ -357,9 +362,24 @@ impl Table<Packed> {
         self.find(field).map(|e| e.pair().1)
     }
 
-    /// Sets `field` to `value`; true if the field is new.
+    /// Sets `field` to `value`; true if the field is new. A value of the
+    /// old one's length is written over it (no allocation).
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        self.put(Packed::new(field, value)).is_none()
+        let Some(s) = self.find_slot(field) else {
+            self.push_new(Packed::new(field, value));
+            return true;
+        };
+        let e = &mut self.entries[self.slots[s] as usize];
+        let at = e.0.len() - e.pair().1.len();
+        match e.0.get_mut(at..) {
+            Some(old) if old.len() == value.len() => old.copy_from_slice(value),
+            _ => {
+                let before = e.0.len();
+                *e = Packed::new(field, value);
+                self.heap_bytes = self.heap_bytes + e.0.len() - before;
+            }
+        }
+        false
     }
 
     /// Deletes `field`; true if it was there.
