@@ -478,6 +478,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::acl_cmds::COMMANDS,
     crate::pubsub::COMMANDS,
     crate::latency::COMMANDS,
+    crate::memory::COMMANDS,
 ];
 
 /// All top-level commands.

@@ -367,6 +367,13 @@ impl Db {
         self.watched.len()
     }
 
+    /// Bytes a stored key costs, expired or not (MEMORY USAGE, which
+    /// Redis answers from `dictFind` too): its node and what its value owns.
+    pub fn key_memory(&self, key: &[u8]) -> Option<u64> {
+        let i = self.find(key)?;
+        Some(std::mem::size_of::<Node>() as u64 + entry_mem(&self.nodes[i].slot))
+    }
+
     /// A key is stored, expired or not (Redis's `dictFind(db->dict)`).
     pub fn contains_stored(&self, key: &[u8]) -> bool {
         self.find(key).is_some()

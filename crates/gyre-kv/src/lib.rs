@@ -115,6 +115,7 @@ pub mod latency;
 pub mod latency_monitor;
 pub mod lcs;
 pub mod listpack;
+pub mod memory;
 pub mod multi;
 pub mod notify;
 pub mod object;

@@ -103,3 +103,79 @@ fn a_big_hash_of_short_fields_stays_small_written_and_reloaded() {
         per_field(loaded)
     );
 }
+
+/// MEMORY against redis-server 7.0: the same replies where they do not
+/// depend on the allocator (HELP, errors, nil for a missing key, DOCTOR
+/// on an empty instance, PURGE), and the same shape where they do (USAGE
+/// is a number, STATS has Redis's fields in Redis's order).
+#[test]
+fn the_memory_command_answers_as_redis() {
+    if !util::kv::have(util::kv::REDIS) {
+        println!("skipping: {} is missing", util::kv::REDIS);
+        return;
+    }
+    let kv = start("kv-mem-cmd", "save \"\";");
+    let p = util::Prefix::new("kv-mem-cmd-redis");
+    let redis = util::kv::Redis::start(&p.dir, "dump.rdb");
+    let mut g = connect(kv.addr);
+    let mut r = connect(redis.addr);
+    let ask = |c: &mut redis::Connection, args: &[&str]| -> redis::Value {
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        match cmd.query::<redis::Value>(c) {
+            Ok(v) => v,
+            Err(e) => redis::Value::SimpleString(format!("error: {e}")),
+        }
+    };
+    for args in [
+        &["MEMORY", "HELP"][..],
+        &["MEMORY", "DOCTOR"],
+        &["MEMORY", "PURGE"],
+        &["MEMORY", "USAGE", "nokey"],
+        &["MEMORY", "USAGE", "nokey", "SAMPLES", "0"],
+        &["MEMORY", "USAGE", "k", "SAMPLES", "-1"],
+        &["MEMORY", "USAGE", "k", "SAMPLES", "x"],
+        &["MEMORY", "USAGE", "k", "SAMPLES"],
+        &["MEMORY", "USAGE", "k", "foo"],
+        &["MEMORY", "USAGE"],
+        &["MEMORY"],
+        &["MEMORY", "foo"],
+        &["MEMORY", "STATS", "extra"],
+    ] {
+        assert_eq!(ask(&mut g, args), ask(&mut r, args), "{args:?}");
+    }
+    for c in [&mut g, &mut r] {
+        let _: () = redis::cmd("SET").arg("k").arg("v").query(c).unwrap();
+        let _: () = redis::cmd("HSET")
+            .arg("h")
+            .arg("f")
+            .arg("v")
+            .query(c)
+            .unwrap();
+    }
+    for key in ["k", "h"] {
+        for c in [&mut g, &mut r] {
+            let n: i64 = redis::cmd("MEMORY").arg("USAGE").arg(key).query(c).unwrap();
+            assert!(n > 0, "{key}: {n}");
+        }
+    }
+    let names = |v: redis::Value| -> Vec<String> {
+        let redis::Value::Array(items) = v else {
+            panic!("not an array: {v:?}");
+        };
+        items
+            .iter()
+            .step_by(2)
+            .map(|x| match x {
+                redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+                other => panic!("not a name: {other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        names(ask(&mut g, &["MEMORY", "STATS"])),
+        names(ask(&mut r, &["MEMORY", "STATS"]))
+    );
+}

@@ -316,3 +316,12 @@ pub fn switch_user(name: &str, uid: u32, gid: u32) -> Result<(), (&'static str, 
     }
     Ok(())
 }
+
+/// Gives the heap's free pages back to the kernel (glibc's
+/// `malloc_trim(0)`): what a kv process's MEMORY PURGE does where Redis
+/// asks jemalloc to purge its dirty pages. True if memory was released.
+pub fn trim_heap() -> bool {
+    // SAFETY: malloc_trim only walks glibc's own arenas under their locks;
+    // it takes no pointer and is safe to call at any time.
+    unsafe { libc::malloc_trim(0) == 1 }
+}
