@@ -1331,21 +1331,24 @@ impl HttpConn {
 
     /// Re-arms interest and timers after a step.
     fn after(&mut self, core: &mut Core, c: ConnId) {
-        let tunnel = matches!(
-            self.r.as_ref().map(|r| &r.content),
-            Some(crate::request::Content::Proxy(p)) if p.is_tunnel()
-        );
-        if tunnel && !self.has_output() {
-            // An upgraded connection: the tunnel arms both sides itself.
-            core.del_timer(Ev::write(c));
-            core.del_timer(Ev::read(c));
-            return;
-        }
-        let watch_client = self.is_proxied()
+        let output = self.has_output();
+        let proxied = match self.r.as_ref().map(|r| &r.content) {
+            Some(crate::request::Content::Proxy(p)) => {
+                if p.is_tunnel() && !output {
+                    // An upgraded connection: the tunnel arms both sides itself.
+                    core.del_timer(Ev::write(c));
+                    core.del_timer(Ev::read(c));
+                    return;
+                }
+                true
+            }
+            _ => false,
+        };
+        let watch_client = proxied
             && core.edge_triggered()
-            && !self.has_output()
+            && !output
             && !self.m.as_ref().is_some_and(|m| m.wants_read());
-        if self.has_output() {
+        if output {
             if core.handle_write_event(c).is_err() {
                 self.close(core, c);
                 return;
@@ -1366,7 +1369,8 @@ impl HttpConn {
             return;
         }
         let now = core.now();
-        if self.is_idle() && !self.last_call && core.is_exiting() {
+        let idle = self.is_idle();
+        if idle && !self.last_call && core.is_exiting() {
             // Went idle after a graceful shutdown began: the client may be
             // sending its next request already, so wait for one last call
             // instead of being closed with the exiting worker.
@@ -1374,14 +1378,14 @@ impl HttpConn {
             core.set_cancelable(Ev::read(c), false);
             core.add_timer(Ev::read(c), LAST_CALL_MS);
         }
-        if self.is_idle() && self.last_call {
+        if idle && self.last_call {
             self.set_stat(core, Stat::None);
             if core.handle_read_event(c).is_err() {
                 self.close(core, c);
             }
             return;
         }
-        if self.is_idle() {
+        if idle {
             self.set_stat(core, Stat::None);
             if !self.nodelay {
                 self.nodelay = true;
