@@ -222,6 +222,8 @@ pub struct Db {
     pub(crate) access_mode: crate::evict::AccessMode,
     /// Big aggregates removed from the keyspace, freed by `free_some`.
     graveyard: Vec<Object>,
+    /// Aggregates freed from the graveyard (INFO lazyfreed_objects).
+    lazyfreed: u64,
 }
 
 fn entry_mem(slot: &Slot) -> u64 {
@@ -249,6 +251,7 @@ impl Db {
             soft_touched: Vec::new(),
             access_mode: crate::evict::AccessMode::default(),
             graveyard: Vec::new(),
+            lazyfreed: 0,
         }
     }
 

@@ -121,15 +121,20 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(out, "clients_in_timeout_table", 0);
         }
         "memory" => {
-            let used = server.used_memory();
-            let peak = st.used_memory_peak.max(used);
+            // Redis 7.0's fields in its order. No Lua, functions,
+            // replication or cluster here: those figures are zero. The
+            // allocator's own view is the estimate and the RSS (glibc
+            // keeps no such figures: see crate::memory).
+            let o = crate::memory::overview(server);
+            let (used, rss, peak) = (o.total, o.rss, o.peak);
+            let startup = crate::memory::STARTUP;
+            let dataset = used.saturating_sub(o.overhead);
+            let net = used.saturating_sub(startup);
+            let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+            let system = crate::util::total_system_memory();
             out.push_str("# Memory\r\n");
             line(out, "used_memory", used);
             line(out, "used_memory_human", bytes_to_human(used));
-            let rss = match st.process_rss {
-                0 => crate::util::process_rss().unwrap_or(used),
-                r => r,
-            };
             line(out, "used_memory_rss", rss);
             line(out, "used_memory_rss_human", bytes_to_human(rss));
             line(out, "used_memory_peak", peak);
@@ -137,20 +142,77 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(
                 out,
                 "used_memory_peak_perc",
-                format!("{:.2}%", used as f64 * 100.0 / peak.max(1) as f64),
+                format!("{:.2}%", ratio(used, peak) * 100.0),
             );
-            line(out, "used_memory_dataset", used.saturating_sub(900 * 1024));
+            line(out, "used_memory_overhead", o.overhead);
+            line(out, "used_memory_startup", startup);
+            line(out, "used_memory_dataset", dataset);
+            line(
+                out,
+                "used_memory_dataset_perc",
+                format!("{:.2}%", ratio(dataset, net) * 100.0),
+            );
+            line(out, "allocator_allocated", used);
+            line(out, "allocator_active", used);
+            line(out, "allocator_resident", rss);
+            line(out, "total_system_memory", system);
+            line(out, "total_system_memory_human", bytes_to_human(system));
+            for k in ["used_memory_lua", "used_memory_vm_eval"] {
+                line(out, k, 0);
+            }
+            line(out, "used_memory_lua_human", "0B");
+            for k in [
+                "used_memory_scripts_eval",
+                "number_of_cached_scripts",
+                "number_of_functions",
+                "number_of_libraries",
+                "used_memory_vm_functions",
+                "used_memory_vm_total",
+            ] {
+                line(out, k, 0);
+            }
+            line(out, "used_memory_vm_total_human", "0B");
+            line(out, "used_memory_functions", 0);
+            line(out, "used_memory_scripts", 0);
+            line(out, "used_memory_scripts_human", "0B");
             line(out, "maxmemory", c.maxmemory);
             line(out, "maxmemory_human", bytes_to_human(c.maxmemory));
             line(out, "maxmemory_policy", c.evict.policy.name());
+            line(out, "allocator_frag_ratio", "1.00");
+            line(out, "allocator_frag_bytes", 0);
+            line(
+                out,
+                "allocator_rss_ratio",
+                format!("{:.2}", ratio(rss, used)),
+            );
+            line(out, "allocator_rss_bytes", rss as i64 - used as i64);
+            line(out, "rss_overhead_ratio", "1.00");
+            line(out, "rss_overhead_bytes", 0);
             line(
                 out,
                 "mem_fragmentation_ratio",
-                format!("{:.2}", rss as f64 / used.max(1) as f64),
+                format!("{:.2}", ratio(rss, used)),
             );
             line(out, "mem_fragmentation_bytes", rss as i64 - used as i64);
+            for k in [
+                "mem_not_counted_for_evict",
+                "mem_replication_backlog",
+                "mem_total_replication_buffers",
+                "mem_clients_slaves",
+            ] {
+                line(out, k, 0);
+            }
+            line(out, "mem_clients_normal", o.clients);
+            line(out, "mem_cluster_links", 0);
+            line(out, "mem_aof_buffer", server.aof.buf.capacity());
             line(out, "mem_allocator", "libc");
+            line(out, "active_defrag_running", 0);
             line(out, "lazyfree_pending_objects", server.lazyfree_pending());
+            line(
+                out,
+                "lazyfreed_objects",
+                server.dbs.iter().map(crate::db::Db::lazyfreed).sum::<u64>(),
+            );
         }
         "persistence" => {
             out.push_str("# Persistence\r\n");

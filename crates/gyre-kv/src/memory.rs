@@ -17,7 +17,7 @@ use crate::t_zset::reply_score;
 const DOCTOR_MIN_USED: u64 = 5 << 20;
 /// Where the kv process's fixed start-up memory is counted (the `BASE` of
 /// [`Server::used_memory`]).
-const STARTUP: u64 = 900 * 1024;
+pub(crate) const STARTUP: u64 = 900 * 1024;
 
 pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
     subcommands: MEMORY_SUBS,
@@ -153,19 +153,19 @@ fn usage(server: &mut Server, ctx: &mut Ctx<'_>) {
     }
 }
 
-/// The figures STATS and DOCTOR read.
-struct Overview {
-    peak: u64,
-    total: u64,
-    clients: u64,
+/// The figures STATS, DOCTOR and INFO's memory section read.
+pub(crate) struct Overview {
+    pub peak: u64,
+    pub total: u64,
+    pub clients: u64,
     /// (db index, keyspace overhead, expires overhead) of the non-empty ones.
-    dbs: Vec<(usize, u64, u64)>,
-    overhead: u64,
-    keys: u64,
-    rss: u64,
+    pub dbs: Vec<(usize, u64, u64)>,
+    pub overhead: u64,
+    pub keys: u64,
+    pub rss: u64,
 }
 
-fn overview(server: &Server) -> Overview {
+pub(crate) fn overview(server: &Server) -> Overview {
     let total = server.used_memory();
     let peak = server.stats.used_memory_peak.max(total);
     let data: u64 = server.dbs.iter().map(crate::db::Db::used_memory).sum();

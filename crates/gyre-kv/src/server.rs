@@ -1017,7 +1017,7 @@ impl Server {
 
     /// Estimated memory in use: data plus a fixed base plus per-client state.
     pub fn used_memory(&self) -> u64 {
-        const BASE: u64 = 900 * 1024;
+        const BASE: u64 = crate::memory::STARTUP;
         const PER_CLIENT: u64 = 2 * 1024;
         let data: u64 = self.dbs.iter().map(Db::used_memory).sum();
         let clients: u64 = self

@@ -80,6 +80,20 @@ pub fn process_rss() -> Option<u64> {
     Some(pages * rustix::param::page_size() as u64)
 }
 
+/// The machine's memory in bytes (`/proc/meminfo`'s MemTotal), as
+/// Redis's `total_system_memory`; 0 when it cannot be read.
+pub fn total_system_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
 pub fn bytes_to_human(n: u64) -> String {
     let d = n as f64;
     const K: f64 = 1024.0;

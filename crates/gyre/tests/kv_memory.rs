@@ -178,4 +178,12 @@ fn the_memory_command_answers_as_redis() {
         names(ask(&mut g, &["MEMORY", "STATS"])),
         names(ask(&mut r, &["MEMORY", "STATS"]))
     );
+    // INFO memory: Redis's fields in Redis's order (exporters read them).
+    let fields = |c: &mut redis::Connection| -> Vec<String> {
+        info_memory(c)
+            .lines()
+            .filter_map(|l| l.split_once(':').map(|(k, _)| k.to_string()))
+            .collect()
+    };
+    assert_eq!(fields(&mut g), fields(&mut r));
 }

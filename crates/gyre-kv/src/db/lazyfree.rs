@@ -29,6 +29,7 @@ impl Db {
             budget = budget.saturating_sub(o.free_some(budget));
             if o.is_empty() {
                 self.graveyard.pop();
+                self.lazyfreed += 1;
             }
         }
         !self.graveyard.is_empty()
@@ -37,5 +38,10 @@ impl Db {
     /// Buried aggregates not yet freed (INFO lazyfree_pending_objects).
     pub fn lazyfree_pending(&self) -> usize {
         self.graveyard.len()
+    }
+
+    /// Buried aggregates freed so far (INFO lazyfreed_objects).
+    pub fn lazyfreed(&self) -> u64 {
+        self.lazyfreed
     }
 }
