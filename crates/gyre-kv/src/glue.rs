@@ -431,6 +431,8 @@ fn flush_client(s: &Rc<Shared>, core: &mut Core, c: ConnId, id: ClientId) -> io:
             return Ok(true);
         }
         let n = send_all(core, c, pending)?;
+        let w = &server.stats.total_writes_processed;
+        w.set(w.get() + 1);
         if n == pending.len() {
             drop(server);
             s.server.borrow_mut().output_sent(id, n);
@@ -660,6 +662,11 @@ impl KvConn {
             return Ok(());
         }
         let sent = send_all(core, c, &out)?;
+        {
+            let server = shared.server.borrow();
+            let w = &server.stats.total_writes_processed;
+            w.set(w.get() + 1);
+        }
         if sent < out.len() {
             shared
                 .server

@@ -231,6 +231,8 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(out, "instantaneous_ops_per_sec", st.inst_commands.get());
             line(out, "total_net_input_bytes", st.total_net_input_bytes);
             line(out, "total_net_output_bytes", st.total_net_output_bytes);
+            line(out, "total_net_repl_input_bytes", 0);
+            line(out, "total_net_repl_output_bytes", 0);
             line(
                 out,
                 "instantaneous_input_kbps",
@@ -241,6 +243,8 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
                 "instantaneous_output_kbps",
                 format!("{:.2}", st.inst_net_output.get() as f64 / 1024.0),
             );
+            line(out, "instantaneous_input_repl_kbps", "0.00");
+            line(out, "instantaneous_output_repl_kbps", "0.00");
             line(out, "rejected_connections", st.rejected_connections);
             line(out, "sync_full", 0);
             line(out, "sync_partial_ok", 0);
@@ -281,8 +285,39 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(out, "pubsubshard_channels", server.pubsub.shard_len());
             line(out, "latest_fork_usec", 0);
             line(out, "total_forks", 0);
+            // No replicas, active defrag, client tracking or I/O threads.
+            for k in [
+                "migrate_cached_sockets",
+                "slave_expires_tracked_keys",
+                "active_defrag_hits",
+                "active_defrag_misses",
+                "active_defrag_key_hits",
+                "active_defrag_key_misses",
+                "total_active_defrag_time",
+                "current_active_defrag_time",
+                "tracking_total_keys",
+                "tracking_total_items",
+                "tracking_total_prefixes",
+                "unexpected_error_replies",
+            ] {
+                line(out, k, 0);
+            }
             line(out, "total_error_replies", st.total_error_replies);
+            line(out, "dump_payload_sanitizations", 0);
             line(out, "total_reads_processed", st.total_reads_processed);
+            line(
+                out,
+                "total_writes_processed",
+                st.total_writes_processed.get(),
+            );
+            for k in [
+                "io_threaded_reads_processed",
+                "io_threaded_writes_processed",
+                "reply_buffer_shrinks",
+                "reply_buffer_expands",
+            ] {
+                line(out, k, 0);
+            }
         }
         "replication" => {
             out.push_str("# Replication\r\n");
@@ -290,14 +325,37 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(out, "connected_slaves", 0);
             line(out, "master_failover_state", "no-failover");
             line(out, "master_replid", &server.run_id);
+            line(out, "master_replid2", "0".repeat(40));
             line(out, "master_repl_offset", 0);
+            line(out, "second_repl_offset", -1);
             line(out, "repl_backlog_active", 0);
+            line(out, "repl_backlog_size", 1_048_576);
+            line(out, "repl_backlog_first_byte_offset", 0);
+            line(out, "repl_backlog_histlen", 0);
         }
         "cpu" => {
-            // CPU times are the glue's to measure (getrusage); zero here.
+            // getrusage of the process, its children (none: the save is a
+            // thread) and the calling thread, which is the loop's.
+            use gyre_core::sys::process::{cpu_time, CpuOf};
             out.push_str("# CPU\r\n");
-            line(out, "used_cpu_sys", "0.000000");
-            line(out, "used_cpu_user", "0.000000");
+            let secs = |us: u64| format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+            for (of, sys, user) in [
+                (CpuOf::Process, "used_cpu_sys", "used_cpu_user"),
+                (
+                    CpuOf::Children,
+                    "used_cpu_sys_children",
+                    "used_cpu_user_children",
+                ),
+                (
+                    CpuOf::Thread,
+                    "used_cpu_sys_main_thread",
+                    "used_cpu_user_main_thread",
+                ),
+            ] {
+                let (u, s) = cpu_time(of).unwrap_or((0, 0));
+                line(out, sys, secs(s));
+                line(out, user, secs(u));
+            }
         }
         "modules" => out.push_str("# Modules\r\n"),
         "commandstats" => {

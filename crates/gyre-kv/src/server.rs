@@ -232,6 +232,9 @@ pub struct Stats {
     pub total_net_output_bytes: u64,
     pub total_error_replies: u64,
     pub total_reads_processed: u64,
+    /// Writes to clients' sockets (a Cell: the glue counts them while it
+    /// holds the server borrowed to read the output it sends).
+    pub total_writes_processed: std::cell::Cell<u64>,
     pub expired_time_cap_reached_count: u64,
     /// Keys removed by maxmemory eviction.
     pub evicted_keys: u64,

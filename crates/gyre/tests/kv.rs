@@ -388,3 +388,57 @@ fn the_kv_process_is_respawned_after_kill_9() {
         "a new kv process starts empty (no persistence yet)"
     );
 }
+
+/// Every INFO section has redis-server 7.0's fields in its order (what
+/// exporters and dashboards read), besides the `gyre_module` line of the
+/// server section; the CPU times are real (they were zero).
+#[test]
+fn info_sections_have_the_fields_of_redis_in_its_order() {
+    if !util::kv::have(util::kv::REDIS) {
+        return;
+    }
+    let kv = start("kv-info-fields", "");
+    let p = util::Prefix::new("kv-info-fields-redis");
+    let redis = util::kv::Redis::start(&p.dir, "dump.rdb");
+    let mut g = client(&kv);
+    let mut r = util::kv::connect(redis.addr);
+    let fields = |c: &mut redis::Connection, section: &str| -> Vec<String> {
+        let info: String = redis::cmd("INFO").arg(section).query(c).unwrap();
+        info.lines()
+            .filter_map(|l| l.split_once(':').map(|(k, _)| k.to_string()))
+            .filter(|k| k != "gyre_module")
+            .collect()
+    };
+    for section in [
+        "server",
+        "clients",
+        "memory",
+        "persistence",
+        "stats",
+        "replication",
+        "cpu",
+        "modules",
+        "errorstats",
+        "cluster",
+    ] {
+        assert_eq!(
+            fields(&mut g, section),
+            fields(&mut r, section),
+            "{section}"
+        );
+    }
+    // A busy loop shows in the CPU times.
+    for _ in 0..2000 {
+        let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut g).unwrap();
+    }
+    let info: String = redis::cmd("INFO").arg("cpu").query(&mut g).unwrap();
+    let total: f64 = info
+        .lines()
+        .filter(|l| l.starts_with("used_cpu_sys:") || l.starts_with("used_cpu_user:"))
+        .filter_map(|l| {
+            l.split_once(':')
+                .and_then(|(_, v)| v.trim().parse::<f64>().ok())
+        })
+        .sum();
+    assert!(total > 0.0, "{info}");
+}

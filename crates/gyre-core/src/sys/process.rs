@@ -325,3 +325,31 @@ pub fn trim_heap() -> bool {
     // it takes no pointer and is safe to call at any time.
     unsafe { libc::malloc_trim(0) == 1 }
 }
+
+/// Whose CPU time [`cpu_time`] reads (getrusage's `who`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuOf {
+    /// The whole process.
+    Process,
+    /// Its waited-for children.
+    Children,
+    /// The calling thread.
+    Thread,
+}
+
+/// User and system CPU time in microseconds (getrusage(2)).
+pub fn cpu_time(of: CpuOf) -> io::Result<(u64, u64)> {
+    let who = match of {
+        CpuOf::Process => libc::RUSAGE_SELF,
+        CpuOf::Children => libc::RUSAGE_CHILDREN,
+        CpuOf::Thread => libc::RUSAGE_THREAD,
+    };
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage for the kernel to fill.
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let us = |t: libc::timeval| (t.tv_sec.max(0) as u64) * 1_000_000 + t.tv_usec.max(0) as u64;
+    Ok((us(ru.ru_utime), us(ru.ru_stime)))
+}
