@@ -7,47 +7,12 @@
 mod util;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use util::ReadSome;
 
-use util::http::free_port;
-use util::{wait_for, Prefix, Server};
-
-struct Kv {
-    _p: Prefix,
-    s: Server,
-    addr: SocketAddr,
-}
-
-fn start(name: &str, kv_extra: &str) -> Kv {
-    let p = Prefix::new(name);
-    let port = free_port();
-    p.conf(&format!(
-        "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
-         kv {{\n    listen 127.0.0.1:{port};\n{kv_extra}\n}}\n"
-    ));
-    let s = p.start();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    assert!(
-        wait_for(Duration::from_secs(5), || TcpStream::connect(addr).is_ok()),
-        "{}",
-        s.log()
-    );
-    Kv { _p: p, s, addr }
-}
-
-/// The kv process's pid, from the master's "start kv process N" line.
-fn kv_pid(kv: &Kv) -> u32 {
-    assert!(kv.s.logged("start kv process", Duration::from_secs(5)));
-    kv.s.log()
-        .lines()
-        .find_map(|l| l.split("start kv process ").nth(1))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
+use util::kv::{kv_pid, start, Kv};
+use util::wait_for;
 
 fn client(kv: &Kv) -> redis::Connection {
     let c = redis::Client::open(format!("redis://{}/", kv.addr)).unwrap();
