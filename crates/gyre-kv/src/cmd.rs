@@ -479,6 +479,7 @@ pub static TABLES: &[&[CommandSpec]] = &[
     crate::pubsub::COMMANDS,
     crate::latency::COMMANDS,
     crate::memory::COMMANDS,
+    crate::slowlog::COMMANDS,
 ];
 
 /// All top-level commands.

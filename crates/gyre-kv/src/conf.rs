@@ -117,6 +117,9 @@ pub struct KvConf {
     pub latency_percentiles: crate::latency::Percentiles,
     /// `latency-monitor-threshold` (ms).
     pub latency_monitor_threshold: u64,
+    /// `slowlog-log-slower-than` (µs), `slowlog-max-len`.
+    pub slowlog_log_slower_than: i64,
+    pub slowlog_max_len: u64,
     /// `enable-debug-command no|yes|local`.
     pub enable_debug_command: crate::debug::Protected,
 }
@@ -160,6 +163,8 @@ impl Default for KvConf {
             latency_tracking: true,
             latency_percentiles: Default::default(),
             latency_monitor_threshold: 0,
+            slowlog_log_slower_than: crate::slowlog::DEFAULT_SLOWER_THAN,
+            slowlog_max_len: crate::slowlog::DEFAULT_MAX_LEN,
             enable_debug_command: Default::default(),
         }
     }
@@ -191,6 +196,19 @@ fn set_latency_tracking(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<()
 
 fn set_latency_monitor(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
     c.latency_monitor_threshold = d.number(0)?;
+    Ok(())
+}
+
+fn set_slowlog_slower_than(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.slowlog_log_slower_than = d
+        .arg(0)
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    Ok(())
+}
+
+fn set_slowlog_max_len(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.slowlog_max_len = d.number(0)?;
     Ok(())
 }
 
@@ -694,6 +712,20 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
         Args::TAKE1,
         set_latency_monitor,
     ),
+    DirectiveSpec::new(
+        "slowlog-log-slower-than",
+        KV,
+        Args::TAKE1,
+        set_slowlog_slower_than,
+    ),
+    DirectiveSpec::new(
+        "slowlog_log_slower_than",
+        KV,
+        Args::TAKE1,
+        set_slowlog_slower_than,
+    ),
+    DirectiveSpec::new("slowlog-max-len", KV, Args::TAKE1, set_slowlog_max_len),
+    DirectiveSpec::new("slowlog_max_len", KV, Args::TAKE1, set_slowlog_max_len),
     DirectiveSpec::new("enable-debug-command", KV, Args::TAKE1, set_enable_debug),
     DirectiveSpec::new("enable_debug_command", KV, Args::TAKE1, set_enable_debug),
     DirectiveSpec::new("latency_tracking", KV, Args::TAKE1, set_latency_tracking),

@@ -162,6 +162,20 @@ const PARAMS: &[Param] = &[
         },
     },
     Param {
+        name: "slowlog-log-slower-than",
+        kind: Kind::Int {
+            min: i64::MIN,
+            max: i64::MAX,
+        },
+    },
+    Param {
+        name: "slowlog-max-len",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+    },
+    Param {
         name: "enable-debug-command",
         kind: Kind::Immutable,
     },
@@ -477,6 +491,8 @@ pub(crate) fn param_value_of(c: &crate::server::Config, name: &str) -> String {
         "acllog-max-len" => c.acllog_max_len.to_string(),
         "latency-tracking" => yn(c.latency_tracking),
         "latency-monitor-threshold" => c.latency_monitor_threshold.to_string(),
+        "slowlog-log-slower-than" => c.slowlog_log_slower_than.to_string(),
+        "slowlog-max-len" => c.slowlog_max_len.to_string(),
         "enable-debug-command" => c.enable_debug_command.name().to_string(),
         "latency-tracking-info-percentiles" => {
             crate::latency::format_percentiles(&c.latency_percentiles.0)
@@ -846,6 +862,8 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
             ("latency-monitor-threshold", NewValue::Int(v)) => {
                 c.latency_monitor_threshold = v as u64
             }
+            ("slowlog-log-slower-than", NewValue::Int(v)) => c.slowlog_log_slower_than = v,
+            ("slowlog-max-len", NewValue::Int(v)) => c.slowlog_max_len = v as u64,
             ("lazyfree-lazy-eviction", NewValue::Bool(b)) => c.lazyfree_lazy_eviction = b,
             (name @ ("save" | "dir" | "dbfilename"), NewValue::Str(v)) => {
                 crate::persist::apply_config(&mut c.persist, name, v)

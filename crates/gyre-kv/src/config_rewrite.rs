@@ -54,6 +54,8 @@ const OPTIONS: &[(&str, Form)] = &[
     ("acl-pubsub-default", Form::Plain),
     ("latency-tracking", Form::Bool),
     ("latency-monitor-threshold", Form::Int),
+    ("slowlog-log-slower-than", Form::Int),
+    ("slowlog-max-len", Form::Int),
     ("enable-debug-command", Form::Plain),
     ("latency-tracking-info-percentiles", Form::List),
     ("aclfile", Form::Quoted),

@@ -114,6 +114,8 @@ pub fn config(conf: &KvConf) -> Config {
         latency_tracking: conf.latency_tracking,
         latency_percentiles: conf.latency_percentiles.clone(),
         latency_monitor_threshold: conf.latency_monitor_threshold,
+        slowlog_log_slower_than: conf.slowlog_log_slower_than,
+        slowlog_max_len: conf.slowlog_max_len,
         enable_debug_command: conf.enable_debug_command,
         ..Config::default()
     }

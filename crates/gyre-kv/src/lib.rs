@@ -133,6 +133,7 @@ pub mod resp;
 pub mod server;
 pub mod server_cmds;
 pub mod sha256;
+pub mod slowlog;
 pub mod sort;
 pub mod t_bitops;
 pub mod t_hash;

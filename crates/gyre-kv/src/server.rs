@@ -132,6 +132,10 @@ pub struct Config {
     /// `latency-monitor-threshold` in ms, 0 = off
     /// ([`crate::latency_monitor`]).
     pub latency_monitor_threshold: u64,
+    /// `slowlog-log-slower-than` in µs (negative: off, 0: every command)
+    /// and `slowlog-max-len` ([`crate::slowlog`]).
+    pub slowlog_log_slower_than: i64,
+    pub slowlog_max_len: u64,
     /// `enable-debug-command` ([`crate::debug`]).
     pub enable_debug_command: crate::debug::Protected,
 }
@@ -175,6 +179,8 @@ impl Default for Config {
             latency_tracking: true,
             latency_percentiles: Default::default(),
             latency_monitor_threshold: 0,
+            slowlog_log_slower_than: crate::slowlog::DEFAULT_SLOWER_THAN,
+            slowlog_max_len: crate::slowlog::DEFAULT_MAX_LEN,
             enable_debug_command: Default::default(),
         }
     }
@@ -483,6 +489,7 @@ pub struct Server {
     pub(crate) cmdstats: crate::cmdstats::CommandStats,
     /// LATENCY LATEST / HISTORY / ... ([`crate::latency_monitor`]).
     pub(crate) latmon: crate::latency_monitor::LatencyMonitor,
+    pub(crate) slowlog: crate::slowlog::SlowLog,
     /// The clients' memory for `maxmemory-clients` ([`crate::client_evict`]).
     pub(crate) clients_mem_total: u64,
     /// The eviction pool and the state of a time-limited run.
@@ -545,6 +552,7 @@ impl Server {
             acl_log: Default::default(),
             cmdstats: crate::cmdstats::CommandStats::new(0),
             latmon: Default::default(),
+            slowlog: Default::default(),
             clients_mem_total: 0,
         };
         server.cmdstats = crate::cmdstats::CommandStats::new(server.table.ids().len());
@@ -961,6 +969,9 @@ impl Server {
             if ns >= self.latmon.threshold_ns {
                 self.latmon.command_spike(cmd.spec, ns);
             }
+            if !cmd.spec.flags.contains(&"skip_slowlog") {
+                self.slowlog_push(id, argv, ns, now_ms);
+            }
         }
         if own_errors {
             self.cmdstats.errors_in(&ctx.out[mark..]);
@@ -976,6 +987,32 @@ impl Server {
         } else {
             Flow::Continue
         }
+    }
+
+    /// A command that took `ns` into the slow log, if it was slow enough.
+    #[inline]
+    pub(crate) fn slowlog_push(&mut self, id: ClientId, argv: Argv<'_>, ns: u64, now_ms: i64) {
+        let t = self.config.slowlog_log_slower_than;
+        if t < 0 || ns / 1000 < t as u64 {
+            return;
+        }
+        let (peer, name) = self
+            .clients
+            .get(&id)
+            .map_or((String::new(), Vec::new()), |c| {
+                (c.addr.clone(), c.name.clone().unwrap_or_default())
+            });
+        let mut args: Vec<&[u8]> = argv.iter().collect();
+        crate::slowlog::redact(&mut args);
+        self.slowlog.push_if_needed(
+            t,
+            self.config.slowlog_max_len,
+            &args,
+            ns / 1000,
+            now_ms.div_euclid(1000),
+            &peer,
+            &name,
+        );
     }
 
     /// After a command, when keyspace events are on or it made blocked
