@@ -11,6 +11,18 @@ use crate::util::string2ll;
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec!(
+        "role",
+        1,
+        &["noscript", "loading", "stale", "fast"],
+        0,
+        0,
+        0,
+        "server",
+        "2.8.12",
+        "Return the role of the instance in the context of replication",
+        role
+    ),
+    spec!(
         "ping",
         -1,
         // Redis 7.0's PING is `fast` only: not `loading` (-LOADING while a
@@ -175,6 +187,15 @@ static FUNCTION_SUBS: &[CommandSpec] = &[spec!(
 )];
 
 // ------------------------------------------------------------ connection
+
+/// ROLE: a master without replicas (the kv process has no replication):
+/// `master`, its replication offset, no replicas.
+fn role(_: &mut Server, ctx: &mut Ctx<'_>) {
+    ctx.array(3);
+    ctx.bulk(b"master");
+    ctx.int(0);
+    ctx.array(0);
+}
 
 fn ping(server: &mut Server, ctx: &mut Ctx<'_>) {
     // A RESP2 subscriber gets `[pong, arg]` (its replies are messages).

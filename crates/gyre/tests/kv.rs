@@ -392,6 +392,17 @@ fn info_sections_have_the_fields_of_redis_in_its_order() {
             "{section}"
         );
     }
+    // ROLE: a master with no replicas, as a lone redis-server says.
+    for args in [&["ROLE"][..], &["ROLE", "x"]] {
+        let ask = |c: &mut redis::Connection| {
+            let mut cmd = redis::cmd(args[0]);
+            for a in &args[1..] {
+                cmd.arg(*a);
+            }
+            cmd.query::<redis::Value>(c).map_err(|e| e.to_string())
+        };
+        assert_eq!(ask(&mut g), ask(&mut r), "{args:?}");
+    }
     // A busy loop shows in the CPU times.
     for _ in 0..2000 {
         let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut g).unwrap();
