@@ -1,7 +1,7 @@
 //! COMMAND, COMMAND COUNT / INFO / DOCS / LIST / HELP: the command table
 //! described to clients.
 
-use crate::cmd::{help_lines, spec, CommandSpec, Ctx, ADMIN};
+use crate::cmd::{eq, help_lines, spec, CommandSpec, Ctx, ADMIN};
 use crate::server::Server;
 
 pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
@@ -190,15 +190,41 @@ fn command_docs(server: &mut Server, ctx: &mut Ctx<'_>) {
     }
 }
 
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN glob]:
+/// every command and subcommand by its full name (`memory|usage`), as
+/// Redis 7.0 lists them; no module is loaded, an unknown category matches
+/// nothing, a pattern matches the full names without case.
 fn command_list(server: &mut Server, ctx: &mut Ctx<'_>) {
-    if ctx.argc() != 2 {
-        // FILTERBY is not supported: answer like an unknown filter.
-        return ctx.syntax();
-    }
-    let all = commands(server);
-    ctx.array(all.len());
-    for c in all {
-        ctx.bulk(c.name.as_bytes());
+    let names: Vec<String> = server.table.ids().iter().map(|r| r.full_name()).collect();
+    let keep: Vec<&String> = match ctx.argc() {
+        2 => names.iter().collect(),
+        5 if eq(ctx.arg(2), "filterby") => {
+            let v = ctx.arg(4);
+            if eq(ctx.arg(3), "module") {
+                Vec::new()
+            } else if eq(ctx.arg(3), "aclcat") {
+                let cat = String::from_utf8_lossy(v).to_ascii_lowercase();
+                let ix = crate::acl::index();
+                let in_cat = |n: &str| {
+                    ix.names
+                        .binary_search_by(|x| x.as_str().cmp(n))
+                        .is_ok_and(|id| ix.cats[id].iter().any(|c| *c == cat))
+                };
+                names.iter().filter(|n| in_cat(n)).collect()
+            } else if eq(ctx.arg(3), "pattern") {
+                names
+                    .iter()
+                    .filter(|n| crate::glob::stringmatch(v, n.as_bytes(), true))
+                    .collect()
+            } else {
+                return ctx.syntax();
+            }
+        }
+        _ => return ctx.syntax(),
+    };
+    ctx.array(keep.len());
+    for n in keep {
+        ctx.bulk(n.as_bytes());
     }
 }
 

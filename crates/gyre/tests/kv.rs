@@ -354,11 +354,12 @@ fn the_kv_process_is_respawned_after_kill_9() {
     );
 }
 
-/// Every INFO section has redis-server 7.0's fields in its order (what
-/// exporters and dashboards read), besides the `gyre_module` line of the
-/// server section; the CPU times are real (they were zero).
+/// Against redis-server 7.0: every INFO section has its fields in its
+/// order (what exporters and dashboards read), besides the `gyre_module`
+/// line of the server section, and the CPU times are real (they were
+/// zero); ROLE; COMMAND LIST with subcommands and FILTERBY.
 #[test]
-fn info_sections_have_the_fields_of_redis_in_its_order() {
+fn info_role_and_command_list_answer_as_redis() {
     if !util::kv::have(util::kv::REDIS) {
         return;
     }
@@ -402,6 +403,34 @@ fn info_sections_have_the_fields_of_redis_in_its_order() {
             cmd.query::<redis::Value>(c).map_err(|e| e.to_string())
         };
         assert_eq!(ask(&mut g), ask(&mut r), "{args:?}");
+    }
+    // COMMAND LIST names subcommands as Redis 7.0 does (`memory|usage`),
+    // every name is one of Redis's, and FILTERBY filters as Redis's.
+    let list = |c: &mut redis::Connection, extra: &[&str]| -> Result<Vec<String>, String> {
+        let mut cmd = redis::cmd("COMMAND");
+        cmd.arg("LIST");
+        for a in extra {
+            cmd.arg(*a);
+        }
+        let mut v: Vec<String> = cmd.query(c).map_err(|e| e.to_string())?;
+        v.sort();
+        Ok(v)
+    };
+    let (gl, rl) = (list(&mut g, &[]).unwrap(), list(&mut r, &[]).unwrap());
+    assert!(gl.iter().any(|n| n == "memory|usage"), "{gl:?}");
+    for n in &gl {
+        assert!(rl.contains(n), "gyre lists {n}, redis-server does not");
+    }
+    for f in [
+        &["FILTERBY", "PATTERN", "memory*"][..],
+        &["FILTERBY", "PATTERN", "SLOWLOG|*"],
+        &["FILTERBY", "ACLCAT", "list"],
+        &["FILTERBY", "ACLCAT", "nosuch"],
+        &["FILTERBY", "MODULE", "foo"],
+        &["FILTERBY", "foo", "bar"],
+        &["FILTERBY", "PATTERN"],
+    ] {
+        assert_eq!(list(&mut g, f), list(&mut r, f), "{f:?}");
     }
     // A busy loop shows in the CPU times.
     for _ in 0..2000 {
