@@ -1071,16 +1071,7 @@ impl HttpConn {
                 return BodyRead::Ended(400);
             };
             let date = core.clock().http_date();
-            let mut lines: Vec<(bool, String)> = Vec::new();
-            let pumped = crate::request_body::pump(
-                m,
-                rb,
-                &shared.conf.body_temp,
-                now,
-                date,
-                &mut |crit, text| lines.push((crit, text.to_string())),
-            );
-            crate::request_body::log_lines(&shared.conf, r, &lines);
+            let pumped = crate::request_body::pump(m, rb, &shared.conf, r, now, date);
             match pumped {
                 Pumped::Done => return BodyRead::Done,
                 Pumped::Failed => return BodyRead::Failed,

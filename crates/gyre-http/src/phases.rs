@@ -636,17 +636,24 @@ pub fn prepare(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
     if loc.keepalive_timeout == 0 || cx.m.requests() >= loc.keepalive_requests || cx.last_call {
         resp.close = true;
     }
-    // Lines of other formats are written by the log phase.
-    let sink = if loc.log_format != 0 || loc.log_if.is_some() {
-        1
-    } else {
-        (cx.sink)(loc)
-    };
+    let sink = log_sink(cx, loc);
     cx.m.set_log_sink(sink);
     if r.st.conn.realip_original.is_some() {
         // The combined fast path logs `$remote_addr` as the realip module
         // set it, not the connection's peer.
         cx.m.set_log_peer(r.st.conn.peer);
+    }
+}
+
+/// Where the machine's own record of a request in `loc` goes (its
+/// `combined` access log's sink); 1, no sink, when the location logs in
+/// another format or with `if=`: the log phase writes those lines.
+#[inline]
+pub fn log_sink(cx: &Ctx<'_>, loc: &LocConf) -> u32 {
+    if loc.log_format != 0 || loc.log_if.is_some() {
+        1
+    } else {
+        (cx.sink)(loc)
     }
 }
 

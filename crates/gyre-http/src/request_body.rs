@@ -376,29 +376,8 @@ pub fn collect(cx: &mut crate::phases::Ctx<'_>, loc: &crate::conf::LocConf) {
     let max = std::mem::replace(&mut st.client_max_body_size, loc.client_max_body_size);
     cx.m.collect_body();
     cx.m.settings_mut().client_max_body_size = max;
-    let sink = if loc.log_format != 0 || loc.log_if.is_some() {
-        1
-    } else {
-        (cx.sink)(loc)
-    };
+    let sink = crate::phases::log_sink(cx, loc);
     cx.m.set_log_sink(sink);
-}
-
-/// Writes the lines a [`pump`] gathered, in `r`'s context as nginx's:
-/// `(true, text)` at crit, the others at warn.
-pub fn log_lines(
-    conf: &crate::conf::HttpConf,
-    r: &crate::request::HttpRequest,
-    lines: &[(bool, String)],
-) {
-    for (crit, text) in lines {
-        let cx = crate::log_error::req(conf, r);
-        if *crit {
-            gyre_core::log_ctx!(crit, &cx, "{text}");
-        } else {
-            gyre_core::log_ctx!(gyre_core::errlog::WARN, &cx, "{text}");
-        }
-    }
 }
 
 /// The outcome of one [`pump`].
@@ -416,42 +395,39 @@ pub enum Pumped {
     Failed,
 }
 
-/// Takes what the machine decoded from its input into `rb`. `log` gets
-/// the lines nginx writes meanwhile: (crit, text), the temporary file's
-/// name at warn, a failed write at crit.
+/// Takes what the machine decoded from its input into `rb` (held out of
+/// `r` meanwhile), writing the lines nginx writes in `r`'s context: the
+/// temporary file's name at warn, a failed write at crit.
 pub fn pump(
     m: &mut Connection,
     rb: &mut RequestBody,
-    default_path: &TempPath,
+    conf: &crate::conf::HttpConf,
+    r: &crate::request::HttpRequest,
     now: Msec,
     date: &str,
-    log: &mut dyn FnMut(bool, &str),
 ) -> Pumped {
+    let failed = |e: io::Error| {
+        gyre_core::log_ctx!(crit, &crate::log_error::req(conf, r), "{e}");
+        Pumped::Failed
+    };
     // Bounded: each event consumes input or ends the body.
     for _ in 0..4096 {
         let ev = m.poll(now, date);
         match ev {
-            Some(Event::Body(b)) => match rb.push(&b, default_path) {
-                Ok(Stored::Spilled { path, log: true }) => log(
-                    false,
-                    &format!(
-                        "a client request body is buffered to a temporary file {}",
-                        path.display()
-                    ),
+            Some(Event::Body(b)) => match rb.push(&b, &conf.body_temp) {
+                Ok(Stored::Spilled { path, log: true }) => gyre_core::log_ctx!(
+                    gyre_core::errlog::WARN,
+                    &crate::log_error::req(conf, r),
+                    "a client request body is buffered to a temporary file {}",
+                    path.display()
                 ),
                 Ok(_) => {}
-                Err(e) => {
-                    log(true, &e.to_string());
-                    return Pumped::Failed;
-                }
+                Err(e) => return failed(e),
             },
             Some(Event::BodyEnd) => {
-                return match rb.finish(default_path) {
+                return match rb.finish(&conf.body_temp) {
                     Ok(_) => Pumped::Done,
-                    Err(e) => {
-                        log(true, &e.to_string());
-                        Pumped::Failed
-                    }
+                    Err(e) => failed(e),
                 };
             }
             Some(Event::BodyError(status)) => return Pumped::Ended(status),

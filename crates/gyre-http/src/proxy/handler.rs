@@ -476,20 +476,13 @@ pub(super) fn read_body(
     let now = core.now();
     // Bounded: each pass takes input or stops.
     for _ in 0..1024 {
-        let Some(rb) = r.st.body.as_mut() else {
+        // Out of the request while it is filled, so `r` names the lines.
+        let Some(mut rb) = r.st.body.take() else {
             return Turn::End(Flow::Error(500));
         };
         let date = core.clock().http_date();
-        let mut lines: Vec<(bool, String)> = Vec::new();
-        let pumped = crate::request_body::pump(
-            env.cx.m,
-            rb,
-            &env.conf.body_temp,
-            now,
-            date,
-            &mut |crit, text| lines.push((crit, text.to_string())),
-        );
-        crate::request_body::log_lines(env.conf, r, &lines);
+        let pumped = crate::request_body::pump(env.cx.m, &mut rb, env.conf, r, now, date);
+        r.st.body = Some(rb);
         match pumped {
             Pumped::Done => {
                 p.st = St::Connect;
