@@ -68,6 +68,14 @@ pub fn render(server: &Server, now_ms: i64, args: &[Vec<u8>]) -> String {
     out
 }
 
+/// Fields of what the kv process does not have (replicas, Lua, active
+/// defrag...): present, as exporters expect them, at zero.
+fn zeros(out: &mut String, keys: &[&str]) {
+    for k in keys {
+        line(out, k, 0);
+    }
+}
+
 fn line(out: &mut String, k: &str, v: impl std::fmt::Display) {
     let _ = write!(out, "{k}:{v}\r\n");
 }
@@ -127,10 +135,6 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             // keeps no such figures: see crate::memory).
             let o = crate::memory::overview(server);
             let (used, rss, peak) = (o.total, o.rss, o.peak);
-            let startup = crate::memory::STARTUP;
-            let dataset = used.saturating_sub(o.overhead);
-            let net = used.saturating_sub(startup);
-            let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
             let system = crate::util::total_system_memory();
             out.push_str("# Memory\r\n");
             line(out, "used_memory", used);
@@ -142,35 +146,34 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(
                 out,
                 "used_memory_peak_perc",
-                format!("{:.2}%", ratio(used, peak) * 100.0),
+                format!("{:.2}%", o.peak_perc()),
             );
             line(out, "used_memory_overhead", o.overhead);
-            line(out, "used_memory_startup", startup);
-            line(out, "used_memory_dataset", dataset);
+            line(out, "used_memory_startup", crate::memory::STARTUP);
+            line(out, "used_memory_dataset", o.dataset());
             line(
                 out,
                 "used_memory_dataset_perc",
-                format!("{:.2}%", ratio(dataset, net) * 100.0),
+                format!("{:.2}%", o.dataset_perc()),
             );
             line(out, "allocator_allocated", used);
             line(out, "allocator_active", used);
             line(out, "allocator_resident", rss);
             line(out, "total_system_memory", system);
             line(out, "total_system_memory_human", bytes_to_human(system));
-            for k in ["used_memory_lua", "used_memory_vm_eval"] {
-                line(out, k, 0);
-            }
+            zeros(out, &["used_memory_lua", "used_memory_vm_eval"]);
             line(out, "used_memory_lua_human", "0B");
-            for k in [
-                "used_memory_scripts_eval",
-                "number_of_cached_scripts",
-                "number_of_functions",
-                "number_of_libraries",
-                "used_memory_vm_functions",
-                "used_memory_vm_total",
-            ] {
-                line(out, k, 0);
-            }
+            zeros(
+                out,
+                &[
+                    "used_memory_scripts_eval",
+                    "number_of_cached_scripts",
+                    "number_of_functions",
+                    "number_of_libraries",
+                    "used_memory_vm_functions",
+                    "used_memory_vm_total",
+                ],
+            );
             line(out, "used_memory_vm_total_human", "0B");
             line(out, "used_memory_functions", 0);
             line(out, "used_memory_scripts", 0);
@@ -180,28 +183,21 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(out, "maxmemory_policy", c.evict.policy.name());
             line(out, "allocator_frag_ratio", "1.00");
             line(out, "allocator_frag_bytes", 0);
-            line(
-                out,
-                "allocator_rss_ratio",
-                format!("{:.2}", ratio(rss, used)),
-            );
-            line(out, "allocator_rss_bytes", rss as i64 - used as i64);
+            line(out, "allocator_rss_ratio", format!("{:.2}", o.frag()));
+            line(out, "allocator_rss_bytes", o.frag_bytes());
             line(out, "rss_overhead_ratio", "1.00");
             line(out, "rss_overhead_bytes", 0);
-            line(
+            line(out, "mem_fragmentation_ratio", format!("{:.2}", o.frag()));
+            line(out, "mem_fragmentation_bytes", o.frag_bytes());
+            zeros(
                 out,
-                "mem_fragmentation_ratio",
-                format!("{:.2}", ratio(rss, used)),
+                &[
+                    "mem_not_counted_for_evict",
+                    "mem_replication_backlog",
+                    "mem_total_replication_buffers",
+                    "mem_clients_slaves",
+                ],
             );
-            line(out, "mem_fragmentation_bytes", rss as i64 - used as i64);
-            for k in [
-                "mem_not_counted_for_evict",
-                "mem_replication_backlog",
-                "mem_total_replication_buffers",
-                "mem_clients_slaves",
-            ] {
-                line(out, k, 0);
-            }
             line(out, "mem_clients_normal", o.clients);
             line(out, "mem_cluster_links", 0);
             line(out, "mem_aof_buffer", server.aof.buf.capacity());
@@ -286,22 +282,23 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
             line(out, "latest_fork_usec", 0);
             line(out, "total_forks", 0);
             // No replicas, active defrag, client tracking or I/O threads.
-            for k in [
-                "migrate_cached_sockets",
-                "slave_expires_tracked_keys",
-                "active_defrag_hits",
-                "active_defrag_misses",
-                "active_defrag_key_hits",
-                "active_defrag_key_misses",
-                "total_active_defrag_time",
-                "current_active_defrag_time",
-                "tracking_total_keys",
-                "tracking_total_items",
-                "tracking_total_prefixes",
-                "unexpected_error_replies",
-            ] {
-                line(out, k, 0);
-            }
+            zeros(
+                out,
+                &[
+                    "migrate_cached_sockets",
+                    "slave_expires_tracked_keys",
+                    "active_defrag_hits",
+                    "active_defrag_misses",
+                    "active_defrag_key_hits",
+                    "active_defrag_key_misses",
+                    "total_active_defrag_time",
+                    "current_active_defrag_time",
+                    "tracking_total_keys",
+                    "tracking_total_items",
+                    "tracking_total_prefixes",
+                    "unexpected_error_replies",
+                ],
+            );
             line(out, "total_error_replies", st.total_error_replies);
             line(out, "dump_payload_sanitizations", 0);
             line(out, "total_reads_processed", st.total_reads_processed);
@@ -310,14 +307,15 @@ fn section(server: &Server, now: i64, name: &str, out: &mut String) {
                 "total_writes_processed",
                 st.total_writes_processed.get(),
             );
-            for k in [
-                "io_threaded_reads_processed",
-                "io_threaded_writes_processed",
-                "reply_buffer_shrinks",
-                "reply_buffer_expands",
-            ] {
-                line(out, k, 0);
-            }
+            zeros(
+                out,
+                &[
+                    "io_threaded_reads_processed",
+                    "io_threaded_writes_processed",
+                    "reply_buffer_shrinks",
+                    "reply_buffer_expands",
+                ],
+            );
         }
         "replication" => {
             out.push_str("# Replication\r\n");

@@ -200,81 +200,115 @@ pub(crate) fn overview(server: &Server) -> Overview {
     }
 }
 
+impl Overview {
+    /// `used_memory` over the start-up figure (Redis's `net_usage`).
+    pub fn net(&self) -> u64 {
+        self.total.saturating_sub(STARTUP)
+    }
+
+    /// What the keys and values themselves hold.
+    pub fn dataset(&self) -> u64 {
+        self.total.saturating_sub(self.overhead)
+    }
+
+    /// The dataset's share of `net`, in percent.
+    pub fn dataset_perc(&self) -> f64 {
+        ratio(self.dataset(), self.net()) * 100.0
+    }
+
+    /// `used_memory` against its peak, in percent.
+    pub fn peak_perc(&self) -> f64 {
+        ratio(self.total, self.peak) * 100.0
+    }
+
+    /// RSS over `used_memory` (INFO's `mem_fragmentation_ratio`).
+    pub fn frag(&self) -> f64 {
+        ratio(self.rss, self.total)
+    }
+
+    /// RSS minus `used_memory`.
+    pub fn frag_bytes(&self) -> i64 {
+        self.rss as i64 - self.total as i64
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// A MEMORY STATS value.
+enum Stat {
+    Int(i64),
+    Double(f64),
+}
+
 fn stats(server: &mut Server, ctx: &mut Ctx<'_>) {
+    use Stat::{Double, Int};
     let o = overview(server);
-    let net = o.total.saturating_sub(STARTUP);
-    let dataset = o.total.saturating_sub(o.overhead);
-    let pct = |a: u64, b: u64| {
-        if b == 0 {
-            0.0
-        } else {
-            a as f64 * 100.0 / b as f64
+    let int = |v: u64| Int(i64::try_from(v).unwrap_or(i64::MAX));
+    let head = [
+        ("peak.allocated", int(o.peak)),
+        ("total.allocated", int(o.total)),
+        ("startup.allocated", int(STARTUP)),
+        ("replication.backlog", Int(0)),
+        ("clients.slaves", Int(0)),
+        ("clients.normal", int(o.clients)),
+        ("cluster.links", Int(0)),
+        ("aof.buffer", Int(0)),
+        ("lua.caches", Int(0)),
+        ("functions.caches", Int(0)),
+    ];
+    // No allocator of its own to ask: its view is the estimate and the RSS.
+    let tail = [
+        ("overhead.total", int(o.overhead)),
+        ("keys.count", int(o.keys)),
+        (
+            "keys.bytes-per-key",
+            int(o.net().checked_div(o.keys).unwrap_or(0)),
+        ),
+        ("dataset.bytes", int(o.dataset())),
+        ("dataset.percentage", Double(o.dataset_perc())),
+        ("peak.percentage", Double(o.peak_perc())),
+        ("allocator.allocated", int(o.total)),
+        ("allocator.active", int(o.total)),
+        ("allocator.resident", int(o.rss)),
+        ("allocator-fragmentation.ratio", Double(1.0)),
+        ("allocator-fragmentation.bytes", Int(0)),
+        ("allocator-rss.ratio", Double(o.frag())),
+        ("allocator-rss.bytes", Int(o.frag_bytes())),
+        ("rss-overhead.ratio", Double(1.0)),
+        ("rss-overhead.bytes", Int(0)),
+        ("fragmentation", Double(o.frag())),
+        ("fragmentation.bytes", Int(o.frag_bytes())),
+    ];
+    let put = |ctx: &mut Ctx<'_>, k: &str, v: &Stat| {
+        ctx.bulk(k.as_bytes());
+        match *v {
+            Int(n) => ctx.int(n),
+            Double(d) => reply_score(ctx, d),
         }
     };
-    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-    let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-    let ints: [(&str, u64); 10] = [
-        ("peak.allocated", o.peak),
-        ("total.allocated", o.total),
-        ("startup.allocated", STARTUP),
-        ("replication.backlog", 0),
-        ("clients.slaves", 0),
-        ("clients.normal", o.clients),
-        ("cluster.links", 0),
-        ("aof.buffer", 0),
-        ("lua.caches", 0),
-        ("functions.caches", 0),
-    ];
-    ctx.map(ints.len() + o.dbs.len() + 17);
-    for (k, v) in ints {
-        ctx.bulk(k.as_bytes());
-        ctx.int(int(v));
+    ctx.map(head.len() + o.dbs.len() + tail.len());
+    for (k, v) in &head {
+        put(ctx, k, v);
     }
     for &(i, main, expires) in &o.dbs {
         ctx.bulk(format!("db.{i}").as_bytes());
         ctx.map(3);
         ctx.bulk(b"overhead.hashtable.main");
-        ctx.int(int(main));
+        ctx.int(i64::try_from(main).unwrap_or(i64::MAX));
         ctx.bulk(b"overhead.hashtable.expires");
-        ctx.int(int(expires));
+        ctx.int(i64::try_from(expires).unwrap_or(i64::MAX));
         ctx.bulk(b"overhead.hashtable.slot-to-keys");
         ctx.int(0);
     }
-    ctx.bulk(b"overhead.total");
-    ctx.int(int(o.overhead));
-    ctx.bulk(b"keys.count");
-    ctx.int(int(o.keys));
-    ctx.bulk(b"keys.bytes-per-key");
-    ctx.int(int(net.checked_div(o.keys).unwrap_or(0)));
-    ctx.bulk(b"dataset.bytes");
-    ctx.int(int(dataset));
-    ctx.bulk(b"dataset.percentage");
-    reply_score(ctx, pct(dataset, net));
-    ctx.bulk(b"peak.percentage");
-    reply_score(ctx, pct(o.total, o.peak));
-    // No allocator of its own to ask: its view is the estimate and the RSS.
-    ctx.bulk(b"allocator.allocated");
-    ctx.int(int(o.total));
-    ctx.bulk(b"allocator.active");
-    ctx.int(int(o.total));
-    ctx.bulk(b"allocator.resident");
-    ctx.int(int(o.rss));
-    ctx.bulk(b"allocator-fragmentation.ratio");
-    reply_score(ctx, 1.0);
-    ctx.bulk(b"allocator-fragmentation.bytes");
-    ctx.int(0);
-    ctx.bulk(b"allocator-rss.ratio");
-    reply_score(ctx, ratio(o.rss, o.total));
-    ctx.bulk(b"allocator-rss.bytes");
-    ctx.int(o.rss as i64 - o.total as i64);
-    ctx.bulk(b"rss-overhead.ratio");
-    reply_score(ctx, 1.0);
-    ctx.bulk(b"rss-overhead.bytes");
-    ctx.int(0);
-    ctx.bulk(b"fragmentation");
-    reply_score(ctx, ratio(o.rss, o.total));
-    ctx.bulk(b"fragmentation.bytes");
-    ctx.int(o.rss as i64 - o.total as i64);
+    for (k, v) in &tail {
+        put(ctx, k, v);
+    }
 }
 
 /// The report's text: Redis's words for an instance too small to judge

@@ -992,26 +992,15 @@ impl Server {
     /// A command that took `ns` into the slow log, if it was slow enough.
     #[inline]
     pub(crate) fn slowlog_push(&mut self, id: ClientId, argv: Argv<'_>, ns: u64, now_ms: i64) {
-        let t = self.config.slowlog_log_slower_than;
-        if t < 0 || ns / 1000 < t as u64 {
-            return;
-        }
-        let (peer, name) = self
-            .clients
-            .get(&id)
-            .map_or((String::new(), Vec::new()), |c| {
-                (c.addr.clone(), c.name.clone().unwrap_or_default())
-            });
-        let mut args: Vec<&[u8]> = argv.iter().collect();
-        crate::slowlog::redact(&mut args);
+        let c = self.clients.get(&id);
         self.slowlog.push_if_needed(
-            t,
+            self.config.slowlog_log_slower_than,
             self.config.slowlog_max_len,
-            &args,
+            argv.iter(),
             ns / 1000,
             now_ms.div_euclid(1000),
-            &peer,
-            &name,
+            c.map_or("", |c| c.addr.as_str()),
+            c.and_then(|c| c.name.as_deref()).unwrap_or_default(),
         );
     }
 

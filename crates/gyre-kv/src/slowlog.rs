@@ -91,13 +91,15 @@ pub struct SlowLog {
 }
 
 impl SlowLog {
-    /// Logs a command that took `us` microseconds, if the threshold says so.
+    /// Logs a command that took `us` microseconds, if the threshold says
+    /// so: its arguments are gathered (and their secrets redacted) only
+    /// then.
     #[allow(clippy::too_many_arguments)]
-    pub fn push_if_needed(
+    pub fn push_if_needed<'a>(
         &mut self,
         slower_than: i64,
         max_len: u64,
-        argv: &[&[u8]],
+        argv: impl Iterator<Item = &'a [u8]>,
         us: u64,
         time: i64,
         peer: &str,
@@ -106,6 +108,8 @@ impl SlowLog {
         if slower_than < 0 || us < slower_than as u64 {
             return;
         }
+        let mut argv: Vec<&[u8]> = argv.collect();
+        redact(&mut argv);
         let kept = argv.len().min(MAX_ARGC);
         let mut args = Vec::with_capacity(kept);
         for (j, a) in argv.iter().take(kept).enumerate() {
@@ -280,18 +284,18 @@ mod tests {
         let many: Vec<Vec<u8>> = (0..40).map(|i| i.to_string().into_bytes()).collect();
         let mut argv: Vec<&[u8]> = vec![b"SET", &long];
         argv.extend(many.iter().map(Vec::as_slice));
-        log.push_if_needed(0, 128, &argv, 5, 1, "127.0.0.1:1", b"");
+        log.push_if_needed(0, 128, argv.iter().copied(), 5, 1, "127.0.0.1:1", b"");
         let e = &log.entries[0];
         assert_eq!(e.argv.len(), 32);
         assert_eq!(e.argv[1].len(), 128 + "... (72 more bytes)".len());
         assert!(e.argv[1].ends_with(b"... (72 more bytes)"));
         assert_eq!(e.argv[31], b"... (11 more arguments)");
         // Below the threshold or off: not logged; the length is bounded.
-        log.push_if_needed(10, 128, &[b"GET"], 9, 1, "", b"");
-        log.push_if_needed(-1, 128, &[b"GET"], 99, 1, "", b"");
+        log.push_if_needed(10, 128, [&b"GET"[..]].into_iter(), 9, 1, "", b"");
+        log.push_if_needed(-1, 128, [&b"GET"[..]].into_iter(), 99, 1, "", b"");
         assert_eq!(log.entries.len(), 1);
         for _ in 0..10 {
-            log.push_if_needed(0, 3, &[b"GET"], 1, 1, "", b"");
+            log.push_if_needed(0, 3, [&b"GET"[..]].into_iter(), 1, 1, "", b"");
         }
         assert_eq!(log.entries.len(), 3);
         assert_eq!(log.entries[0].id, 10);
