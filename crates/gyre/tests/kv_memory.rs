@@ -10,7 +10,7 @@ mod util;
 
 use std::time::Duration;
 
-use util::kv::{connect, kv_pid, ping, start};
+use util::kv::{connect, field_of, kv_pid, ping, start};
 use util::{rss_kib, wait_for};
 
 const FIELDS: usize = 200_000;
@@ -23,13 +23,6 @@ fn per_field(kib: u64) -> u64 {
 
 fn info_memory(c: &mut redis::Connection) -> String {
     redis::cmd("INFO").arg("memory").query(c).unwrap()
-}
-
-fn field(info: &str, name: &str) -> String {
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in {info}"))
-        .to_string()
 }
 
 #[test]
@@ -59,14 +52,14 @@ fn a_big_hash_of_short_fields_stays_small_written_and_reloaded() {
     );
     // INFO's RSS is the process's own, and the ratio follows from it.
     let info = info_memory(&mut c);
-    let rss: u64 = field(&info, "used_memory_rss").parse().unwrap();
-    let used: u64 = field(&info, "used_memory").parse().unwrap();
+    let rss: u64 = field_of(&info, "used_memory_rss").parse().unwrap();
+    let used: u64 = field_of(&info, "used_memory").parse().unwrap();
     let real = rss_kib(pid) * 1024;
     assert!(
         rss.abs_diff(real) < real / 5,
         "used_memory_rss {rss} vs /proc {real}"
     );
-    let ratio: f64 = field(&info, "mem_fragmentation_ratio").parse().unwrap();
+    let ratio: f64 = field_of(&info, "mem_fragmentation_ratio").parse().unwrap();
     assert!(
         (ratio - rss as f64 / used as f64).abs() < 0.02,
         "ratio {ratio} for rss {rss} used {used}"

@@ -93,21 +93,21 @@ fn interrupted(e: &redis::RedisError) -> bool {
 /// The kv process serves commands: PING answers PONG, or -NOAUTH where a
 /// password is required (not -LOADING, not refused).
 fn serving(addr: SocketAddr) -> bool {
-    let reply = redis::Client::open(format!("redis://{addr}/"))
-        .and_then(|cl| cl.get_connection_with_timeout(Duration::from_millis(500)))
-        .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
-    match reply {
+    match ping_reply(addr) {
         Ok(_) => true,
         Err(e) => e.code() == Some("NOAUTH") || e.kind() == redis::ErrorKind::AuthenticationFailed,
     }
 }
 
-/// PING answers PONG (not -LOADING, not refused).
-pub fn ping(addr: SocketAddr) -> bool {
+fn ping_reply(addr: SocketAddr) -> redis::RedisResult<String> {
     redis::Client::open(format!("redis://{addr}/"))
         .and_then(|cl| cl.get_connection_with_timeout(Duration::from_millis(500)))
         .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
-        .is_ok()
+}
+
+/// PING answers PONG (not -LOADING, not refused).
+pub fn ping(addr: SocketAddr) -> bool {
+    ping_reply(addr).is_ok()
 }
 
 pub fn connect(addr: SocketAddr) -> redis::Connection {
@@ -133,7 +133,18 @@ pub fn kv_pid(kv: &Kv) -> u32 {
 }
 
 pub fn info_field(c: &mut redis::Connection, field: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+    info_in(c, "persistence", field)
+}
+
+/// Field `field` of INFO section `section`.
+pub fn info_in(c: &mut redis::Connection, section: &str, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg(section).query(c).unwrap();
+    field_of(&info, field)
+}
+
+/// Field `field` of an INFO reply already read (several fields of one
+/// snapshot).
+pub fn field_of(info: &str, field: &str) -> String {
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{field}:")))
         .unwrap_or_else(|| panic!("no {field} in {info}"))
