@@ -158,17 +158,6 @@ impl<E: Keyed> Table<E> {
         }
     }
 
-    /// Puts `e` in place of the entry with its key (returned), or adds it.
-    fn put(&mut self, e: E) -> Option<E> {
-        if let Some(s) = self.find_slot(e.key()) {
-            let i = self.slots[s] as usize;
-            self.heap_bytes = self.heap_bytes + e.heap_size() - self.entries[i].heap_size();
-            return Some(std::mem::replace(&mut self.entries[i], e));
-        }
-        self.push_new(e);
-        None
-    }
-
     /// Adds `e`, whose key is not in the table.
     fn push_new(&mut self, e: E) {
         if (self.entries.len() + 1) * 4 > self.slots.len() * 3 {
@@ -280,7 +269,8 @@ impl<V: HeapSize> Table<(Box<[u8]>, V)> {
             self.heap_bytes = self.heap_bytes + v.heap_size() - self.entries[i].1.heap_size();
             return Some(std::mem::replace(&mut self.entries[i].1, v));
         }
-        self.put((key.into(), v)).map(|e| e.1)
+        self.push_new((key.into(), v));
+        None
     }
 
     /// Remove `key`, returning its value.
