@@ -664,7 +664,8 @@ impl KvConn {
             return Ok(());
         }
         let sent = send_all(core, c, &out)?;
-        {
+        if !out.is_empty() {
+            // A command that blocked or replied nothing made no write.
             let server = shared.server.borrow();
             let w = &server.stats.total_writes_processed;
             w.set(w.get() + 1);

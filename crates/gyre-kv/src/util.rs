@@ -71,7 +71,6 @@ pub fn parse_cursor(s: &[u8]) -> Option<u64> {
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
-/// Redis's `bytesToHuman`.
 /// The calling process's resident set in bytes (`/proc/self/statm`'s
 /// second field, in pages), as Redis's `zmalloc_get_rss`.
 pub fn process_rss() -> Option<u64> {
@@ -94,6 +93,7 @@ pub fn total_system_memory() -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
+/// Redis's `bytesToHuman`.
 pub fn bytes_to_human(n: u64) -> String {
     let d = n as f64;
     const K: f64 = 1024.0;
