@@ -103,7 +103,7 @@ impl std::fmt::Write for Bytes<'_> {
 }
 
 /// The listing of `dir` for `uri`, and its content type.
-pub fn render(dir: &Path, uri: &str, ai: Autoindex) -> std::io::Result<(Vec<u8>, &'static str)> {
+pub fn render(dir: &Path, uri: &[u8], ai: Autoindex) -> std::io::Result<(Vec<u8>, &'static str)> {
     let entries = read(dir)?;
     let mut out = Vec::new();
     match ai.format {
@@ -120,11 +120,11 @@ pub fn render(dir: &Path, uri: &str, ai: Autoindex) -> std::io::Result<(Vec<u8>,
     Ok((out, ty))
 }
 
-fn html(entries: &[Entry], uri: &str, exact: bool, out: &mut Vec<u8>) {
+fn html(entries: &[Entry], uri: &[u8], exact: bool, out: &mut Vec<u8>) {
     out.extend_from_slice(b"<html>\r\n<head><title>Index of ");
-    html_escape(uri.as_bytes(), out);
+    html_escape(uri, out);
     out.extend_from_slice(b"</title></head>\r\n<body>\r\n<h1>Index of ");
-    html_escape(uri.as_bytes(), out);
+    html_escape(uri, out);
     out.extend_from_slice(b"</h1><hr><pre><a href=\"../\">../</a>\r\n");
     for e in entries {
         out.extend_from_slice(b"<a href=\"");

@@ -526,8 +526,8 @@ impl HttpConf {
     }
 
     /// A named location of `server`.
-    pub fn named<'a>(server: &'a ServerConf, name: &str) -> Option<&'a Arc<LocConf>> {
-        server.named.iter().find(|l| *l.name == *name)
+    pub fn named<'a>(server: &'a ServerConf, name: &[u8]) -> Option<&'a Arc<LocConf>> {
+        server.named.iter().find(|l| l.name.as_bytes() == name)
     }
 
     /// The server's own settings (a URI no location matches).

@@ -79,7 +79,7 @@ pub fn set_create_full_put_path(
 /// starts reading the body into a file (the request resumes in
 /// [`put_body_read`]).
 pub fn put(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
-    if r.st.uri.ends_with('/') {
+    if r.st.uri.ends_with(b"/") {
         gyre_core::log_ctx!(
             ERROR,
             &log_error::req(cx.conf, r),
@@ -146,7 +146,7 @@ pub fn put_body_read(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) 
     }
     out.reset(status);
     if status == 201 {
-        out.location = Some(uri.into());
+        out.location = Some(String::from_utf8_lossy(&uri).into_owned().into());
         out.content_length = Some(0);
     }
     Step::Respond

@@ -863,7 +863,7 @@ impl HttpConn {
         for re in &s.name_regexes {
             if matches.exec(re, host.as_bytes(), &mut r.st.caps) {
                 r.st.cap_src.clear();
-                r.st.cap_src.push_str(&host);
+                r.st.cap_src.extend_from_slice(host.as_bytes());
                 crate::rewrite::set_named(re, r);
                 return;
             }

@@ -18,12 +18,12 @@ use crate::static_file::Open;
 pub fn serve(
     cx: &mut Ctx<'_>,
     r: &mut HttpRequest,
-    uri: &str,
+    uri: &[u8],
     fpath: &Path,
     out: &mut Response,
 ) -> Option<Step> {
     let g = r.st.loc.gzip.clone()?;
-    if g.gzip_static == Static::Off || uri.ends_with('/') || !r.st.is_get_or_head() {
+    if g.gzip_static == Static::Off || uri.ends_with(b"/") || !r.st.is_get_or_head() {
         return None;
     }
     let ok = match g.gzip_static {

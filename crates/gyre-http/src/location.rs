@@ -41,7 +41,7 @@ enum Found {
 /// captures over `uri`.
 pub fn find(
     tree: &LocTree,
-    uri: &str,
+    uri: &[u8],
     mc: &mut MatchCache,
     caps: &mut Captures,
 ) -> Option<Arc<LocConf>> {
@@ -52,13 +52,13 @@ pub fn find(
     }
 }
 
-fn find_level(tree: &LocTree, uri: &str, mc: &mut MatchCache, caps: &mut Captures) -> Found {
+fn find_level(tree: &LocTree, uri: &[u8], mc: &mut MatchCache, caps: &mut Captures) -> Found {
     let mut best: Option<&Arc<LocConf>> = None;
     for l in &tree.statics {
         match l.kind {
-            LocKind::Exact if *l.name == *uri => return Found::Final(l.clone()),
+            LocKind::Exact if l.name.as_bytes() == uri => return Found::Final(l.clone()),
             LocKind::Prefix | LocKind::PrefixNoRegex
-                if uri.starts_with(&*l.name)
+                if uri.starts_with(l.name.as_bytes())
                     && best.is_none_or(|b| b.name.len() < l.name.len()) =>
             {
                 best = Some(l);
@@ -88,7 +88,7 @@ fn find_level(tree: &LocTree, uri: &str, mc: &mut MatchCache, caps: &mut Capture
         let Some(re) = &l.regex else {
             continue;
         };
-        if mc.exec(re, uri.as_bytes(), caps) {
+        if mc.exec(re, uri, caps) {
             return match find_level(&l.children, uri, mc, caps) {
                 Found::None => Found::Final(l.clone()),
                 Found::Final(inner) | Found::NoRegex(inner) | Found::Prefix(inner) => {

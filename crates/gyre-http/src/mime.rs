@@ -60,21 +60,22 @@ pub fn builtin() -> MimeTypes {
 }
 
 /// The type for `path` by its extension, or `default`.
-pub fn for_path<'a>(types: &'a MimeTypes, path: &str, default: &'a Arc<str>) -> &'a Arc<str> {
-    let bytes = path.as_bytes();
-    let name = &path[memchr::memrchr(b'/', bytes).map_or(0, |i| i + 1)..];
-    let dot = memchr::memrchr(b'.', name.as_bytes());
+pub fn for_path<'a>(types: &'a MimeTypes, path: &[u8], default: &'a Arc<str>) -> &'a Arc<str> {
+    let name = &path[memchr::memrchr(b'/', path).map_or(0, |i| i + 1)..];
+    let dot = memchr::memrchr(b'.', name);
     match dot.map(|i| (&name[..i], &name[i + 1..])) {
         Some((stem, ext)) if !stem.is_empty() || !ext.is_empty() => {
             // Lowercase on the stack: extensions are short.
             let mut low = [0u8; 16];
             let found = if ext.len() <= low.len() {
                 let low = &mut low[..ext.len()];
-                low.copy_from_slice(ext.as_bytes());
+                low.copy_from_slice(ext);
                 low.make_ascii_lowercase();
                 std::str::from_utf8(low).ok().and_then(|e| types.get(e))
             } else {
-                types.get(&ext.to_ascii_lowercase())
+                std::str::from_utf8(ext)
+                    .ok()
+                    .and_then(|e| types.get(&e.to_ascii_lowercase()))
             };
             found.unwrap_or(default)
         }
@@ -95,14 +96,14 @@ pub struct TypeCache {
 pub fn for_path_cached(
     types: &MimeTypes,
     cache: &mut TypeCache,
-    path: &str,
+    path: &[u8],
     default: &Arc<str>,
 ) -> Arc<str> {
-    let name = &path[memchr::memrchr(b'/', path.as_bytes()).map_or(0, |i| i + 1)..];
-    let Some(dot) = memchr::memrchr(b'.', name.as_bytes()) else {
+    let name = &path[memchr::memrchr(b'/', path).map_or(0, |i| i + 1)..];
+    let Some(dot) = memchr::memrchr(b'.', name) else {
         return default.clone();
     };
-    let ext = &name.as_bytes()[dot + 1..];
+    let ext = &name[dot + 1..];
     if ext.len() > cache.ext.len() || name.len() == 1 {
         return for_path(types, path, default).clone();
     }
@@ -133,8 +134,8 @@ mod cache_tests {
             "/a.css", "/b.CSS", "/c.html", "/d", "/e.zzz", "/.css", "/f.css", "/x.y/z",
         ] {
             assert_eq!(
-                for_path_cached(&types, &mut c, p, &d),
-                for_path(&types, p, &d).clone(),
+                for_path_cached(&types, &mut c, p.as_bytes(), &d),
+                for_path(&types, p.as_bytes(), &d).clone(),
                 "{p}"
             );
         }

@@ -251,7 +251,7 @@ pub fn run_redirect(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response, t
     if !r.st.req.is_head() {
         r.st.as_get = true;
     }
-    match internal_redirect(cx, r, to) {
+    match internal_redirect(cx, r, to.as_bytes()) {
         Ok(i) => {
             r.st.phase = i;
             run(cx, r, out)
@@ -353,7 +353,7 @@ fn find_config(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
     }
     if !r.st.caps.is_empty() {
         r.st.cap_src.clear();
-        r.st.cap_src.push_str(&r.st.uri);
+        r.st.cap_src.extend_from_slice(&r.st.uri);
         if let Some(re) = r.st.loc.regex.clone() {
             rewrite::set_named(&re, r);
         }
@@ -399,7 +399,7 @@ fn post_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
             ERROR,
             &log_error::req(cx.conf, r),
             "rewrite or internal redirection cycle while processing \"{}\"",
-            r.st.uri
+            String::from_utf8_lossy(&r.st.uri)
         );
         return Step::Error(500);
     }
@@ -411,7 +411,7 @@ fn post_rewrite(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
 pub fn internal_redirect(
     cx: &mut Ctx<'_>,
     r: &mut HttpRequest,
-    target: &str,
+    target: &[u8],
 ) -> Result<usize, u16> {
     r.st.uri_changes = r.st.uri_changes.saturating_sub(1);
     r.st.internal = true;
@@ -419,34 +419,36 @@ pub fn internal_redirect(
         gyre_core::log_ctx!(
             ERROR,
             &log_error::req(cx.conf, r),
-            "rewrite or internal redirection cycle while internally redirecting to \"{target}\""
+            "rewrite or internal redirection cycle while internally redirecting to \"{}\"",
+            String::from_utf8_lossy(target)
         );
         return Err(500);
     }
-    if target.starts_with('@') {
+    if target.starts_with(b"@") {
         let server = cx.conf.servers.get(r.st.server);
         let Some(l) = server.and_then(|s| HttpConf::named(s, target)) else {
             gyre_core::log_ctx!(
                 ERROR,
                 &log_error::req(cx.conf, r),
-                "could not find named location \"{target}\""
+                "could not find named location \"{}\"",
+                String::from_utf8_lossy(target)
             );
             return Err(500);
         };
         r.st.loc = l.clone();
         return Ok(rewrite_index(cx.conf));
     }
-    match target.split_once('?') {
-        Some((u, a)) => {
+    match target.iter().position(|&c| c == b'?') {
+        Some(q) => {
             r.st.uri.clear();
-            r.st.uri.push_str(u);
+            r.st.uri.extend_from_slice(&target[..q]);
             r.st.args.clear();
-            r.st.args.push_str(a);
+            r.st.args.extend_from_slice(&target[q + 1..]);
             r.st.args_set = true;
         }
         None => {
             r.st.uri.clear();
-            r.st.uri.push_str(target);
+            r.st.uri.extend_from_slice(target);
         }
     }
     Ok(find_config_index(cx.conf))
@@ -463,7 +465,7 @@ fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
             let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
             t.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
         }
-        let name = String::from_utf8_lossy(cx.scratch).into_owned();
+        let name = cx.scratch.clone();
         let dir = *dir;
         let mut fpath = std::mem::take(cx.fpath);
         crate::static_handler::map_path(r, &name, &mut fpath, cx);
@@ -475,14 +477,13 @@ fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
             _ => false,
         };
         if hit {
-            r.st.uri.clear();
-            r.st.uri.push_str(&name);
+            r.st.uri = name;
             return Step::Next;
         }
     }
     match &tf.last {
         TryLast::Code(c) => Step::Error(*c),
-        TryLast::Named(n) => match internal_redirect(cx, r, &n.clone()) {
+        TryLast::Named(n) => match internal_redirect(cx, r, n.as_bytes()) {
             Ok(i) => Step::Jump(i),
             Err(code) => Step::Error(code),
         },
@@ -492,11 +493,11 @@ fn try_files(cx: &mut Ctx<'_>, r: &mut HttpRequest) -> Step {
                 let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
                 cv.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
             }
-            let target = String::from_utf8_lossy(cx.scratch).into_owned();
+            let target = cx.scratch.clone();
             // nginx splits the arguments off the URI here: an empty
             // `$args` is then found (logged empty, not `-`).
             r.st.args_set = true;
-            if !target.contains('?') {
+            if !target.contains(&b'?') {
                 r.st.args.clear();
             }
             match internal_redirect(cx, r, &target) {
@@ -557,7 +558,7 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Resul
             if !target.starts_with('@') && !r.st.req.is_get_or_head() {
                 r.st.as_get = true;
             }
-            match internal_redirect(cx, r, &target) {
+            match internal_redirect(cx, r, target.as_bytes()) {
                 Ok(i) => return Ok(i),
                 Err(code) => resp.set_error(code),
             }
@@ -965,7 +966,7 @@ mod tests {
         );
         let (mut run, _) = Run::new(&s, "GET /deep/route HTTP/1.1\r\nHost: h\r\n\r\n");
         assert_eq!(body(&run.output()), "spa\n");
-        assert_eq!(run.r.st.uri, "/index.html");
+        assert_eq!(run.r.st.uri, b"/index.html");
         let (mut run, _) = Run::new(&s, "GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
         assert_eq!(body(&run.output()), "a\n");
         let (mut run, _) = Run::new(&s, "GET /api/none HTTP/1.1\r\nHost: h\r\n\r\n");

@@ -31,14 +31,14 @@ pub struct ReqState {
     pub server: usize,
     pub loc: Arc<LocConf>,
     /// `$uri`: the decoded path, then what rewrites and redirects set.
-    pub uri: String,
+    pub uri: Vec<u8>,
     /// `$args`, without `?`.
-    pub args: String,
+    pub args: Vec<u8>,
     /// `$args` was set by a redirect (so an empty one is found).
     pub args_set: bool,
     pub caps: Captures,
     /// What the captures index into (the subject of the last match).
-    pub cap_src: String,
+    pub cap_src: Vec<u8>,
     /// Index of the next phase handler to run.
     pub phase: usize,
     /// Internal redirects left (nginx's `r->uri_changes`).
@@ -139,11 +139,11 @@ impl HttpRequest {
                 req,
                 server,
                 loc,
-                uri: String::new(),
-                args: String::new(),
+                uri: Vec::new(),
+                args: Vec::new(),
                 args_set: false,
                 caps: Captures::new(),
-                cap_src: String::new(),
+                cap_src: Vec::new(),
                 phase: 0,
                 uri_changes: URI_CHANGES,
                 uri_changed: false,
@@ -223,17 +223,13 @@ impl HttpRequest {
 
     fn init_uri(&mut self) {
         let st = &mut self.st;
+        // Bytes, as nginx's `r->uri`: a decoded path that is not UTF-8
+        // (`/%FF`, a Latin-1 file name) is looked up and served as sent.
         st.uri.clear();
-        // A decoded path that is not UTF-8 (`/%FF`, raw Latin-1) keeps its
-        // place with U+FFFD for the odd bytes: it is looked up (and not
-        // found) as nginx looks up its bytes; it never becomes `/`.
-        match st.req.path_str() {
-            Some(p) => st.uri.push_str(p),
-            None => st.uri.push_str(&String::from_utf8_lossy(st.req.path())),
-        }
+        st.uri.extend_from_slice(st.req.path());
         st.args.clear();
         if let Some(q) = st.req.query() {
-            st.args.push_str(&String::from_utf8_lossy(q));
+            st.args.extend_from_slice(q);
         }
     }
 
@@ -257,7 +253,7 @@ impl ReqState {
             uri: &self.uri,
             args: &self.args,
             caps: &self.caps,
-            cap_src: self.cap_src.as_bytes(),
+            cap_src: &self.cap_src,
             loc: &self.loc,
             server: conf.servers.get(self.server),
             conn: &self.conn,

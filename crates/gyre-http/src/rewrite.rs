@@ -151,20 +151,20 @@ pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest, out: &mut Response)
                 external,
             } => {
                 let loc = r.st.loc.clone();
-                if !e.matches.exec(re, r.st.uri.as_bytes(), &mut r.st.caps) {
+                if !e.matches.exec(re, &r.st.uri, &mut r.st.caps) {
                     if loc.rewrite_log {
                         gyre_core::log_ctx!(
                             NOTICE,
                             &log_error::req(e.conf, r),
                             "\"{}\" does not match \"{}\"",
                             re.source,
-                            r.st.uri
+                            String::from_utf8_lossy(&r.st.uri)
                         );
                     }
                     continue;
                 }
                 r.st.cap_src.clear();
-                r.st.cap_src.push_str(&r.st.uri);
+                r.st.cap_src.extend_from_slice(&r.st.uri);
                 set_named(re, r);
                 if loc.rewrite_log {
                     gyre_core::log_ctx!(
@@ -172,7 +172,7 @@ pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest, out: &mut Response)
                         &log_error::req(e.conf, r),
                         "\"{}\" matches \"{}\"",
                         re.source,
-                        r.st.uri
+                        String::from_utf8_lossy(&r.st.uri)
                     );
                 }
                 if let Some(end) = apply_rewrite(repl, *flag, *external, e, r, out) {
@@ -188,7 +188,7 @@ pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest, out: &mut Response)
 pub fn set_named(re: &Regex, r: &mut HttpRequest) {
     for &(var, group) in &re.name_vars {
         let v = match r.st.caps.get(group) {
-            Some(&(s, e)) => r.st.cap_src.as_bytes().get(s..e).unwrap_or(&[]),
+            Some(&(s, e)) => r.st.cap_src.get(s..e).unwrap_or(&[]),
             None => &[],
         };
         r.vars.set(var, v);
@@ -209,47 +209,47 @@ fn apply_rewrite(
         let env = r.st.env(e.conf, None, e.now, e.unix_ms);
         repl.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
     }
-    let new = String::from_utf8_lossy(e.scratch).into_owned();
+    let new: &[u8] = e.scratch;
     // A replacement ending in `?` drops the original arguments; one with
     // `?` inside puts its own first.
-    let (path, own_args, keep_args) = match new.find('?') {
+    let (path, own_args, keep_args) = match new.iter().position(|&c| c == b'?') {
         Some(q) if q + 1 == new.len() => (&new[..q], None, false),
         Some(q) => (&new[..q], Some(&new[q + 1..]), true),
-        None => (&new[..], None, true),
+        None => (new, None, true),
     };
     if r.st.loc.rewrite_log {
         gyre_core::log_ctx!(
             NOTICE,
             &log_error::req(e.conf, r),
-            "rewritten data: \"{path}\", args: \"{}\"",
-            own_args.unwrap_or(if keep_args { &r.st.args } else { "" })
+            "rewritten data: \"{}\", args: \"{}\"",
+            String::from_utf8_lossy(path),
+            String::from_utf8_lossy(own_args.unwrap_or(if keep_args { &r.st.args } else { b"" }))
         );
     }
+    // The original arguments after the replacement's own, joined by `&`.
+    let mut args = Vec::new();
+    if let Some(a) = own_args {
+        args.extend_from_slice(a);
+    }
+    if keep_args && !r.st.args.is_empty() {
+        if own_args.is_some() {
+            args.push(b'&');
+        }
+        args.extend_from_slice(&r.st.args);
+    }
     if external || matches!(flag, Flag::Redirect | Flag::Permanent) {
-        let mut location = path.to_string();
-        let args = match (own_args, keep_args && !r.st.args.is_empty()) {
-            (Some(a), true) => format!("{a}&{}", r.st.args),
-            (Some(a), false) => a.to_string(),
-            (None, true) => r.st.args.clone(),
-            (None, false) => String::new(),
-        };
+        let mut location = path.to_vec();
         if !args.is_empty() {
-            location.push('?');
-            location.push_str(&args);
+            location.push(b'?');
+            location.extend_from_slice(&args);
         }
         let code = if flag == Flag::Permanent { 301 } else { 302 };
         out.set_error(code);
-        out.location = Some(location.into());
+        out.location = Some(String::from_utf8_lossy(&location).into_owned().into());
         return Some(End::Respond);
     }
-    let args = match own_args {
-        Some(a) if keep_args && !r.st.args.is_empty() => format!("{a}&{}", r.st.args),
-        Some(a) => a.to_string(),
-        None if keep_args => r.st.args.clone(),
-        None => String::new(),
-    };
     r.st.uri.clear();
-    r.st.uri.push_str(path);
+    r.st.uri.extend_from_slice(path);
     r.st.args = args;
     r.st.internal = true;
     match flag {
@@ -353,7 +353,7 @@ fn test(cond: &Cond, e: &mut Env<'_>, r: &mut HttpRequest) -> bool {
             let hit = e.matches.exec(re, e.scratch, &mut r.st.caps);
             if hit {
                 r.st.cap_src.clear();
-                r.st.cap_src.push_str(&String::from_utf8_lossy(e.scratch));
+                r.st.cap_src.extend_from_slice(e.scratch);
                 set_named(re, r);
             }
             hit != *negate

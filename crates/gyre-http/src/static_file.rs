@@ -190,29 +190,32 @@ impl FileCache {
 
 /// The file a (normalised) URI path maps to in location `loc_uri`: `root`
 /// + path, or `alias` + the path after the location prefix.
-pub fn map_uri(loc: &LocConf, loc_uri: &str, path: &str) -> PathBuf {
+pub fn map_uri(loc: &LocConf, loc_uri: &str, path: &[u8]) -> PathBuf {
     let mut p = PathBuf::new();
     map_uri_into(loc, loc_uri, path, &mut p);
     p
 }
 
 /// [`map_uri`] into a reused buffer.
-pub fn map_uri_into(loc: &LocConf, loc_uri: &str, path: &str, out: &mut PathBuf) {
+///
+/// The path is bytes, as nginx's: a file name that is not UTF-8 maps to
+/// the same bytes on disk.
+pub fn map_uri_into(loc: &LocConf, loc_uri: &str, path: &[u8], out: &mut PathBuf) {
     let p = out.as_mut_os_string();
     p.clear();
     match &loc.alias {
         Some(alias) => {
-            let rest = path.strip_prefix(loc_uri).unwrap_or(path);
+            let rest = path.strip_prefix(loc_uri.as_bytes()).unwrap_or(path);
             p.push(alias.as_os_str());
             let a = alias.as_os_str().as_bytes();
-            if !rest.is_empty() && !rest.starts_with('/') && !a.is_empty() && !a.ends_with(b"/") {
+            if !rest.is_empty() && !rest.starts_with(b"/") && !a.is_empty() && !a.ends_with(b"/") {
                 p.push("/");
             }
-            p.push(rest);
+            p.push(std::ffi::OsStr::from_bytes(rest));
         }
         None => {
             p.push(loc.root.as_os_str());
-            p.push(path);
+            p.push(std::ffi::OsStr::from_bytes(path));
         }
     }
 }
@@ -282,17 +285,17 @@ mod tests {
             .clone();
         loc.root = PathBuf::from("/srv/html");
         assert_eq!(
-            map_uri(&loc, "/", "/a/b.txt"),
+            map_uri(&loc, "/", b"/a/b.txt"),
             PathBuf::from("/srv/html/a/b.txt")
         );
         loc.alias = Some(PathBuf::from("/data/pics/"));
         assert_eq!(
-            map_uri(&loc, "/img/", "/img/x.png"),
+            map_uri(&loc, "/img/", b"/img/x.png"),
             PathBuf::from("/data/pics/x.png")
         );
         loc.alias = Some(PathBuf::from("/data/pics"));
         assert_eq!(
-            map_uri(&loc, "/img", "/img/x.png"),
+            map_uri(&loc, "/img", b"/img/x.png"),
             PathBuf::from("/data/pics/x.png")
         );
     }

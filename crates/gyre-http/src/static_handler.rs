@@ -34,7 +34,7 @@ pub struct Paced {
 /// The file for URI `uri` in the request's location: `root` + URI, or
 /// `alias` (with captures when it has variables) + the URI after the
 /// location's prefix.
-pub fn map_path(r: &mut HttpRequest, uri: &str, out: &mut PathBuf, cx: &mut Ctx<'_>) {
+pub fn map_path(r: &mut HttpRequest, uri: &[u8], out: &mut PathBuf, cx: &mut Ctx<'_>) {
     let loc = r.st.loc.clone();
     if let Some(cv) = &loc.alias_cv {
         cx.scratch.clear();
@@ -73,7 +73,7 @@ pub fn serve(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) -> Step 
 fn serve_path(
     cx: &mut Ctx<'_>,
     r: &mut HttpRequest,
-    path: &str,
+    path: &[u8],
     fpath: &std::path::Path,
     out: &mut Response,
 ) -> Step {
@@ -85,7 +85,7 @@ fn serve_path(
         }
     }
     let opened = cx.files.open(fpath, now, loc.open_file_cache);
-    if path.ends_with('/') {
+    if path.ends_with(b"/") {
         if !matches!(opened, Open::Dir) {
             // A device or FIFO is no directory: its index is not found.
             let opened = match opened {
@@ -155,7 +155,8 @@ fn serve_path(
                 }
                 _ => {}
             }
-            let target = format!("{path}{idx}");
+            let mut target = path.to_vec();
+            target.extend_from_slice(idx.as_bytes());
             return match crate::phases::internal_redirect(cx, r, &target) {
                 Ok(i) => Step::Jump(i),
                 Err(code) => Step::Error(code),
@@ -193,21 +194,18 @@ fn serve_path(
         );
         return Step::Error(403);
     }
-    let index_uri: Option<String> = None;
     match opened {
         Open::File(_) if !r.st.is_get_or_head() => Step::Error(405),
-        Open::File(info) => {
-            let uri_path = index_uri.as_deref().unwrap_or(path);
-            file_response(cx, r, info, uri_path, out)
-        }
+        Open::File(info) => file_response(cx, r, info, path, out),
         Open::Dir => {
             out.set_error(301);
-            let mut loc_hdr = format!("{path}/");
+            let mut loc_hdr = path.to_vec();
+            loc_hdr.push(b'/');
             if !r.st.args.is_empty() {
-                loc_hdr.push('?');
-                loc_hdr.push_str(&r.st.args);
+                loc_hdr.push(b'?');
+                loc_hdr.extend_from_slice(&r.st.args);
             }
-            out.location = Some(loc_hdr.into());
+            out.location = Some(String::from_utf8_lossy(&loc_hdr).into_owned().into());
             Step::Respond
         }
         Open::NotFound(_) if !loc.log_not_found => Step::Error(404),
@@ -273,7 +271,7 @@ fn file_response(
     cx: &mut Ctx<'_>,
     r: &mut HttpRequest,
     info: Rc<FileInfo>,
-    uri_path: &str,
+    uri_path: &[u8],
     resp: &mut Response,
 ) -> Step {
     let loc = r.st.loc.clone();

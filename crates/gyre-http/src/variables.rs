@@ -329,9 +329,9 @@ pub struct ConnInfo {
 pub struct VarEnv<'a> {
     pub req: &'a Request,
     /// The current URI (`$uri`, changed by rewrites).
-    pub uri: &'a str,
+    pub uri: &'a [u8],
     /// The current arguments, without `?`.
-    pub args: &'a str,
+    pub args: &'a [u8],
     pub caps: &'a Captures,
     /// The subject of the last regex match.
     pub cap_src: &'a [u8],
@@ -582,12 +582,12 @@ fn compute(kind: &VarKind, env: &VarEnv<'_>, out: &mut Vec<u8>) -> bool {
             Some((cred, n)) => out.extend_from_slice(&cred[..n]),
             None => return false,
         },
-        VarKind::Uri => out.extend_from_slice(env.uri.as_bytes()),
+        VarKind::Uri => out.extend_from_slice(env.uri),
         VarKind::RequestUri => out.extend_from_slice(req.target()),
         // No arguments at all is "not found" (`-` in logs), as nginx.
         VarKind::Args if env.args.is_empty() && !env.args_set => return false,
-        VarKind::Args => out.extend_from_slice(env.args.as_bytes()),
-        VarKind::Arg(name) => match arg(env.args.as_bytes(), name) {
+        VarKind::Args => out.extend_from_slice(env.args),
+        VarKind::Arg(name) => match arg(env.args, name) {
             Some(v) => out.extend_from_slice(v),
             None => return false,
         },
@@ -918,8 +918,8 @@ mod eval_tests {
     ) -> Vec<Option<String>> {
         let env = VarEnv {
             req,
-            uri,
-            args,
+            uri: uri.as_bytes(),
+            args: args.as_bytes(),
             caps: &f.caps,
             cap_src: b"",
             loc: &f.loc,
@@ -1040,8 +1040,8 @@ mod eval_tests {
         let conn = ConnInfo::default();
         let env = VarEnv {
             req: &req,
-            uri: "/",
-            args: "",
+            uri: b"/",
+            args: b"",
             caps: &f.caps,
             cap_src: b"",
             loc: &f.loc,

@@ -298,6 +298,14 @@ fn site_cases() -> Vec<(&'static str, Vec<u8>)> {
             b"GET /raw\xff\xfe?q=\xe9 HTTP/1.1\r\nHost: x\r\nUser-Agent: ua\xff\r\nReferer: r\xfe\r\n\r\n"
                 .to_vec(),
         ),
+        (
+            "latin-1 file name, escaped",
+            b"GET /caf%E9.txt HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        (
+            "latin-1 file name, raw",
+            b"GET /caf\xe9.txt?a=\xe9 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
         ("spa root", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
         (
             "asset regex",
@@ -538,6 +546,14 @@ fn a_real_site_configuration_answers_like_nginx() {
         p.write(&format!("html/{d}/sub/t.txt"), "t");
     }
     p.write("html/lsi/t.txt", "index\n");
+    // File names are bytes: a Latin-1 name (not UTF-8) is served and
+    // listed as nginx serves and lists it.
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+        std::fs::write(p.path("html").join(latin1), "latin-1\n").unwrap();
+        std::fs::write(p.path("html/ls").join(latin1), "latin-1\n").unwrap();
+    }
     let root = p.path("html");
     let Some(nginx) = start_nginx_with(
         &bin,

@@ -18,9 +18,9 @@ pub struct UriInput<'a> {
     /// The request target as the client sent it.
     pub unparsed: &'a [u8],
     /// The current decoded URI (`$uri`).
-    pub uri: &'a str,
+    pub uri: &'a [u8],
     /// The current arguments (`$args`).
-    pub args: &'a str,
+    pub args: &'a [u8],
     /// A rewrite or internal redirect changed the URI (nginx's
     /// `r->internal`, `!r->valid_unparsed_uri`).
     pub changed: bool,
@@ -52,7 +52,7 @@ pub fn upstream_uri(
         _ => 0,
     };
     out.extend_from_slice(part.as_bytes());
-    let rest = i.uri.as_bytes().get(loc_len..).unwrap_or(&[]);
+    let rest = i.uri.get(loc_len..).unwrap_or(&[]);
     let quoted = i.unparsed.contains(&b'%');
     if i.changed || quoted {
         escape_uri(rest, out);
@@ -61,7 +61,7 @@ pub fn upstream_uri(
     }
     if !i.args.is_empty() {
         out.push(b'?');
-        out.extend_from_slice(i.args.as_bytes());
+        out.extend_from_slice(i.args);
     }
 }
 
@@ -91,8 +91,8 @@ mod tests {
     fn req<'a>(unparsed: &'a str, u: &'a str, args: &'a str) -> UriInput<'a> {
         UriInput {
             unparsed: unparsed.as_bytes(),
-            uri: u,
-            args,
+            uri: u.as_bytes(),
+            args: args.as_bytes(),
             changed: false,
             valid_location: true,
         }
@@ -118,7 +118,7 @@ mod tests {
         let mut i = req("/old", "/new path", "a=1");
         i.changed = true;
         assert_eq!(uri(None, Some("/"), i), "/new%20path?a=1");
-        i.uri = "/app/n";
+        i.uri = b"/app/n";
         assert_eq!(uri(Some("/x/"), Some("/app/"), i), "/x/n?a=1");
         i.valid_location = false;
         assert_eq!(uri(Some("/x/"), Some("/app/"), i), "/app/n?a=1");
