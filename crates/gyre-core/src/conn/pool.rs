@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use crate::event::actions::Interest;
+use crate::event::clock::Msec;
 use crate::event::core::Handler;
 use crate::event::timer::TimerId;
 
@@ -74,6 +75,9 @@ pub struct Event {
     /// [`Core::assume_readable`]: crate::event::Core::assume_readable
     pub(crate) assumed: bool,
     pub(crate) timer: Option<TimerId>,
+    /// The armed timer's deadline (valid while `timer` is set): kept here
+    /// so re-arming and asking need no walk of the timer wheel.
+    pub(crate) deadline: Msec,
 }
 
 impl Event {

@@ -32,13 +32,9 @@ impl Core {
         let old = e.timer.take();
         let cancelable = e.cancelable;
         if let Some(t) = old {
-            if let Some(d) = self.timers.deadline(t) {
-                if msec_diff(key, d).unsigned_abs() < TIMER_LAZY_DELAY.min(ms / 4) {
-                    if let Some(e) = self.event_mut(ev.conn, ev.kind) {
-                        e.timer = Some(t);
-                    }
-                    return;
-                }
+            if msec_diff(key, e.deadline).unsigned_abs() < TIMER_LAZY_DELAY.min(ms / 4) {
+                e.timer = Some(t);
+                return;
             }
             self.timers.remove(t);
             if !cancelable {
@@ -51,6 +47,7 @@ impl Core {
         }
         if let Some(e) = self.event_mut(ev.conn, ev.kind) {
             e.timer = Some(t);
+            e.deadline = key;
         }
     }
 
@@ -75,8 +72,8 @@ impl Core {
 
     /// The absolute deadline of `ev`'s timer.
     pub fn timer_deadline(&self, ev: Ev) -> Option<Msec> {
-        let t = self.event(ev)?.timer?;
-        self.timers.deadline(t)
+        let e = self.event(ev)?;
+        e.timer.map(|_| e.deadline)
     }
 
     /// Marks `ev`'s timers as cancelable: they do not keep an exiting worker
