@@ -62,6 +62,9 @@ struct Waiter {
     /// latency is recorded when it is served, as Redis's
     /// `updateStatsOnUnblock` does (a timeout records none).
     call: Option<(u32, u64)>,
+    /// The command as sent, for the slow log when it is served (Redis
+    /// keeps a blocked client's argv until then).
+    argv: Vec<Vec<u8>>,
 }
 
 /// The blocked clients and the keys they wait on.
@@ -74,6 +77,9 @@ pub struct BlockState {
     /// Set by a command that blocked its client: the timeout in ms (0:
     /// forever), for [`Server::feed`] to stop and report.
     pub(crate) just_blocked: Option<u64>,
+    /// Clients served by the running command, with their command and its
+    /// time (ns), for the slow log after that command's own entry.
+    served: Vec<(ClientId, Vec<Vec<u8>>, u64)>,
 }
 
 impl BlockState {
@@ -92,6 +98,10 @@ impl BlockState {
 
     pub(crate) fn ready_is_empty(&self) -> bool {
         self.ready.is_empty()
+    }
+
+    pub(crate) fn served_pending(&self) -> bool {
+        !self.served.is_empty()
     }
 
     /// A list was created under `key`: serve its waiters after the command.
@@ -194,6 +204,7 @@ impl Server {
             op,
             proto: ctx.proto,
             call: None,
+            argv: ctx.argv.to_vecs(),
         };
         self.blocked.block(ctx.client_id, w);
         self.blocked.just_blocked = Some(timeout_ms);
@@ -240,11 +251,20 @@ impl Server {
                 if self.prop.on {
                     self.propagate_served(&w, &key, dirty_before);
                 }
+                let call_ns = w.call.map_or(0, |(_, ns)| ns);
+                self.blocked.served.push((id, w.argv, call_ns + served));
                 if let Some(c) = self.clients.get_mut(&id) {
                     c.pending.extend_from_slice(&out);
                 }
                 self.blocked.woken.push(id);
             }
+        }
+    }
+
+    /// The slow log entries of the clients the last command served.
+    pub(crate) fn log_served(&mut self, now_ms: i64) {
+        for (id, argv, ns) in std::mem::take(&mut self.blocked.served) {
+            self.slowlog_push(id, argv.iter().map(Vec::as_slice), ns, now_ms);
         }
     }
 
@@ -371,20 +391,33 @@ impl Server {
     }
 
     /// CLIENT UNBLOCK: as a timeout, or with `-UNBLOCKED`.
-    pub(crate) fn unblock_client(&mut self, id: ClientId, error: bool) -> bool {
+    ///
+    /// Redis 7.0 counts the unblocked command as failed and logs it in the
+    /// slow log with no arguments (its argv is already freed by then),
+    /// before CLIENT UNBLOCK's own entry; a timeout is not logged. The
+    /// `-UNBLOCKED` error is counted in the error stats and as CLIENT
+    /// UNBLOCK's (the caller's) error reply, as in Redis.
+    pub(crate) fn unblock_client(&mut self, id: ClientId, error: bool, now_ms: i64) -> bool {
+        let call = match self.blocked.clients.get(&id) {
+            Some(w) => w.call,
+            None => return false,
+        };
+        if let Some((cmd, _)) = call {
+            self.cmdstats.failed(cmd);
+        }
+        let call_ns = call.map_or(0, |(_, ns)| ns);
+        self.slowlog_push(id, std::iter::empty(), call_ns, now_ms);
         if !error {
             return self.block_timeout(id);
         }
         if self.blocked.unblock(id).is_none() {
             return false;
         }
+        const UNBLOCKED: &[u8] = b"UNBLOCKED client unblocked via CLIENT UNBLOCK";
         if let Some(c) = self.clients.get_mut(&id) {
-            resp::write_error(
-                &mut c.pending,
-                b"UNBLOCKED client unblocked via CLIENT UNBLOCK",
-            );
+            resp::write_error(&mut c.pending, UNBLOCKED);
         }
-        self.stats.total_error_replies += 1;
+        self.cmdstats.error(UNBLOCKED);
         self.blocked.woken.push(id);
         true
     }

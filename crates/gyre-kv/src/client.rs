@@ -474,7 +474,12 @@ fn client_unblock(server: &mut Server, ctx: &mut Ctx<'_>) {
     let Some(id) = string2ll(ctx.arg(2)) else {
         return ctx.err(ERR_NOT_INT);
     };
-    let done = u64::try_from(id).is_ok_and(|id| server.unblock_client(id, error));
+    let done = u64::try_from(id).is_ok_and(|id| server.unblock_client(id, error, ctx.now));
+    // The target's error reply is counted as this command's (Redis counts
+    // error replies made during a call against that call).
+    if done && error {
+        ctx.errors += 1;
+    }
     ctx.int(i64::from(done));
 }
 

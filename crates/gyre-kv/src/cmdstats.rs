@@ -118,6 +118,15 @@ impl CommandStats {
         self.latency.get(id as usize)?.as_deref()
     }
 
+    /// A call of command `id` counted earlier failed after all (a blocked
+    /// command ended by CLIENT UNBLOCK, as Redis's `updateStatsOnUnblock`
+    /// counts it).
+    pub fn failed(&mut self, id: u32) {
+        if let Some(s) = self.per.get_mut(id as usize) {
+            s.failed += 1;
+        }
+    }
+
     /// Command `id` was refused before running.
     pub fn rejected(&mut self, id: u32) {
         if let Some(s) = self.per.get_mut(id as usize) {

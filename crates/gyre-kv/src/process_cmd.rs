@@ -208,7 +208,7 @@ impl Server {
         if ns >= self.latmon.threshold_ns {
             self.latmon.command_spike(cmd.spec, ns);
         }
-        self.slowlog_push(ctx.client_id, argv, ns, ctx.now);
+        self.slowlog_push(ctx.client_id, argv.iter(), ns, ctx.now);
         if sub.errors > 0 {
             self.cmdstats.errors_in(&sub.out[mark..]);
             self.cmdstats.nested_errors += sub.errors;

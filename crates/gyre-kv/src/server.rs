@@ -970,8 +970,12 @@ impl Server {
                 self.latmon.command_spike(cmd.spec, ns);
             }
             if !cmd.spec.flags.contains(&"skip_slowlog") {
-                self.slowlog_push(id, argv, ns, now_ms);
+                self.slowlog_push(id, argv.iter(), ns, now_ms);
             }
+        }
+        if self.blocked.served_pending() {
+            // After the command that served them, as Redis logs them.
+            self.log_served(now_ms);
         }
         if own_errors {
             self.cmdstats.errors_in(&ctx.out[mark..]);
@@ -991,12 +995,18 @@ impl Server {
 
     /// A command that took `ns` into the slow log, if it was slow enough.
     #[inline]
-    pub(crate) fn slowlog_push(&mut self, id: ClientId, argv: Argv<'_>, ns: u64, now_ms: i64) {
+    pub(crate) fn slowlog_push<'a>(
+        &mut self,
+        id: ClientId,
+        argv: impl Iterator<Item = &'a [u8]>,
+        ns: u64,
+        now_ms: i64,
+    ) {
         let c = self.clients.get(&id);
         self.slowlog.push_if_needed(
             self.config.slowlog_log_slower_than,
             self.config.slowlog_max_len,
-            argv.iter(),
+            argv,
             ns / 1000,
             now_ms.div_euclid(1000),
             c.map_or("", |c| c.addr.as_str()),

@@ -126,3 +126,134 @@ fn the_slow_log_keeps_what_redis_keeps() {
         assert_eq!(ask(&mut g, args), ask(&mut r, args), "{args:?}");
     }
 }
+
+/// Sends `args` on `c` without waiting for the reply (a blocking command).
+fn send(c: &mut redis::Connection, args: &[&str]) {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    c.send_packed_command(&cmd.get_packed_command()).unwrap();
+}
+
+/// Waits until client `id` is blocked (CLIENT LIST's `flags=b`), asking
+/// on `admin`; the asks are logged too, and left out when comparing.
+fn wait_blocked(admin: &mut redis::Connection, id: i64) {
+    let want = format!("id={id} ");
+    for _ in 0..500 {
+        let Value::BulkString(list) = ask(admin, &["CLIENT", "LIST"]) else {
+            panic!("CLIENT LIST");
+        };
+        let list = String::from_utf8_lossy(&list).into_owned();
+        if list
+            .lines()
+            .any(|l| l.starts_with(&want) && l.contains(" flags=b "))
+        {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("client {id} never blocked");
+}
+
+/// Blocked commands in the slow log as Redis 7.0 logs them: one served by
+/// a push is logged after the push, with its arguments; one ended by
+/// CLIENT UNBLOCK (either way) is logged before it with no arguments; a
+/// timeout is not logged.
+fn blocked_entries(addr: std::net::SocketAddr) -> Vec<(Value, Value)> {
+    let mut admin = connect(addr);
+    let mut b = connect(addr);
+    assert_eq!(ask(&mut b, &["CLIENT", "SETNAME", "blocker"]), Value::Okay);
+    let Value::Int(bid) = ask(&mut b, &["CLIENT", "ID"]) else {
+        panic!("CLIENT ID");
+    };
+    let bid_s = bid.to_string();
+    ask(&mut admin, &["CONFIG", "RESETSTAT"]);
+    ask(&mut admin, &["SLOWLOG", "RESET"]);
+    assert_eq!(ask(&mut b, &["BLPOP", "k1", "0.05"]), Value::Nil);
+    assert_eq!(ask(&mut b, &["BZPOPMIN", "z", "0.05"]), Value::Nil);
+    send(&mut b, &["BLPOP", "k2", "0"]);
+    wait_blocked(&mut admin, bid);
+    ask(&mut admin, &["LPUSH", "k2", "v"]);
+    b.recv_response().unwrap();
+    send(&mut b, &["BLMOVE", "a", "b", "LEFT", "RIGHT", "0"]);
+    wait_blocked(&mut admin, bid);
+    ask(&mut admin, &["RPUSH", "a", "x"]);
+    b.recv_response().unwrap();
+    send(&mut b, &["BLPOP", "k3", "0"]);
+    wait_blocked(&mut admin, bid);
+    ask(&mut admin, &["CLIENT", "UNBLOCK", &bid_s, "ERROR"]);
+    let unblocked = b.recv_response();
+    assert!(
+        matches!(unblocked, Err(_) | Ok(Value::ServerError(_))),
+        "{unblocked:?}"
+    );
+    send(&mut b, &["BZPOPMAX", "z", "0"]);
+    wait_blocked(&mut admin, bid);
+    ask(&mut admin, &["CLIENT", "UNBLOCK", &bid_s]);
+    assert_eq!(b.recv_response().unwrap(), Value::Nil);
+    let mut entries: Vec<(Value, Value)> = comparable(ask(&mut admin, &["SLOWLOG", "GET", "-1"]))
+        .into_iter()
+        .map(|(_, argv, name)| (argv, name))
+        .filter(|(argv, _)| {
+            !matches!(argv, Value::Array(a) if a.len() == 2
+                && a[1] == Value::BulkString(b"LIST".to_vec()))
+        })
+        .collect();
+    entries.reverse();
+    // The calls, failures and error stats of the blocked commands: an
+    // unblocked one failed, CLIENT UNBLOCK ERROR failed too.
+    let Value::BulkString(info) = ask(&mut admin, &["INFO", "commandstats"]) else {
+        panic!("INFO");
+    };
+    let mut stats: Vec<String> = String::from_utf8_lossy(&info)
+        .lines()
+        .filter(|l| {
+            ["blpop", "bzpop", "blmove", "unblock"]
+                .iter()
+                .any(|c| l.contains(c))
+        })
+        .map(|l| {
+            let (name, rest) = l.split_once(':').unwrap();
+            let kept: Vec<&str> = rest.split(',').filter(|f| !f.starts_with("usec")).collect();
+            format!("{name}:{}", kept.join(","))
+        })
+        .collect();
+    stats.sort();
+    let Value::BulkString(errs) = ask(&mut admin, &["INFO", "errorstats"]) else {
+        panic!("INFO");
+    };
+    stats.push(String::from_utf8_lossy(&errs).trim().to_string());
+    entries.push((Value::SimpleString(stats.join("\n")), Value::Nil));
+    // The CLIENT UNBLOCK entries name the client id, which differs.
+    for (argv, _) in &mut entries {
+        if let Value::Array(a) = argv {
+            if a.len() >= 3 && a[1] == Value::BulkString(b"UNBLOCK".to_vec()) {
+                a[2] = Value::BulkString(b"ID".to_vec());
+            }
+        }
+    }
+    entries
+}
+
+#[test]
+fn blocked_commands_are_slow_logged_as_redis_logs_them() {
+    if !have(REDIS) {
+        return;
+    }
+    let kv = start("kv-slowlog-blocked", "slowlog-log-slower-than 0;");
+    let p = util::Prefix::new("kv-slowlog-blocked-redis");
+    let redis = Redis::start_with(
+        &p.dir,
+        "dump.rdb",
+        &["--appendonly", "no", "--slowlog-log-slower-than", "0"],
+    );
+    let (g, r) = (blocked_entries(kv.addr), blocked_entries(redis.addr));
+    assert_eq!(g, r);
+    let text = format!("{r:?}");
+    assert!(text.contains("BLMOVE") && text.contains("k2"), "{text}");
+    assert!(
+        text.contains("cmdstat_blpop:calls=3,rejected_calls=0,failed_calls=1"),
+        "{text}"
+    );
+}
