@@ -6,7 +6,9 @@
 //!
 //! Whether gyre has a module is not written down by hand: a module counts
 //! as present when the directive that names it is in gyre's directive
-//! table ([`crate::conf::HTTP_MODULE`]), so the line follows the code.
+//! table ([`crate::conf::HTTP_MODULE`]) or among the directives of an
+//! `upstream { }` block ([`crate::upstream::conf::DIRECTIVES`]), so the
+//! line follows the code.
 
 /// nginx's HTTP modules: (name, built by default in nginx, a directive
 /// only that module has).
@@ -57,12 +59,13 @@ const MODULES: &[(&str, bool, &str)] = &[
     ("http_upstream_zone_module", true, "zone"),
 ];
 
-/// Whether gyre's `http {}` knows `directive`.
+/// Whether gyre's `http {}` (or an `upstream {}` in it) knows `directive`.
 pub fn has_directive(directive: &str) -> bool {
     crate::conf::HTTP_MODULE
         .directives
         .iter()
         .any(|d| d.name == directive)
+        || crate::upstream::conf::DIRECTIVES.contains(&directive)
 }
 
 /// The `--with-…` / `--without-…` arguments, in nginx's order (optional
@@ -103,6 +106,20 @@ mod tests {
             line.contains("--without-http_proxy_module"),
             !has_directive("proxy_pass")
         );
+        // The upstream block's balancers and keep-alive cache are there.
+        for m in [
+            "hash",
+            "ip_hash",
+            "least_conn",
+            "random",
+            "keepalive",
+            "zone",
+        ] {
+            assert!(
+                !line.contains(&format!("http_upstream_{m}_module")),
+                "{line}"
+            );
+        }
         // Every module is said once at most.
         for &(name, _, _) in MODULES {
             assert!(line.matches(&format!("-{name}")).count() <= 1, "{name}");

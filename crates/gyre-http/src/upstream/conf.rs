@@ -66,6 +66,21 @@ fn nargs(d: &Directive) -> ConfError {
     )
 }
 
+/// The directives an `upstream { }` block takes here (what [`parse`]
+/// matches on): `gyre -V` reads its upstream modules off this list.
+pub const DIRECTIVES: &[&str] = &[
+    "server",
+    "least_conn",
+    "ip_hash",
+    "hash",
+    "random",
+    "keepalive",
+    "keepalive_timeout",
+    "keepalive_time",
+    "keepalive_requests",
+    "zone",
+];
+
 /// Reads an `upstream NAME { … }` directive.
 pub fn parse(d: &Directive) -> Result<Parsed, ConfError> {
     if d.args.len() != 1 {

@@ -456,3 +456,43 @@ fn a_zone_too_small_for_its_peers_is_refused() {
     let e = up.share("z", 32 * 1024).unwrap_err();
     assert_eq!(e.to_string(), "zone \"z\" is too small");
 }
+
+/// `conf::DIRECTIVES` (what `gyre -V` reads) is what the block's parser
+/// takes: each listed name is accepted, an unlisted one is refused.
+#[test]
+fn the_directive_list_is_what_the_parser_takes() {
+    use gyre_core::conf::{Directive, Location};
+    let d = |name: &str, args: &[&str]| Directive {
+        name: name.to_string(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        block: None,
+        location: Location::CommandLine,
+    };
+    let sample = |name: &str| -> Vec<&'static str> {
+        match name {
+            "server" => vec!["127.0.0.1:1"],
+            "hash" => vec!["$remote_addr"],
+            "keepalive" | "keepalive_requests" => vec!["4"],
+            "keepalive_timeout" | "keepalive_time" => vec!["60s"],
+            "zone" => vec!["z", "64k"],
+            _ => vec![],
+        }
+    };
+    let block = |inner: Directive| Directive {
+        name: "upstream".to_string(),
+        args: vec!["u".to_string()],
+        block: Some(vec![d("server", &["127.0.0.1:2"]), inner]),
+        location: Location::CommandLine,
+    };
+    for &name in conf::DIRECTIVES {
+        let r = conf::parse(&block(d(name, &sample(name))));
+        if let Err(e) = r {
+            assert!(!e.to_string().contains("unknown directive"), "{name}: {e}");
+        }
+    }
+    let e = conf::parse(&block(d("sticky", &[]))).err().unwrap();
+    assert!(
+        e.to_string().contains("unknown directive \"sticky\""),
+        "{e}"
+    );
+}
