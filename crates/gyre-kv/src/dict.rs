@@ -4,6 +4,12 @@
 //! SipHash-1-2 with a random key per table (see [`crate::hash`]: members
 //! come from clients, so collisions must not be aimable).
 //!
+//! Each slot has a tag byte beside it (the hash's top bits, in a parallel
+//! array): a probe compares a key only where the tag matches, so a lookup
+//! touches about one entry and one key instead of every entry of its probe
+//! chain (at 3/4 full an absent key's chain averages 8 slots, and each key
+//! compare is two cache misses: the entry, then the key's bytes).
+//!
 //! Why dense: SRANDMEMBER / SPOP / HRANDFIELD pick a random entry in O(1),
 //! and SSCAN / HSCAN walk the vector from the top down with the keyspace's
 //! cursor guarantee (see [`crate::db::Db::scan`]): removal moves only the
@@ -21,6 +27,13 @@
 use crate::hash::KeyHasher;
 
 const EMPTY: u32 = u32::MAX;
+
+/// A slot's tag: the hash's top byte (the home slot comes from its low
+/// bits, so the two are independent for any table size up to 2^56).
+#[inline]
+fn tag_of(h: u64) -> u8 {
+    (h >> 56) as u8
+}
 
 /// Heap bytes a value owns (for an O(1) `used_memory`).
 pub trait HeapSize {
@@ -65,6 +78,8 @@ pub type Pairs = Table<Packed>;
 pub struct Table<E> {
     entries: Vec<E>,
     slots: Vec<u32>,
+    /// `tags[s]`: the tag of the entry in slot `s` (see [`tag_of`]).
+    tags: Vec<u8>,
     hasher: KeyHasher,
     /// Sum of the entries' heap bytes (for `used_memory`).
     heap_bytes: usize,
@@ -81,6 +96,7 @@ impl<E: Keyed> Table<E> {
         Table {
             entries: Vec::new(),
             slots: Vec::new(),
+            tags: Vec::new(),
             hasher: KeyHasher::random(),
             heap_bytes: 0,
         }
@@ -105,6 +121,7 @@ impl<E: Keyed> Table<E> {
     pub fn mem(&self) -> usize {
         self.entries.capacity() * std::mem::size_of::<E>()
             + self.slots.capacity() * 4
+            + self.tags.capacity()
             + self.heap_bytes
     }
 
@@ -120,22 +137,37 @@ impl<E: Keyed> Table<E> {
         self.hasher.hash(key) as usize & self.mask()
     }
 
+    /// `key`'s home slot and tag.
+    fn place(&self, key: &[u8]) -> (usize, u8) {
+        let h = self.hasher.hash(key);
+        (h as usize & self.mask(), tag_of(h))
+    }
+
     /// Slot holding `key`'s index, if present.
     fn find_slot(&self, key: &[u8]) -> Option<usize> {
         if self.slots.is_empty() {
             return None;
         }
-        let mut s = self.home(key);
+        let (mut s, tag) = self.place(key);
         loop {
             let i = self.slots[s];
             if i == EMPTY {
                 return None;
             }
-            if self.entries[i as usize].key() == key {
+            if self.tags[s] == tag && self.entries[i as usize].key() == key {
                 return Some(s);
             }
             s = (s + 1) & self.mask();
         }
+    }
+
+    /// The first free slot from `key`'s home on, and the key's tag.
+    fn free_slot(&self, key: &[u8]) -> (usize, u8) {
+        let (mut s, tag) = self.place(key);
+        while self.slots[s] != EMPTY {
+            s = (s + 1) & self.mask();
+        }
+        (s, tag)
     }
 
     fn find(&self, key: &[u8]) -> Option<&E> {
@@ -149,12 +181,11 @@ impl<E: Keyed> Table<E> {
             return;
         }
         self.slots = vec![EMPTY; size];
+        self.tags = vec![0; size];
         for i in 0..self.entries.len() {
-            let mut s = self.home(self.entries[i].key());
-            while self.slots[s] != EMPTY {
-                s = (s + 1) & self.mask();
-            }
+            let (s, tag) = self.free_slot(self.entries[i].key());
             self.slots[s] = i as u32;
+            self.tags[s] = tag;
         }
     }
 
@@ -163,11 +194,9 @@ impl<E: Keyed> Table<E> {
         if (self.entries.len() + 1) * 4 > self.slots.len() * 3 {
             self.grow_to((self.entries.len() + 1) * 2);
         }
-        let mut s = self.home(e.key());
-        while self.slots[s] != EMPTY {
-            s = (s + 1) & self.mask();
-        }
+        let (s, tag) = self.free_slot(e.key());
         self.slots[s] = self.entries.len() as u32;
+        self.tags[s] = tag;
         self.heap_bytes += e.heap_size();
         self.entries.push(e);
     }
@@ -222,6 +251,7 @@ impl<E: Keyed> Table<E> {
             };
             if !in_range {
                 self.slots[s] = i;
+                self.tags[s] = self.tags[j];
                 self.slots[j] = EMPTY;
                 s = j;
             }
@@ -231,6 +261,7 @@ impl<E: Keyed> Table<E> {
     fn shrink(&mut self) {
         self.entries.shrink_to(self.entries.len() * 2);
         self.slots = Vec::new();
+        self.tags = Vec::new();
         self.grow_to(self.entries.len());
     }
 
@@ -252,6 +283,8 @@ impl<E: Keyed> Table<E> {
             .unwrap_or(0) as usize;
         self.slots.truncate(keep);
         self.slots.shrink_to(keep);
+        self.tags.truncate(keep);
+        self.tags.shrink_to(keep);
         k
     }
 }
