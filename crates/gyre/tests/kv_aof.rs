@@ -796,17 +796,40 @@ fn evicted_keys_stay_evicted_after_a_replay() {
         }
         let _: () = p.query(&mut c).unwrap();
     }
-    let evicted: u64 = {
-        let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    // Eviction goes on from a time event after the writes while over the
+    // limit: wait for it to end (the count stays put), then read the count
+    // and the keys in one transaction.
+    let evicted_now = |c: &mut redis::Connection| -> String {
+        let info: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
         info.lines()
-            .find_map(|l| l.strip_prefix("evicted_keys:"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
+            .find(|l| l.starts_with("evicted_keys:"))
+            .unwrap_or_default()
+            .to_string()
     };
+    let mut last = evicted_now(&mut c);
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let now = evicted_now(&mut c);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    let (info, keys): (String, i64) = redis::pipe()
+        .atomic()
+        .cmd("INFO")
+        .arg("stats")
+        .cmd("DBSIZE")
+        .query(&mut c)
+        .unwrap();
+    let evicted: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("evicted_keys:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert!(evicted > 1000, "evicted {evicted}");
-    let keys: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
     assert_eq!(keys as u64 + evicted, 20_000);
     let unlinks = incr_commands(&kv.p.path("appendonlydir"))
         .iter()
