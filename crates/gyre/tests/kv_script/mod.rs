@@ -55,28 +55,40 @@ pub fn start_redis_conf(conf: Option<&Path>, extra: &[&str]) -> Option<Redis> {
         return None;
     }
     let dir = Prefix::new("redis-peer");
-    let port = free_port();
-    let mut cmd = Command::new(REDIS);
-    if let Some(c) = conf {
-        cmd.arg(c);
+    // Retried on another port when redis-server exits at once (its port
+    // was taken meanwhile); ready when it answers PING, not on a connect
+    // (which another test's server on a reused port also accepts).
+    for _attempt in 0..3 {
+        let port = free_port();
+        let mut cmd = Command::new(REDIS);
+        if let Some(c) = conf {
+            cmd.arg(c);
+        }
+        let mut child = cmd
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(&dir.dir)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let mut exited = false;
+        wait_for(Duration::from_secs(10), || {
+            exited = matches!(child.try_wait(), Ok(Some(_)));
+            exited || crate::util::kv::serving(addr)
+        });
+        if !exited && crate::util::kv::serving(addr) {
+            return Some(Redis { child, port, dir });
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(exited, "redis-server did not start");
     }
-    let child = cmd
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-        .arg("--dir")
-        .arg(&dir.dir)
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect(
-        addr
-    )
-    .is_ok()));
-    Some(Redis { child, port, dir })
+    panic!("redis-server could not bind a free port in 3 attempts");
 }
 
 pub struct Gyre {
@@ -85,21 +97,15 @@ pub struct Gyre {
     pub port: u16,
 }
 
+/// gyre through [`crate::util::kv::start`]: ready on PING (or -NOAUTH),
+/// retried when its port was taken meanwhile.
 pub fn start_gyre(name: &str, kv_extra: &str) -> Gyre {
-    let p = Prefix::new(name);
-    let port = free_port();
-    p.conf(&format!(
-        "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
-         kv {{\n    listen 127.0.0.1:{port};\n{kv_extra}\n}}\n"
-    ));
-    let s = p.start();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    assert!(
-        wait_for(Duration::from_secs(5), || TcpStream::connect(addr).is_ok()),
-        "{}",
-        s.log()
-    );
-    Gyre { p, s, port }
+    let kv = crate::util::kv::start(name, kv_extra);
+    Gyre {
+        port: kv.addr.port(),
+        p: kv.p,
+        s: kv.s,
+    }
 }
 
 /// A raw RESP client with a deadline on every read.

@@ -92,7 +92,8 @@ fn interrupted(e: &redis::RedisError) -> bool {
 
 /// The kv process serves commands: PING answers PONG, or -NOAUTH where a
 /// password is required (not -LOADING, not refused).
-fn serving(addr: SocketAddr) -> bool {
+/// PING answers, or says a password is needed (the server is up).
+pub fn serving(addr: SocketAddr) -> bool {
     match ping_reply(addr) {
         Ok(_) => true,
         Err(e) => e.code() == Some("NOAUTH") || e.kind() == redis::ErrorKind::AuthenticationFailed,

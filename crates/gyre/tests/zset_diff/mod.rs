@@ -155,28 +155,39 @@ pub(crate) struct Redis {
 }
 
 impl Redis {
+    /// Retried on another port when redis-server exits at once (its port
+    /// was taken meanwhile); ready on PING, not on a connect.
     pub(crate) fn start(dir: &Path) -> Redis {
-        let port = free_port();
         std::fs::create_dir_all(dir).unwrap();
-        let child = Command::new(REDIS)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        assert!(wait_for(Duration::from_secs(5), || TcpStream::connect(
-            addr
-        )
-        .is_ok()));
-        Redis {
-            child,
-            dir: dir.to_path_buf(),
-            addr,
+        for _attempt in 0..3 {
+            let port = free_port();
+            let mut child = Command::new(REDIS)
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .arg("--dir")
+                .arg(dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+            let mut exited = false;
+            wait_for(Duration::from_secs(10), || {
+                exited = matches!(child.try_wait(), Ok(Some(_)));
+                exited || crate::util::kv::serving(addr)
+            });
+            if !exited && crate::util::kv::serving(addr) {
+                return Redis {
+                    child,
+                    dir: dir.to_path_buf(),
+                    addr,
+                };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            assert!(exited, "redis-server did not start");
         }
+        panic!("redis-server could not bind a free port in 3 attempts");
     }
 }
 
@@ -188,20 +199,28 @@ impl Drop for Redis {
     }
 }
 
+/// gyre's kv process in `p`, ready on PING; retried on another port when
+/// the one picked was taken meanwhile ("Address already in use").
 pub(crate) fn start_gyre(p: &Prefix) -> (Server, SocketAddr) {
-    let port = free_port();
-    p.conf(&format!(
-        "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
-         kv {{\n    listen 127.0.0.1:{port};\n}}\n"
-    ));
-    let s = p.start();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    assert!(
-        wait_for(Duration::from_secs(5), || TcpStream::connect(addr).is_ok()),
-        "{}",
-        s.log()
-    );
-    (s, addr)
+    for _attempt in 0..3 {
+        let port = free_port();
+        p.conf(&format!(
+            "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
+             kv {{\n    listen 127.0.0.1:{port};\n}}\n"
+        ));
+        let mut s = p.start();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let up = wait_for(Duration::from_secs(10), || {
+            crate::util::kv::serving(addr) || matches!(s.child.try_wait(), Ok(Some(_)))
+        });
+        if up && crate::util::kv::serving(addr) {
+            return (s, addr);
+        }
+        assert!(s.log().contains("Address already in use"), "{}", s.log());
+        let _ = s.child.kill();
+        let _ = s.child.wait();
+    }
+    panic!("no free port could be bound in 3 attempts");
 }
 
 pub(crate) fn b(s: &str) -> Vec<u8> {
