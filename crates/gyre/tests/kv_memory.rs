@@ -41,8 +41,8 @@ fn a_big_hash_of_short_fields_stays_small_written_and_reloaded() {
         let _: usize = cmd.query(&mut c).unwrap();
     }
     let written = rss_kib(pid).saturating_sub(before);
-    // 12-byte fields and 8-byte values: both inside the 24-byte entry,
-    // the index (a slot and its tag) and the vectors' spare room (~45
+    // 12-byte fields and 8-byte values: both inside the 32-byte entry,
+    // the index (a slot and its tag) and the vectors' spare room (~50
     // bytes at this size); one 32-byte chunk for both beside a 16-byte
     // entry were ~70, a field and a value in two chunks beside a 32-byte
     // entry ~115, and ~125 loaded from the dump.
