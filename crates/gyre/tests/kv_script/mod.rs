@@ -20,13 +20,12 @@
 
 use crate::util::ReadSome;
 use std::io::Write;
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use crate::util::http::free_port;
-use crate::util::{wait_for, Prefix, Server};
+use crate::util::{Prefix, Server};
 
 pub const REDIS: &str = "/usr/bin/redis-server";
 
@@ -55,40 +54,23 @@ pub fn start_redis_conf(conf: Option<&Path>, extra: &[&str]) -> Option<Redis> {
         return None;
     }
     let dir = Prefix::new("redis-peer");
-    // Retried on another port when redis-server exits at once (its port
-    // was taken meanwhile); ready when it answers PING, not on a connect
-    // (which another test's server on a reused port also accepts).
-    for _attempt in 0..3 {
-        let port = free_port();
+    let (child, addr) = crate::util::kv::spawn_redis(|port| {
         let mut cmd = Command::new(REDIS);
         if let Some(c) = conf {
             cmd.arg(c);
         }
-        let mut child = cmd
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
             .arg(&dir.dir)
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let mut exited = false;
-        wait_for(Duration::from_secs(10), || {
-            exited = matches!(child.try_wait(), Ok(Some(_)));
-            exited || crate::util::kv::serving(addr)
-        });
-        if !exited && crate::util::kv::serving(addr) {
-            return Some(Redis { child, port, dir });
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(exited, "redis-server did not start");
-    }
-    panic!("redis-server could not bind a free port in 3 attempts");
+            .args(extra);
+        cmd
+    });
+    Some(Redis {
+        child,
+        port: addr.port(),
+        dir,
+    })
 }
 
 pub struct Gyre {

@@ -28,6 +28,12 @@ pub fn start(name: &str, kv_extra: &str) -> Kv {
 /// another port when the master could not bind the one picked (something
 /// took it between `free_port` and the bind: "Address already in use").
 pub fn start_in(p: Prefix, kv_extra: &str) -> Kv {
+    let (s, addr) = start_at(&p, kv_extra);
+    Kv { p, s, addr }
+}
+
+/// [`start_in`] for a prefix the caller keeps: the server and its address.
+pub fn start_at(p: &Prefix, kv_extra: &str) -> (Server, SocketAddr) {
     for _attempt in 0..3 {
         let port = free_port();
         p.conf(&format!(
@@ -41,7 +47,7 @@ pub fn start_in(p: Prefix, kv_extra: &str) -> Kv {
             serving(addr) || matches!(s.child.try_wait(), Ok(Some(_)))
         });
         if up && serving(addr) {
-            return Kv { p, s, addr };
+            return (s, addr);
         }
         let log = s.log();
         if !log
@@ -173,43 +179,27 @@ impl Redis {
     /// With more arguments (`--appendonly yes`, ...); retried on another
     /// port when redis-server exits at once (its port was taken meanwhile).
     pub fn start_with(dir: &Path, file: &str, extra: &[&str]) -> Redis {
-        for _attempt in 0..3 {
-            let port = free_port();
-            let mut child = Command::new(REDIS)
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                ])
-                .args(["--daemonize", "no"])
-                .args(extra)
-                // redis.conf's value, gyre's default (the compiled-in default
-                // of Debian's 7.0.15 is 512).
-                .args(["--hash-max-listpack-entries", "128"])
-                .arg("--dir")
-                .arg(dir)
-                .args(["--dbfilename", file])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-            let mut exited = false;
-            wait_for(Duration::from_secs(10), || {
-                exited = matches!(child.try_wait(), Ok(Some(_)));
-                exited || ping(addr)
-            });
-            if !exited && ping(addr) {
-                return Redis { child, addr };
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            assert!(exited, "redis-server did not start");
-        }
-        panic!("redis-server could not bind a free port in 3 attempts");
+        let (child, addr) = spawn_redis(|port| {
+            let mut cmd = Command::new(REDIS);
+            cmd.args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--daemonize", "no"])
+            .args(extra)
+            // redis.conf's value, gyre's default (the compiled-in default
+            // of Debian's 7.0.15 is 512).
+            .args(["--hash-max-listpack-entries", "128"])
+            .arg("--dir")
+            .arg(dir)
+            .args(["--dbfilename", file]);
+            cmd
+        });
+        Redis { child, addr }
     }
 }
 
@@ -218,6 +208,36 @@ impl Drop for Redis {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts the redis-server that `command(port)` describes (output
+/// discarded) on a free port, ready when it answers PING or -NOAUTH (not
+/// on a connect, which another test's server on a reused port accepts
+/// too); retried on another port when it exits at once (its port was
+/// taken meanwhile).
+pub fn spawn_redis(mut command: impl FnMut(u16) -> Command) -> (Child, SocketAddr) {
+    for _attempt in 0..3 {
+        let port = free_port();
+        let mut child = command(port)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let mut exited = false;
+        wait_for(Duration::from_secs(10), || {
+            exited = matches!(child.try_wait(), Ok(Some(_)));
+            exited || serving(addr)
+        });
+        if !exited && serving(addr) {
+            return (child, addr);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(exited, "redis-server did not start");
+    }
+    panic!("redis-server could not bind a free port in 3 attempts");
 }
 
 pub fn have(bin: &str) -> bool {

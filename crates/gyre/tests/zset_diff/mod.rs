@@ -11,10 +11,9 @@ use crate::util::ReadSome;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use crate::util::http::free_port;
 use crate::util::{wait_for, Prefix, Server};
 
 pub(crate) const REDIS: &str = "/usr/bin/redis-server";
@@ -155,39 +154,21 @@ pub(crate) struct Redis {
 }
 
 impl Redis {
-    /// Retried on another port when redis-server exits at once (its port
-    /// was taken meanwhile); ready on PING, not on a connect.
     pub(crate) fn start(dir: &Path) -> Redis {
         std::fs::create_dir_all(dir).unwrap();
-        for _attempt in 0..3 {
-            let port = free_port();
-            let mut child = Command::new(REDIS)
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        let (child, addr) = crate::util::kv::spawn_redis(|port| {
+            let mut cmd = Command::new(REDIS);
+            cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                 .args(["--save", "", "--appendonly", "no"])
                 .arg("--dir")
-                .arg(dir)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-            let mut exited = false;
-            wait_for(Duration::from_secs(10), || {
-                exited = matches!(child.try_wait(), Ok(Some(_)));
-                exited || crate::util::kv::serving(addr)
-            });
-            if !exited && crate::util::kv::serving(addr) {
-                return Redis {
-                    child,
-                    dir: dir.to_path_buf(),
-                    addr,
-                };
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            assert!(exited, "redis-server did not start");
+                .arg(dir);
+            cmd
+        });
+        Redis {
+            child,
+            dir: dir.to_path_buf(),
+            addr,
         }
-        panic!("redis-server could not bind a free port in 3 attempts");
     }
 }
 
@@ -199,28 +180,9 @@ impl Drop for Redis {
     }
 }
 
-/// gyre's kv process in `p`, ready on PING; retried on another port when
-/// the one picked was taken meanwhile ("Address already in use").
+/// gyre's kv process in `p` ([`crate::util::kv::start_at`]).
 pub(crate) fn start_gyre(p: &Prefix) -> (Server, SocketAddr) {
-    for _attempt in 0..3 {
-        let port = free_port();
-        p.conf(&format!(
-            "daemon off;\nerror_log logs/error.log notice;\nworker_processes 1;\nevents {{}}\n\
-             kv {{\n    listen 127.0.0.1:{port};\n}}\n"
-        ));
-        let mut s = p.start();
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let up = wait_for(Duration::from_secs(10), || {
-            crate::util::kv::serving(addr) || matches!(s.child.try_wait(), Ok(Some(_)))
-        });
-        if up && crate::util::kv::serving(addr) {
-            return (s, addr);
-        }
-        assert!(s.log().contains("Address already in use"), "{}", s.log());
-        let _ = s.child.kill();
-        let _ = s.child.wait();
-    }
-    panic!("no free port could be bound in 3 attempts");
+    crate::util::kv::start_at(p, "")
 }
 
 pub(crate) fn b(s: &str) -> Vec<u8> {
