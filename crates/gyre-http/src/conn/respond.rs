@@ -155,16 +155,9 @@ impl Connection {
             return self.queue_chunked_body(resp, start, head_len);
         }
         match &resp.body {
-            Body::File { token, offset, len } => {
-                self.extend_bytes_seg(start);
-                if *len > 0 {
-                    self.segs.push(OutSeg::File {
-                        token: *token,
-                        offset: *offset,
-                        len: *len,
-                    });
-                }
-                (*len, head_len + *len)
+            &Body::File { token, offset, len } => {
+                self.head_then_file(start, token, offset, len);
+                (len, head_len + len)
             }
             body => {
                 let b = page.unwrap_or_else(|| body.bytes().unwrap_or(&[]));
@@ -172,6 +165,15 @@ impl Connection {
                 self.extend_bytes_seg(start);
                 (b.len() as u64, head_len + b.len() as u64)
             }
+        }
+    }
+
+    /// The bytes queued since `start` as one segment, then the file
+    /// region (none when it is empty).
+    fn head_then_file(&mut self, start: usize, token: u64, offset: u64, len: u64) {
+        self.extend_bytes_seg(start);
+        if len > 0 {
+            self.segs.push(OutSeg::File { token, offset, len });
         }
     }
 
@@ -184,16 +186,9 @@ impl Connection {
             stream::chunk_size_line(&mut self.out, resp.body.len());
         }
         let file = match &resp.body {
-            Body::File { token, offset, len } => {
-                self.extend_bytes_seg(start);
-                if *len > 0 {
-                    self.segs.push(OutSeg::File {
-                        token: *token,
-                        offset: *offset,
-                        len: *len,
-                    });
-                }
-                *len
+            &Body::File { token, offset, len } => {
+                self.head_then_file(start, token, offset, len);
+                len
             }
             body => {
                 self.out.extend_from_slice(body.bytes().unwrap_or(&[]));
