@@ -23,6 +23,20 @@ enum Part {
     Capture(u8),
 }
 
+/// How the rewrite module copies regex captures into a value when the
+/// request's URI came %-escaped or with `+` (nginx's `e->quote` and
+/// `e->is_args`): escaped again ([`crate::uri::escape_args`]), since the
+/// URI they were taken from was decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureEscape {
+    /// As they are (every value outside the rewrite module).
+    None,
+    /// Every capture (`set`, `return`, `if`, a redirecting `rewrite`).
+    All,
+    /// Those after the replacement's `?` (an internal `rewrite`).
+    InArgs,
+}
+
 /// A compiled directive argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ComplexValue {
@@ -112,10 +126,31 @@ impl ComplexValue {
         env: &VarEnv<'_>,
         out: &mut Vec<u8>,
     ) {
+        self.eval_escaping(vars, cache, env, out, CaptureEscape::None);
+    }
+
+    /// [`ComplexValue::eval`] with regex captures copied as `esc` says.
+    pub fn eval_escaping(
+        &self,
+        vars: &Variables,
+        cache: &mut VarCache,
+        env: &VarEnv<'_>,
+        out: &mut Vec<u8>,
+        esc: CaptureEscape,
+    ) {
+        // nginx's `e->is_args`: past a literal `?`.
+        let mut in_args = false;
         for p in &self.parts {
             match *p {
                 Part::Lit(s, e) => {
-                    out.extend_from_slice(self.text.as_bytes().get(s..e).unwrap_or(&[]))
+                    let lit = self.text.as_bytes().get(s..e).unwrap_or(&[]);
+                    in_args |= esc == CaptureEscape::InArgs && lit.contains(&b'?');
+                    out.extend_from_slice(lit)
+                }
+                Part::Capture(n) if esc == CaptureEscape::All || in_args => {
+                    if let Some(v) = capture(env, usize::from(n)) {
+                        crate::uri::escape_args(v, out);
+                    }
                 }
                 Part::Var(i) => match cache.value(vars, i, env) {
                     Some(v) => out.extend_from_slice(v),

@@ -146,7 +146,10 @@ pub fn put_body_read(cx: &mut Ctx<'_>, r: &mut HttpRequest, out: &mut Response) 
     }
     out.reset(status);
     if status == 201 {
-        out.location = Some(String::from_utf8_lossy(&uri).into_owned().into());
+        // nginx's ngx_http_dav_location: the URI escaped.
+        let mut loc = Vec::with_capacity(uri.len());
+        crate::uri::escape_uri(&uri, &mut loc);
+        out.location = Some(loc.into());
         out.content_length = Some(0);
     }
     Step::Respond

@@ -408,7 +408,7 @@ fn proxied_ok(p: u32, r: &HttpRequest, resp: &Response, unix_secs: u64) -> bool 
         if p & proxied::EXPIRED == 0 {
             return false;
         }
-        return match crate::date::parse_http_date(e.as_bytes()) {
+        return match crate::date::parse_http_date(&e) {
             Some(t) => t < unix_secs,
             None => false,
         };
@@ -421,11 +421,11 @@ fn proxied_ok(p: u32, r: &HttpRequest, resp: &Response, unix_secs: u64) -> bool 
     if !cc.is_empty() {
         let has = |tok: &str| {
             cc.iter().any(|(_, v)| {
-                v.split(',').any(|t| {
-                    t.trim()
-                        .split('=')
+                v.split(|&b| b == b',').any(|t| {
+                    t.trim_ascii()
+                        .split(|&b| b == b'=')
                         .next()
-                        .is_some_and(|n| n.eq_ignore_ascii_case(tok))
+                        .is_some_and(|n| n.eq_ignore_ascii_case(tok.as_bytes()))
                 })
             })
         };
@@ -444,14 +444,14 @@ fn proxied_ok(p: u32, r: &HttpRequest, resp: &Response, unix_secs: u64) -> bool 
 
 /// nginx's `ngx_http_test_content_type` for `gzip_types`: the type
 /// without its parameters, caseless.
-fn type_matches(types: &Types, ct: Option<&str>) -> bool {
+fn type_matches(types: &Types, ct: Option<&[u8]>) -> bool {
     let Some(ct) = ct else {
         return false;
     };
-    let base = ct.split(';').next().unwrap_or("").trim();
+    let base = ct.split(|&b| b == b';').next().unwrap_or(b"").trim_ascii();
     match types {
         Types::Any => true,
-        Types::List(v) => v.iter().any(|t| t.eq_ignore_ascii_case(base)),
+        Types::List(v) => v.iter().any(|t| t.as_bytes().eq_ignore_ascii_case(base)),
     }
 }
 
@@ -486,11 +486,11 @@ fn weaken_etag(resp: &mut Response) {
         return;
     };
     let v = &resp.headers[i].1;
-    if v.starts_with("W/") {
+    if v.starts_with(b"W/") {
         return;
     }
-    if v.starts_with('"') {
-        resp.headers[i].1 = format!("W/{}", &**v).into();
+    if v.starts_with(b"\"") {
+        resp.headers[i].1 = [&b"W/"[..], v].concat().into();
     } else {
         resp.headers.remove(i);
     }

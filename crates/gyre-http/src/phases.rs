@@ -316,6 +316,7 @@ fn script_ctx<'a>(cx: &'a mut Ctx<'_>) -> rewrite::Env<'a> {
         now: cx.now,
         unix_ms: cx.unix_ms,
         scratch: cx.scratch,
+        quote: true,
     }
 }
 
@@ -544,7 +545,7 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Resul
             };
             r.st.uri_overwrite = ep.overwrite == Some(0);
             let target = error_page_target(cx, r, ep);
-            if !target.starts_with(['/', '@']) {
+            if !target.starts_with(b"/") && !target.starts_with(b"@") {
                 // nginx's ngx_http_send_error_page: a URL is a redirect,
                 // 302 unless `=CODE` names another redirect code.
                 let code = ep
@@ -555,10 +556,10 @@ fn finalize(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) -> Resul
                 resp.location = Some(target.into_owned().into());
                 return Err(send(cx, r, resp));
             }
-            if !target.starts_with('@') && !r.st.req.is_get_or_head() {
+            if !target.starts_with(b"@") && !r.st.req.is_get_or_head() {
                 r.st.as_get = true;
             }
-            match internal_redirect(cx, r, target.as_bytes()) {
+            match internal_redirect(cx, r, &target) {
                 Ok(i) => return Ok(i),
                 Err(code) => resp.set_error(code),
             }
@@ -580,16 +581,16 @@ fn error_page_target<'e>(
     cx: &mut Ctx<'_>,
     r: &mut HttpRequest,
     ep: &'e crate::conf::ErrorPage,
-) -> std::borrow::Cow<'e, str> {
+) -> std::borrow::Cow<'e, [u8]> {
     let Some(cv) = &ep.uri_cv else {
-        return ep.uri.as_str().into();
+        return ep.uri.as_bytes().into();
     };
     cx.scratch.clear();
     {
         let env = r.st.env(cx.conf, None, cx.now, cx.unix_ms);
         cv.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
     }
-    String::from_utf8_lossy(cx.scratch).into_owned().into()
+    cx.scratch.clone().into()
 }
 
 /// `add_header`, then the output filters (gzip) and the machine.
@@ -679,7 +680,7 @@ pub fn add_headers(cx: &mut Ctx<'_>, r: &mut HttpRequest, resp: &mut Response) {
                 cx.scratch.clear();
                 let env = r.st.env(cx.conf, Some(resp), cx.now, cx.unix_ms);
                 v.eval(&cx.conf.vars, &mut r.vars, &env, cx.scratch);
-                String::from_utf8_lossy(cx.scratch).into_owned().into()
+                cx.scratch.clone().into()
             };
             // nginx skips a header whose value is empty.
             if !value.is_empty() {
@@ -708,10 +709,14 @@ fn charset(r: &HttpRequest, resp: &mut Response) {
     let Some(ct) = &resp.content_type else {
         return;
     };
-    if ct.contains(';') || !CHARSET_TYPES.iter().any(|t| ct.eq_ignore_ascii_case(t)) {
+    if ct.contains(&b';') || !CHARSET_TYPES.iter().any(|t| ct.eq_ignore_ascii_case(t)) {
         return;
     }
-    resp.content_type = Some(format!("{}; charset={cs}", &**ct).into());
+    resp.content_type = Some(
+        [ct.as_bytes(), b"; charset=", cs.as_bytes()]
+            .concat()
+            .into(),
+    );
 }
 
 /// `expires`: `Expires` and `Cache-Control` on nginx's success and
@@ -783,7 +788,13 @@ pub(crate) fn absolute_redirect(conf: &HttpConf, r: &HttpRequest, resp: &mut Res
         return;
     };
     let lc = &r.st.loc;
-    if !loc.starts_with('/') || !lc.absolute_redirect {
+    if !loc.starts_with(b"/") || !lc.absolute_redirect {
+        // nginx's header filter writes a Location it leaves as it is
+        // with the other headers, after Connection: the redirect put it
+        // in the list first.
+        if let Some(loc) = resp.location.take() {
+            resp.headers.insert(0, ("Location".into(), loc));
+        }
         return;
     }
     let host = if lc.server_name_in_redirect {
@@ -799,11 +810,13 @@ pub(crate) fn absolute_redirect(conf: &HttpConf, r: &HttpRequest, resp: &mut Res
     let scheme = if r.st.conn.tls { "https" } else { "http" };
     let port = r.st.conn.local.map_or(80, |a| a.port());
     let default_port = if r.st.conn.tls { 443 } else { 80 };
-    let abs = if port == default_port || !lc.port_in_redirect {
-        format!("{scheme}://{host}{}", &**loc)
+    let mut abs = if port == default_port || !lc.port_in_redirect {
+        format!("{scheme}://{host}")
     } else {
-        format!("{scheme}://{host}:{port}{}", &**loc)
-    };
+        format!("{scheme}://{host}:{port}")
+    }
+    .into_bytes();
+    abs.extend_from_slice(loc);
     resp.location = Some(abs.into());
 }
 

@@ -18,30 +18,46 @@ pub type Headers = SmallVec<[(Text, Text); 4]>;
 
 /// A header value that is usually not copied per response: static text,
 /// or text shared with the configuration or the open-file cache.
+///
+/// It derefs to bytes, not `str`: nginx copies a URI, an upstream header or
+/// a variable's value into a header as the bytes it got (a Latin-1 file
+/// name in a directory redirect's `Location`, say), and so must we.
 #[derive(Clone)]
 pub enum Text {
     /// Text in the binary.
     Static(&'static str),
     /// Text shared with a longer-lived owner (a reference count only).
     Shared(Arc<str>),
-    /// Text made for this response.
-    Owned(String),
+    /// Bytes made for this response: any octets but CR and LF, as nginx.
+    Owned(Vec<u8>),
 }
 
 impl Deref for Text {
-    type Target = str;
-    fn deref(&self) -> &str {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
         match self {
-            Text::Static(s) => s,
-            Text::Shared(s) => s,
+            Text::Static(s) => s.as_bytes(),
+            Text::Shared(s) => s.as_bytes(),
             Text::Owned(s) => s,
         }
     }
 }
 
+impl Text {
+    /// The bytes that go on the wire.
+    pub fn as_bytes(&self) -> &[u8] {
+        self
+    }
+
+    /// Whether this is `name`, ASCII-caseless: how header names compare.
+    pub fn eq_ignore_ascii_case(&self, name: &str) -> bool {
+        <[u8]>::eq_ignore_ascii_case(self, name.as_bytes())
+    }
+}
+
 impl fmt::Debug for Text {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
+        fmt::Debug::fmt(&String::from_utf8_lossy(self), f)
     }
 }
 
@@ -55,13 +71,13 @@ impl Eq for Text {}
 
 impl PartialEq<str> for Text {
     fn eq(&self, other: &str) -> bool {
-        &**self == other
+        **self == *other.as_bytes()
     }
 }
 
 impl PartialEq<&str> for Text {
     fn eq(&self, other: &&str) -> bool {
-        &**self == *other
+        **self == *other.as_bytes()
     }
 }
 
@@ -73,6 +89,12 @@ impl From<&'static str> for Text {
 
 impl From<String> for Text {
     fn from(s: String) -> Text {
+        Text::Owned(s.into_bytes())
+    }
+}
+
+impl From<Vec<u8>> for Text {
+    fn from(s: Vec<u8>) -> Text {
         Text::Owned(s)
     }
 }
@@ -685,28 +707,28 @@ mod tests {
     ) -> Vec<u8> {
         let mut out = Vec::new();
         write_status_server_date(resp, tokens, date, &mut out);
-        let mut h = |k: &str, v: &str| out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+        let mut h = |k: &[u8], v: &[u8]| out.extend_from_slice(&[k, b": ", v, b"\r\n"].concat());
         if let Some(ct) = &resp.content_type {
-            h("Content-Type", ct);
+            h(b"Content-Type", ct);
         }
         if let Some(cl) = cl {
-            h("Content-Length", &cl.to_string());
+            h(b"Content-Length", cl.to_string().as_bytes());
         }
         if let Some(lm) = &resp.last_modified {
-            h("Last-Modified", lm);
+            h(b"Last-Modified", lm);
         }
         if let Some(loc) = &resp.location {
-            h("Location", loc);
+            h(b"Location", loc);
         }
         if chunked {
-            h("Transfer-Encoding", "chunked");
+            h(b"Transfer-Encoding", b"chunked");
         }
         let conn = match (resp.status == 101, keep_alive) {
             (true, _) => "upgrade",
             (false, true) => "keep-alive",
             (false, false) => "close",
         };
-        h("Connection", conn);
+        h(b"Connection", conn.as_bytes());
         for (k, v) in &resp.headers {
             h(k, v);
         }

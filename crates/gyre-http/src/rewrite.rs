@@ -14,7 +14,7 @@ use gyre_core::errlog::NOTICE;
 
 use crate::conf::HttpConf;
 
-use crate::complex_value::ComplexValue;
+use crate::complex_value::{CaptureEscape, ComplexValue};
 use crate::log_error;
 use crate::regex::{MatchCache, Regex};
 use crate::request::HttpRequest;
@@ -114,6 +114,32 @@ pub struct Env<'a> {
     pub now: gyre_core::event::Msec,
     pub unix_ms: u64,
     pub scratch: &'a mut Vec<u8>,
+    /// nginx's `e->quote`: captures copied into `set`, `return` and `if`
+    /// values are escaped (see [`CaptureEscape`]); true when a script
+    /// starts, false after a `rewrite` without a flag matched.
+    pub quote: bool,
+}
+
+/// How `v` copies captures for `r` under `want`: escaped only when the
+/// request's URI came escaped (nginx's `quoted_uri || plus_in_uri`).
+fn cap_escape(v: &ComplexValue, r: &HttpRequest, want: CaptureEscape) -> CaptureEscape {
+    if want == CaptureEscape::None
+        || !v.uses_captures()
+        || !crate::uri::quoted_or_plus(r.st.req.target())
+    {
+        return CaptureEscape::None;
+    }
+    want
+}
+
+/// [`cap_escape`] for the values of `set`, `return` and `if`.
+fn quote(v: &ComplexValue, e: &Env<'_>, r: &HttpRequest) -> CaptureEscape {
+    let want = if e.quote {
+        CaptureEscape::All
+    } else {
+        CaptureEscape::None
+    };
+    cap_escape(v, r, want)
 }
 
 /// Runs `ops` for `r`.
@@ -127,8 +153,9 @@ pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest, out: &mut Response)
             }
             Op::Set { var, value } => {
                 e.scratch.clear();
+                let esc = quote(value, e, r);
                 let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-                value.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+                value.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, esc);
                 r.vars.set(*var, e.scratch);
             }
             Op::If {
@@ -178,6 +205,7 @@ pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest, out: &mut Response)
                 if let Some(end) = apply_rewrite(repl, *flag, *external, e, r, out) {
                     return end;
                 }
+                e.quote = false;
             }
         }
     }
@@ -204,10 +232,17 @@ fn apply_rewrite(
     r: &mut HttpRequest,
     out: &mut Response,
 ) -> Option<End> {
+    let redirect = external || matches!(flag, Flag::Redirect | Flag::Permanent);
+    let want = if redirect {
+        CaptureEscape::All
+    } else {
+        CaptureEscape::InArgs
+    };
+    let esc = cap_escape(repl, r, want);
     e.scratch.clear();
     {
         let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-        repl.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+        repl.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, esc);
     }
     let new: &[u8] = e.scratch;
     // A replacement ending in `?` drops the original arguments; one with
@@ -237,15 +272,16 @@ fn apply_rewrite(
         }
         args.extend_from_slice(&r.st.args);
     }
-    if external || matches!(flag, Flag::Redirect | Flag::Permanent) {
+    if redirect {
         let mut location = path.to_vec();
+        crate::uri::unescape_redirect(&mut location);
         if !args.is_empty() {
             location.push(b'?');
             location.extend_from_slice(&args);
         }
         let code = if flag == Flag::Permanent { 301 } else { 302 };
         out.set_error(code);
-        out.location = Some(String::from_utf8_lossy(&location).into_owned().into());
+        out.location = Some(location.into());
         return Some(End::Respond);
     }
     r.st.uri.clear();
@@ -303,9 +339,10 @@ fn return_response(
         Text::Shared(text.text.clone())
     } else {
         e.scratch.clear();
+        let esc = quote(text, e, r);
         let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-        text.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
-        Text::Owned(String::from_utf8_lossy(e.scratch).into_owned())
+        text.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, esc);
+        Text::Owned(e.scratch.clone())
     };
     if redirect {
         out.set_error(code);
@@ -319,7 +356,7 @@ fn return_response(
         out.content_length = Some(len);
     } else {
         out.body = match value {
-            Text::Owned(s) => Body::Bytes(s.into_bytes()),
+            Text::Owned(s) => Body::Bytes(s),
             v => Body::Bytes(v.as_bytes().to_vec()),
         };
     }
@@ -329,8 +366,9 @@ fn test(cond: &Cond, e: &mut Env<'_>, r: &mut HttpRequest) -> bool {
     e.scratch.clear();
     match cond {
         Cond::Value(v) => {
+            let esc = quote(v, e, r);
             let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-            v.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+            v.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, esc);
             !(e.scratch.is_empty() || e.scratch.as_slice() == b"0")
         }
         Cond::Eq {
@@ -338,17 +376,19 @@ fn test(cond: &Cond, e: &mut Env<'_>, r: &mut HttpRequest) -> bool {
             right,
             negate,
         } => {
+            let (el, er) = (quote(left, e, r), quote(right, e, r));
             let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-            left.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+            left.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, el);
             let split = e.scratch.len();
-            right.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+            right.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, er);
             let (a, b) = e.scratch.split_at(split);
             (a == b) != *negate
         }
         Cond::Match { left, re, negate } => {
             {
+                let esc = quote(left, e, r);
                 let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-                left.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+                left.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, esc);
             }
             let hit = e.matches.exec(re, e.scratch, &mut r.st.caps);
             if hit {
@@ -360,8 +400,9 @@ fn test(cond: &Cond, e: &mut Env<'_>, r: &mut HttpRequest) -> bool {
         }
         Cond::File { test, path, negate } => {
             {
+                let esc = quote(path, e, r);
                 let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-                path.eval(&e.conf.vars, &mut r.vars, &env, e.scratch);
+                path.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, esc);
             }
             let p = std::path::Path::new(
                 <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(e.scratch),

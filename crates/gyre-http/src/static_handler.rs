@@ -199,13 +199,16 @@ fn serve_path(
         Open::File(info) => file_response(cx, r, info, path, out),
         Open::Dir => {
             out.set_error(301);
-            let mut loc_hdr = path.to_vec();
+            // nginx escapes the URI (a Latin-1 name as `%E9`), not the
+            // arguments.
+            let mut loc_hdr = Vec::with_capacity(path.len() + 1);
+            crate::uri::escape_uri(path, &mut loc_hdr);
             loc_hdr.push(b'/');
             if !r.st.args.is_empty() {
                 loc_hdr.push(b'?');
                 loc_hdr.extend_from_slice(&r.st.args);
             }
-            out.location = Some(String::from_utf8_lossy(&loc_hdr).into_owned().into());
+            out.location = Some(loc_hdr.into());
             Step::Respond
         }
         Open::NotFound(_) if !loc.log_not_found => Step::Error(404),

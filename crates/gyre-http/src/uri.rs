@@ -39,6 +39,96 @@ pub struct TargetParts {
     pub query: Option<(usize, usize)>,
 }
 
+/// nginx's `r->quoted_uri || r->plus_in_uri`: the target's path (before
+/// `?`) has a `%` escape or a `+`. The rewrite module then escapes the
+/// regex captures it copies ([`escape_args`]), as they were decoded.
+pub fn quoted_or_plus(raw: &[u8]) -> bool {
+    raw.iter()
+        .take_while(|&&b| b != b'?')
+        .any(|&b| b == b'%' || b == b'+')
+}
+
+/// nginx's `ngx_escape_uri(…, NGX_ESCAPE_URI)`: space, `#`, `%`, `?`,
+/// control bytes, DEL and bytes above 0x7f become `%XX`.
+pub fn escape_uri(src: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in src {
+        if b <= 0x20 || b == b'#' || b == b'%' || b == b'?' || b >= 0x7f {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        } else {
+            out.push(b);
+        }
+    }
+}
+
+/// nginx's `ngx_escape_uri(…, NGX_ESCAPE_ARGS)`: space, `#`, `%`, `&`,
+/// `+`, `;`, `?`, control bytes, DEL and bytes above 0x7f become `%XX`.
+pub fn escape_args(src: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in src {
+        if b <= 0x20 || b >= 0x7f || matches!(b, b'#' | b'%' | b'&' | b'+' | b';' | b'?') {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        } else {
+            out.push(b);
+        }
+    }
+}
+
+/// nginx's `ngx_unescape_uri(…, NGX_UNESCAPE_REDIRECT)` on a redirecting
+/// rewrite's result, in place: up to the first `?`, an escape of a
+/// printable byte after `%` is decoded, any other escape kept as it was.
+/// nginx's quirks with broken escapes are kept too: `%` before a non-hex
+/// byte is dropped, and `%X` before one drops all three.
+pub fn unescape_redirect(b: &mut Vec<u8>) {
+    let (mut r, mut w) = (0, 0);
+    while r < b.len() {
+        let c = b[r];
+        if c == b'?' {
+            break;
+        }
+        if c != b'%' {
+            b[w] = c;
+            (r, w) = (r + 1, w + 1);
+            continue;
+        }
+        let Some(hi) = b.get(r + 1).copied() else {
+            r += 1;
+            break;
+        };
+        let Some(h) = hex(hi) else {
+            // "the invalid quoted character": the `%` goes.
+            b[w] = hi;
+            (r, w) = (r + 2, w + 1);
+            continue;
+        };
+        let Some(lo) = b.get(r + 2).copied() else {
+            r += 2;
+            break;
+        };
+        let Some(l) = hex(lo) else {
+            r += 3;
+            continue;
+        };
+        let ch = (h << 4) | l;
+        if ch == b'?' {
+            b[w] = ch;
+            (r, w) = (r + 3, w + 1);
+            break;
+        }
+        if ch > b'%' && ch < 0x7f {
+            b[w] = ch;
+            w += 1;
+        } else {
+            b.copy_within(r..r + 3, w);
+            w += 3;
+        }
+        r += 3;
+    }
+    // The rest (from a `?` on) as it was.
+    b.copy_within(r.., w);
+    b.truncate(w + (b.len() - r));
+}
+
 /// Parses a raw request target (already checked for spaces and control
 /// characters by the request-line parser).
 pub fn parse_target(raw: &[u8], merge_slashes: bool) -> Result<Target, UriError> {
@@ -257,6 +347,27 @@ fn normalize_in_place(p: &mut Vec<u8>, merge_slashes: bool) -> Result<(), UriErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redirect_unescaping_decodes_printable_escapes_up_to_the_query() {
+        let un = |s: &[u8]| {
+            let mut v = s.to_vec();
+            unescape_redirect(&mut v);
+            v
+        };
+        assert_eq!(un(b"/a%41%e9%20%25%26"), b"/aA%e9%20%25&");
+        assert_eq!(un(b"/x%3fy%41"), b"/x?y%41");
+        assert_eq!(un(b"/x?q=%41"), b"/x?q=%41");
+        assert_eq!(un(b"/a%zz"), b"/azz");
+        assert_eq!(un(b"/a%4zb"), b"/ab");
+        assert_eq!(un(b"/a%"), b"/a");
+        assert_eq!(un(b"/a%4"), b"/a");
+        let mut out = Vec::new();
+        escape_args(b"a b&c;d+e?\xe9~", &mut out);
+        assert_eq!(out, b"a%20b%26c%3Bd%2Be%3F%E9~");
+        assert!(quoted_or_plus(b"/a%41?x") && quoted_or_plus(b"/a+b"));
+        assert!(!quoted_or_plus(b"/ab?x=%41+"));
+    }
 
     /// The copy-as-is path gives what the general one gives.
     #[test]

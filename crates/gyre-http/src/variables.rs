@@ -814,7 +814,7 @@ fn sent_header(resp: Option<&Response>, name: &[u8], out: &mut Vec<u8>) -> bool 
         _ => None,
     };
     if let Some(v) = std {
-        out.extend_from_slice(v.as_bytes());
+        out.extend_from_slice(v);
         return true;
     }
     match r

@@ -698,3 +698,124 @@ fn server_tokens_like_nginx() {
         .2
         .contains(&format!("<hr><center>{gyre_ver}</center>")));
 }
+
+/// The head's raw bytes for `input` (up to the blank line), the port
+/// replaced by `PORT` and the `Date` and `Server` lines dropped.
+fn raw_head(port: u16, input: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut r = Raw::connect(port);
+    r.send(input);
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let end = Instant::now() + Duration::from_secs(5);
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && Instant::now() < end {
+        match r.s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let head_end = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(buf.len());
+    let port_s = format!(":{port}");
+    let mut out = Vec::new();
+    for line in buf[..head_end].split(|&b| b == b'\n') {
+        // Error pages are one byte longer with "nginx" than with "gyre".
+        if line.starts_with(b"Date:")
+            || line.starts_with(b"Server:")
+            || line.starts_with(b"Content-Length:")
+        {
+            continue;
+        }
+        let mut l = line.to_vec();
+        if let Some(i) = l.windows(port_s.len()).position(|w| w == port_s.as_bytes()) {
+            l.splice(i..i + port_s.len(), *b":PORT");
+        }
+        out.extend_from_slice(&l);
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Header values made of the request's bytes (a directory redirect's
+/// `Location`, `rewrite … redirect`, `return` and `add_header` with
+/// variables, an `error_page` URL) carry those bytes as nginx does, not
+/// a UTF-8 rendering of them: a Latin-1 name stays one byte `\xe9`.
+#[test]
+fn raw_bytes_in_header_values_like_nginx() {
+    let Some(bin) = nginx_bin() else {
+        eprintln!("skipping the raw header bytes differential test: no nginx");
+        return;
+    };
+    let p = Prefix::new("rawhdr-gyre");
+    p.write("html/a.txt", "a\n");
+    p.write("html/dav/.keep", "");
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = p.path("html").join(std::ffi::OsStr::from_bytes(b"d\xe9"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("index.html"), "in d\n").unwrap();
+    }
+    let root = p.path("html");
+    let locs = "location /rw { rewrite ^/rw(.*)$ /to$1 redirect; }\n\
+                location /lit { rewrite ^ /a%41%e9%20b?q=%41 redirect; }\n\
+                location /ia { rewrite ^/ia(.*)$ /hdr?x=$1 last; }\n\
+                location /ret { return 302 /r$uri; }\n\
+                location /hdr { add_header X-U $uri always; add_header X-A $args always; return 204; }\n\
+                location ~ ^/set(.*)$ { set $v $1; add_header X-V $v always; return 204; }\n\
+                location /ep { error_page 404 http://example.com$uri; }\n\
+                location /abs { absolute_redirect off; return 301 /x$uri; }\n\
+                location /dav/ { dav_methods PUT; }\n";
+    let Some(nginx) = start_nginx_with(&bin, &root, "", locs) else {
+        panic!("{} did not start", bin.display());
+    };
+    let root_s = root.display().to_string();
+    let gyre: Running = start_http(&p, 1, move |port| {
+        format!("access_log off;\nserver_tokens off;\nserver {{\n listen 127.0.0.1:{port};\n root {root_s};\n{locs}\n}}")
+    });
+    let cases: &[&[u8]] = &[
+        b"GET /d%E9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /d\xe9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /d%E9?q=\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /rw%E9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /rw\xe9?a=\xfe HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /ret\xe9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /hdr%E9?x=\xe9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /ep%E9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /lit HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /ia%E9+b;c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /ia\xe9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /set%E9&a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /set\xe9&a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /abs\xe9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"PUT /dav/f%E9.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi",
+    ];
+    let mut differences = Vec::new();
+    // Both serve one root: the PUT finds no file either time.
+    let put = {
+        use std::os::unix::ffi::OsStrExt;
+        root.join("dav")
+            .join(std::ffi::OsStr::from_bytes(b"f\xe9.txt"))
+    };
+    for input in cases {
+        let _ = std::fs::remove_file(&put);
+        let want = raw_head(nginx.port, input);
+        let _ = std::fs::remove_file(&put);
+        let got = raw_head(gyre.port, input);
+        if want != got {
+            differences.push(format!(
+                "{:?}:\n  nginx {:?}\n  gyre  {:?}",
+                String::from_utf8_lossy(input),
+                want.escape_ascii().to_string(),
+                got.escape_ascii().to_string()
+            ));
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "{} differences:\n{}",
+        differences.len(),
+        differences.join("\n")
+    );
+}

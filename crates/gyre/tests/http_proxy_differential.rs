@@ -105,6 +105,10 @@ fn gyre_proxies_like_nginx() {
                  Set-Cookie: s=1; Domain=backend.local; Path=/v2/x; HttpOnly\r\nContent-Length: 0\r\n\r\n"
             )
             .into_bytes()
+        } else if path.contains("latin") {
+            // Bytes that are not UTF-8 pass as they came, and a Location
+            // that is absolute keeps its place among the headers.
+            b"HTTP/1.1 302 F\xe9und\r\nX-Up: caf\xe9\r\nLocation: http://elsewhere/caf\xe9\r\nX-Other: o\xff\r\nContent-Length: 0\r\n\r\n".to_vec()
         } else if path.contains("redirect") {
             b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n".to_vec()
         } else {
@@ -233,6 +237,28 @@ fn gyre_proxies_like_nginx() {
                 "{req:?}\n nginx sent:\n{nrec}\n gyre sent:\n{grec}"
             ));
         }
+    }
+    // The raw head, byte for byte (the views above read text).
+    let raw = |port: u16| {
+        let mut c = Raw::connect(port);
+        c.send(b"GET /latin HTTP/1.1\r\nHost: front\r\nConnection: close\r\n\r\n");
+        let mut all = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut c.s, &mut all);
+        let end = all
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or(all.len());
+        all[..end]
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.starts_with(b"Date:") && !l.starts_with(b"Server:"))
+            .flat_map(|l| l.iter().copied().chain([b'\n']))
+            .collect::<Vec<u8>>()
+            .escape_ascii()
+            .to_string()
+    };
+    let (nraw, graw) = (raw(ng.port), raw(gy.port));
+    if nraw != graw {
+        diffs.push(format!("raw head of /latin:\n nginx {nraw}\n gyre  {graw}"));
     }
     assert!(
         diffs.is_empty(),

@@ -163,7 +163,7 @@ fn relay_head(
     // X-Accel-Redirect: the upstream names what is served instead.
     if conf.ignore_headers & ign::X_ACCEL_REDIRECT == 0 {
         if let Some(to) = head.header("X-Accel-Redirect").filter(|v| !v.is_empty()) {
-            let to = to.to_string();
+            let to = String::from_utf8_lossy(to).into_owned();
             close_upstream(core, env, p, Outcome::Ok, false);
             r.st.upstream.done(now);
             return Turn::End(Flow::Redirect(to));
@@ -175,8 +175,8 @@ fn relay_head(
         .then(|| head.header("X-Accel-Buffering"))
         .flatten();
     p.unbuffered = match accel {
-        Some(v) if v.eq_ignore_ascii_case("yes") => false,
-        Some(v) if v.eq_ignore_ascii_case("no") => true,
+        Some(v) if v.eq_ignore_ascii_case(b"yes") => false,
+        Some(v) if v.eq_ignore_ascii_case(b"no") => true,
         _ => !conf.buffering,
     };
     // What came after the head: the body's first bytes.
@@ -294,7 +294,12 @@ pub(super) fn copy_headers(
     let cookie = conf.cookie.active();
     for (n, v) in head.headers() {
         let known = Known::of(n);
-        if known == Known::Framing || conf.hide.iter().any(|x| x.eq_ignore_ascii_case(n)) {
+        if known == Known::Framing
+            || conf
+                .hide
+                .iter()
+                .any(|x| x.as_bytes().eq_ignore_ascii_case(n))
+        {
             continue;
         }
         // Passed Server / Date (proxy_pass_header): nginx then sends no
@@ -310,22 +315,26 @@ pub(super) fn copy_headers(
                 None
             }
             Known::Location if redirect => {
-                let v = conf.redirect.rewrite_location(v.as_bytes(), e, r);
+                let v = conf.redirect.rewrite_location(v, e, r);
                 rewritten |= v.is_some();
                 v
             }
-            Known::Refresh if redirect => conf.redirect.rewrite_refresh(v.as_bytes(), e, r),
-            Known::SetCookie if cookie => conf.cookie.rewrite(v.as_bytes(), e, r),
+            Known::Refresh if redirect => conf.redirect.rewrite_refresh(v, e, r),
+            Known::SetCookie if cookie => conf.cookie.rewrite(v, e, r),
             _ => None,
         };
         let value = match new {
-            Some(v) => Text::Owned(String::from_utf8_lossy(&v).into_owned()),
+            Some(v) => Text::Owned(v),
             None => static_or_owned(v, VALUES),
         };
         match known {
             Known::ContentType => resp.content_type = Some(value),
             Known::LastModified => resp.last_modified = Some(value),
-            Known::Location => resp.location = Some(value),
+            // Made absolute by the header filter ([`absolute_redirect`]);
+            // one left as it came keeps its place among the others.
+            Known::Location if value.starts_with(b"/") && r.st.loc.absolute_redirect => {
+                resp.location = Some(value)
+            }
             _ => resp.headers.push((static_or_owned(n, NAMES), value)),
         }
     }
@@ -350,8 +359,7 @@ enum Known {
 }
 
 impl Known {
-    fn of(n: &str) -> Known {
-        let b = n.as_bytes();
+    fn of(b: &[u8]) -> Known {
         let is = |s: &str| lower_eq(b, s.as_bytes());
         match b.len() {
             4 if is("date") => Known::Date,
@@ -439,9 +447,9 @@ const VALUES: &[&str] = &[
 ];
 
 /// `s` as static text when it is one of `known`, else a copy.
-fn static_or_owned(s: &str, known: &[&'static str]) -> Text {
-    match known.iter().find(|k| **k == s) {
+fn static_or_owned(s: &[u8], known: &[&'static str]) -> Text {
+    match known.iter().find(|k| k.as_bytes() == s) {
         Some(k) => Text::Static(k),
-        None => Text::Owned(s.to_owned()),
+        None => Text::Owned(s.to_vec()),
     }
 }

@@ -55,26 +55,13 @@ pub fn upstream_uri(
     let rest = i.uri.get(loc_len..).unwrap_or(&[]);
     let quoted = i.unparsed.contains(&b'%');
     if i.changed || quoted {
-        escape_uri(rest, out);
+        crate::uri::escape_uri(rest, out);
     } else {
         out.extend_from_slice(rest);
     }
     if !i.args.is_empty() {
         out.push(b'?');
         out.extend_from_slice(i.args);
-    }
-}
-
-/// nginx's `ngx_escape_uri(…, NGX_ESCAPE_URI)`: space, `#`, `%`, `?`,
-/// control bytes, DEL and bytes above 0x7f become `%XX`.
-pub fn escape_uri(src: &[u8], out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &b in src {
-        if b <= 0x20 || b == b'#' || b == b'%' || b == b'?' || b >= 0x7f {
-            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
-        } else {
-            out.push(b);
-        }
     }
 }
 

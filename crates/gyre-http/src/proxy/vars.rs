@@ -107,12 +107,12 @@ impl UpstreamVars {
     }
 
     /// The last response's headers.
-    pub fn set_headers<'a>(&mut self, hs: impl Iterator<Item = (&'a str, &'a str)>) {
+    pub fn set_headers<'a>(&mut self, hs: impl Iterator<Item = (&'a [u8], &'a [u8])>) {
         self.headers.clear();
         for (n, v) in hs {
-            self.headers.extend_from_slice(n.as_bytes());
+            self.headers.extend_from_slice(n);
             self.headers.push(0);
-            self.headers.extend_from_slice(v.as_bytes());
+            self.headers.extend_from_slice(v);
             self.headers.push(0);
         }
     }
@@ -210,7 +210,7 @@ mod tests {
         assert_eq!(s(Which::HeaderTime), "-, 0.007");
         assert_eq!(s(Which::ResponseTime), "0.003, 1.497");
         assert_eq!(s(Which::BytesReceived), "0, 120");
-        v.set_headers([("X-A", "1"), ("Set-Cookie", "c")].into_iter());
+        v.set_headers([(&b"X-A"[..], &b"1"[..]), (b"Set-Cookie", b"c")].into_iter());
         assert_eq!(v.header_value(b"set-cookie"), Some(&b"c"[..]));
         assert_eq!(v.header_value(b"x-b"), None);
     }

@@ -42,17 +42,16 @@ struct Field {
 }
 
 /// A parsed response head. Its texts (the status line's, the headers'
-/// names and trimmed values) are kept together in one string, so reading a
-/// head allocates nothing once a reused head has grown to size
-/// ([`parse_head_into`]); the proxy makes strings only of the headers it
-/// passes on.
+/// names and trimmed values) are spans of one copy of the head's bytes, so
+/// reading a head allocates nothing once a reused head has grown to size
+/// ([`parse_head_into`]); the proxy copies only the headers it passes on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResponseHead {
     /// major * 1000 + minor (nginx's `http_version`): 1000, 1001, 2000.
     pub version: u32,
     pub status: u16,
-    /// The texts, valid UTF-8 as it came, other bytes replaced.
-    text: String,
+    /// The head's bytes as they came.
+    text: Vec<u8>,
     /// The status line after the code (`OK`), possibly empty.
     reason: Span,
     fields: Vec<Field>,
@@ -86,57 +85,35 @@ impl ResponseHead {
     }
 
     /// Keeps the head's bytes as its text, the spans (offsets into
-    /// `bytes`) pointing into it: checked once and copied at once when
-    /// they are UTF-8 (the usual ASCII); else each piece is converted on
-    /// its own (other bytes replaced) and the spans moved to where it
-    /// went.
+    /// `bytes`) pointing into it. The bytes are kept as they came: nginx
+    /// passes a header's octets on unchanged (a Latin-1 file name in a
+    /// `Content-Disposition`, say).
     fn take_text(&mut self, bytes: &[u8]) {
         self.text.clear();
-        if let Ok(t) = std::str::from_utf8(bytes) {
-            self.text.push_str(t);
-            return;
-        }
-        let text = &mut self.text;
-        let mut push = |(a, b): Span| -> Span {
-            let at = text.len();
-            text.push_str(&String::from_utf8_lossy(bytes.get(a..b).unwrap_or(&[])));
-            (at, text.len())
-        };
-        self.reason = push(self.reason);
-        for f in &mut self.fields {
-            f.name = push(f.name);
-            f.value = push(f.value);
-        }
+        self.text.extend_from_slice(bytes);
     }
 
-    fn span(&self, (a, b): Span) -> &str {
-        self.text.get(a..b).unwrap_or("")
+    fn span(&self, (a, b): Span) -> &[u8] {
+        self.text.get(a..b).unwrap_or(b"")
     }
 
     /// The status line after the code (`OK`), possibly empty.
-    pub fn reason(&self) -> &str {
+    pub fn reason(&self) -> &[u8] {
         self.span(self.reason)
     }
 
     /// The headers in order, as (name, value).
-    pub fn headers(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+    pub fn headers(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> + '_ {
         self.fields
             .iter()
             .map(|f| (self.span(f.name), self.span(f.value)))
     }
 
     /// The first header named `name` (case-insensitive; ASCII names).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        let text = self.text.as_bytes();
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
         self.fields
             .iter()
-            .find(|f| {
-                let (a, b) = f.name;
-                b - a == name.len()
-                    && text
-                        .get(a..b)
-                        .is_some_and(|n| n.eq_ignore_ascii_case(name.as_bytes()))
-            })
+            .find(|f| self.span(f.name).eq_ignore_ascii_case(name.as_bytes()))
             .map(|f| self.span(f.value))
     }
 
@@ -670,15 +647,13 @@ mod tests {
     }
 
     #[test]
-    fn header_text_is_checked_once_and_other_bytes_are_replaced() {
+    fn header_bytes_are_kept_as_they_came() {
         let (h, _) = done(
             b"HTTP/1.1 200 OK\r\nX-A: caf\xe9\r\nX-B: ok\r\nX-C: \xc3\xa9t\xc3\xa9\r\n\r\n\xff\xfe",
         );
-        assert_eq!(h.header("x-a"), Some("caf\u{fffd}"));
-        assert_eq!(h.header("x-b"), Some("ok"));
-        assert_eq!(h.header("x-c"), Some("\u{e9}t\u{e9}"));
-        let (h, _) = done(b"HTTP/1.1 200 OK\r\nX-C: \xc3\xa9t\xc3\xa9\r\n\r\n\xff");
-        assert_eq!(h.header("x-c"), Some("\u{e9}t\u{e9}"));
+        assert_eq!(h.header("x-a"), Some(&b"caf\xe9"[..]));
+        assert_eq!(h.header("x-b"), Some(&b"ok"[..]));
+        assert_eq!(h.header("x-c"), Some(&b"\xc3\xa9t\xc3\xa9"[..]));
     }
 
     #[test]
@@ -705,7 +680,7 @@ mod tests {
     #[test]
     fn status_lines_as_nginx_reads_them() {
         let (h, n) = done(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi");
-        assert_eq!((h.version, h.status, h.reason()), (1001, 200, "OK"));
+        assert_eq!((h.version, h.status, h.reason()), (1001, 200, &b"OK"[..]));
         assert_eq!(n, 38);
         assert_eq!(h.content_length, Some(2));
         assert!(!h.connection_close);
@@ -753,8 +728,8 @@ mod tests {
         let (h, _) = done(
             b"HTTP/1.1 200 OK\r\nX_A:  a b  \r\nXYZ\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n",
         );
-        assert_eq!(h.header("x_a"), Some("a b"));
-        assert_eq!(h.header("XYZ"), Some(""));
+        assert_eq!(h.header("x_a"), Some(&b"a b"[..]));
+        assert_eq!(h.header("XYZ"), Some(&b""[..]));
         assert_eq!(h.headers().len(), 4, "the IIS status line is skipped");
         assert_eq!(h.content_length, Some(3), "the last one wins");
         let (h, _) = done(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n");
