@@ -48,8 +48,16 @@ pub const DEFAULT_LIMITS: ObufLimits = [
 pub const CLASS_NAMES: [&str; 3] = ["normal", "replica", "pubsub"];
 
 /// An emptied output buffer up to this capacity is kept for reuse (Redis
-/// keeps a 16 KiB reply buffer in every client).
-const OBUF_KEEP: usize = 4096;
+/// keeps a 16 KiB reply buffer in every client, `PROTO_REPLY_CHUNK_BYTES`):
+/// a subscriber gets messages every batch, and a buffer grown, freed and
+/// grown again costs reallocations and fresh pages each time. The clients
+/// cron gives back what a client's recent peak does not need
+/// ([`Server::resize_output_buffer`]).
+const OBUF_KEEP: usize = 16 * 1024;
+
+/// The least the clients cron shrinks a kept buffer to (Redis's
+/// `PROTO_REPLY_MIN_BYTES`).
+const OBUF_MIN: usize = 1024;
 
 /// Class index of a client (Redis's `getClientType`: pub/sub when it has
 /// subscriptions).
@@ -183,6 +191,7 @@ impl Server {
         if let Some(c) = self.clients.get_mut(&id) {
             c.obuf_off += n;
             if c.obuf_off >= c.obuf.len() {
+                c.obuf_peak = c.obuf_peak.max(c.obuf.len());
                 // A small buffer is kept for the next messages (a
                 // subscriber gets some every batch: no malloc, growth and
                 // free each time); a big one goes back.
@@ -197,6 +206,19 @@ impl Server {
                 c.obuf.drain(..c.obuf_off);
                 c.obuf_off = 0;
             }
+        }
+    }
+
+    /// Redis's `clientsCronResizeOutputBuffer`, for an emptied buffer: one
+    /// kept at more than twice the most the client needed since the last
+    /// look shrinks to that (at least [`OBUF_MIN`]).
+    pub(crate) fn resize_output_buffer(&mut self, id: ClientId) {
+        let Some(c) = self.clients.get_mut(&id) else {
+            return;
+        };
+        let peak = std::mem::take(&mut c.obuf_peak).max(c.obuf.len());
+        if c.obuf.is_empty() && c.obuf.capacity() > OBUF_MIN && peak * 2 < c.obuf.capacity() {
+            c.obuf.shrink_to(peak.max(OBUF_MIN));
         }
     }
 

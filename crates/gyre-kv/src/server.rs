@@ -292,6 +292,8 @@ pub struct Client {
     /// `client-output-buffer-limit` sees all of it.
     pub(crate) obuf: Vec<u8>,
     pub(crate) obuf_off: usize,
+    /// The longest `obuf` has been since the clients cron last looked.
+    pub(crate) obuf_peak: usize,
     /// Since when the output is above the soft limit (ms).
     pub(crate) obuf_soft_since: Option<i64>,
     /// Authenticated as the default user (always, without `requirepass`).
@@ -613,6 +615,7 @@ impl Server {
                 subs: Default::default(),
                 obuf: Vec::new(),
                 obuf_off: 0,
+                obuf_peak: 0,
                 obuf_soft_since: None,
                 authenticated,
                 reply_mode: Default::default(),

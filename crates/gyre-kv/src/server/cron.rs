@@ -166,6 +166,7 @@ impl Server {
                 .map(|(id, _)| *id);
             let Some(id) = next else { break };
             cursor = id;
+            self.resize_output_buffer(id);
             // Blocked clients are not idle (Redis times them out by their
             // own deadline only).
             if timeout == 0 || self.blocked.is_blocked(id) {
