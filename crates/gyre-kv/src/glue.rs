@@ -162,22 +162,12 @@ impl Drop for Shared {
     }
 }
 
-/// Free memory kept at the heap's top (see [`init`]).
-const HEAP_TRIM_THRESHOLD: usize = 64 << 20;
-
 fn now_ms(core: &Core) -> i64 {
     core.clock().unix_ms() as i64
 }
 
 /// Puts the KV protocol on `listeners` and registers serverCron.
 pub fn init(conf: &KvConf, core: &mut Core, listeners: Vec<Listener>) -> io::Result<()> {
-    // Output buffers of subscribers and pipelined clients grow and empty
-    // every loop turn; with glibc's default trimming the heap top went
-    // back to the kernel and was faulted in again each time (pub/sub
-    // 1 x 1,000: 0.27 -> 0.18 us of CPU per delivery). jemalloc, Redis's
-    // allocator, likewise keeps freed pages for a while; MEMORY PURGE
-    // still gives them back.
-    gyre_core::sys::process::set_heap_trim_threshold(HEAP_TRIM_THRESHOLD);
     let mut server = Server::new(config(conf), now_ms(core));
     server.aof.group_commit = true;
     let shared = Rc::new(Shared {

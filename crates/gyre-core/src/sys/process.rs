@@ -326,23 +326,6 @@ pub fn trim_heap() -> bool {
     unsafe { libc::malloc_trim(0) == 1 }
 }
 
-/// Keeps up to `bytes` of free memory at the top of glibc's heap instead
-/// of giving it back at once (`mallopt(M_TRIM_THRESHOLD)`; fixed, which
-/// also fixes the mmap threshold at its 128 KiB default). Left alone when
-/// the user tuned it (`GLIBC_TUNABLES=glibc.malloc.trim_threshold=…`).
-/// True if it was set.
-pub fn set_heap_trim_threshold(bytes: usize) -> bool {
-    if std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("trim_threshold")) {
-        return false;
-    }
-    let Ok(v) = libc::c_int::try_from(bytes) else {
-        return false;
-    };
-    // SAFETY: mallopt takes two plain integers and only changes glibc's
-    // own malloc parameters under its lock.
-    unsafe { libc::mallopt(libc::M_TRIM_THRESHOLD, v) == 1 }
-}
-
 /// Whose CPU time [`cpu_time`] reads (getrusage's `who`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CpuOf {
