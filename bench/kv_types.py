@@ -318,7 +318,7 @@ def zset_latency(port, n=5000):
 
 # -------------------------------------------------------------------- stall
 
-STALL_TYPES = ("set", "hash", "zset", "list")
+STALL_TYPES = tuple(os.environ.get("BENCH_KVT_STALL_TYPES", "set hash zset list").split())
 # (label, servers, CONFIG SET pairs sent first, how the copy goes). redis frees
 # a big value in its bio thread with lazyfree-lazy-user-del (DEL), UNLINK and
 # lazyfree-lazy-expire; its defaults free DEL and expiry on the main thread,
