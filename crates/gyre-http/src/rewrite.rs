@@ -132,14 +132,17 @@ fn cap_escape(v: &ComplexValue, r: &HttpRequest, want: CaptureEscape) -> Capture
     want
 }
 
-/// [`cap_escape`] for the values of `set`, `return` and `if`.
-fn quote(v: &ComplexValue, e: &Env<'_>, r: &HttpRequest) -> CaptureEscape {
+/// Appends `v`'s value to `e.scratch` (the values of `set`, `return` and
+/// `if`): its captures escaped while `e.quote` holds ([`cap_escape`]).
+fn eval_quoted(v: &ComplexValue, e: &mut Env<'_>, r: &mut HttpRequest) {
     let want = if e.quote {
         CaptureEscape::All
     } else {
         CaptureEscape::None
     };
-    cap_escape(v, r, want)
+    let esc = cap_escape(v, r, want);
+    let env = r.st.env(e.conf, None, e.now, e.unix_ms);
+    v.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, esc);
 }
 
 /// Runs `ops` for `r`.
@@ -153,9 +156,7 @@ pub fn run(ops: &[Op], e: &mut Env<'_>, r: &mut HttpRequest, out: &mut Response)
             }
             Op::Set { var, value } => {
                 e.scratch.clear();
-                let esc = quote(value, e, r);
-                let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-                value.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, esc);
+                eval_quoted(value, e, r);
                 r.vars.set(*var, e.scratch);
             }
             Op::If {
@@ -339,9 +340,7 @@ fn return_response(
         Text::Shared(text.text.clone())
     } else {
         e.scratch.clear();
-        let esc = quote(text, e, r);
-        let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-        text.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, esc);
+        eval_quoted(text, e, r);
         Text::Owned(e.scratch.clone())
     };
     if redirect {
@@ -366,9 +365,7 @@ fn test(cond: &Cond, e: &mut Env<'_>, r: &mut HttpRequest) -> bool {
     e.scratch.clear();
     match cond {
         Cond::Value(v) => {
-            let esc = quote(v, e, r);
-            let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-            v.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, esc);
+            eval_quoted(v, e, r);
             !(e.scratch.is_empty() || e.scratch.as_slice() == b"0")
         }
         Cond::Eq {
@@ -376,20 +373,14 @@ fn test(cond: &Cond, e: &mut Env<'_>, r: &mut HttpRequest) -> bool {
             right,
             negate,
         } => {
-            let (el, er) = (quote(left, e, r), quote(right, e, r));
-            let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-            left.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, el);
+            eval_quoted(left, e, r);
             let split = e.scratch.len();
-            right.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, er);
+            eval_quoted(right, e, r);
             let (a, b) = e.scratch.split_at(split);
             (a == b) != *negate
         }
         Cond::Match { left, re, negate } => {
-            {
-                let esc = quote(left, e, r);
-                let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-                left.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, esc);
-            }
+            eval_quoted(left, e, r);
             let hit = e.matches.exec(re, e.scratch, &mut r.st.caps);
             if hit {
                 r.st.cap_src.clear();
@@ -399,11 +390,7 @@ fn test(cond: &Cond, e: &mut Env<'_>, r: &mut HttpRequest) -> bool {
             hit != *negate
         }
         Cond::File { test, path, negate } => {
-            {
-                let esc = quote(path, e, r);
-                let env = r.st.env(e.conf, None, e.now, e.unix_ms);
-                path.eval_escaping(&e.conf.vars, &mut r.vars, &env, e.scratch, esc);
-            }
+            eval_quoted(path, e, r);
             let p = std::path::Path::new(
                 <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(e.scratch),
             );

@@ -51,22 +51,20 @@ pub fn quoted_or_plus(raw: &[u8]) -> bool {
 /// nginx's `ngx_escape_uri(…, NGX_ESCAPE_URI)`: space, `#`, `%`, `?`,
 /// control bytes, DEL and bytes above 0x7f become `%XX`.
 pub fn escape_uri(src: &[u8], out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &b in src {
-        if b <= 0x20 || b == b'#' || b == b'%' || b == b'?' || b >= 0x7f {
-            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
-        } else {
-            out.push(b);
-        }
-    }
+    escape(src, out, b"#%?");
 }
 
 /// nginx's `ngx_escape_uri(…, NGX_ESCAPE_ARGS)`: space, `#`, `%`, `&`,
 /// `+`, `;`, `?`, control bytes, DEL and bytes above 0x7f become `%XX`.
 pub fn escape_args(src: &[u8], out: &mut Vec<u8>) {
+    escape(src, out, b"#%&+;?");
+}
+
+/// `%XX` for control bytes, space, DEL, bytes above 0x7f and `special`.
+fn escape(src: &[u8], out: &mut Vec<u8>, special: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for &b in src {
-        if b <= 0x20 || b >= 0x7f || matches!(b, b'#' | b'%' | b'&' | b'+' | b';' | b'?') {
+        if b <= 0x20 || b >= 0x7f || special.contains(&b) {
             out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
         } else {
             out.push(b);

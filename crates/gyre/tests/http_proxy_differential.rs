@@ -240,21 +240,13 @@ fn gyre_proxies_like_nginx() {
     }
     // The raw head, byte for byte (the views above read text).
     let raw = |port: u16| {
-        let mut c = Raw::connect(port);
-        c.send(b"GET /latin HTTP/1.1\r\nHost: front\r\nConnection: close\r\n\r\n");
-        let mut all = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut c.s, &mut all);
-        let end = all
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .unwrap_or(all.len());
-        all[..end]
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.starts_with(b"Date:") && !l.starts_with(b"Server:"))
-            .flat_map(|l| l.iter().copied().chain([b'\n']))
-            .collect::<Vec<u8>>()
-            .escape_ascii()
-            .to_string()
+        util::http::raw_head(
+            port,
+            b"GET /latin HTTP/1.1\r\nHost: front\r\nConnection: close\r\n\r\n",
+        )
+        .concat()
+        .escape_ascii()
+        .to_string()
     };
     let (nraw, graw) = (raw(ng.port), raw(gy.port));
     if nraw != graw {

@@ -166,18 +166,20 @@ impl Server {
                 .map(|(id, _)| *id);
             let Some(id) = next else { break };
             cursor = id;
-            self.resize_output_buffer(id);
             // Blocked clients are not idle (Redis times them out by their
             // own deadline only).
-            if timeout == 0 || self.blocked.is_blocked(id) {
+            let blocked = self.blocked.is_blocked(id);
+            let Some(c) = self.clients.get_mut(&id) else {
+                continue;
+            };
+            c.resize_output_buffer();
+            if timeout == 0 || blocked {
                 continue;
             }
-            if let Some(c) = self.clients.get_mut(&id) {
-                let idle_s = now_ms.div_euclid(1000) - c.last_interaction_ms.div_euclid(1000);
-                if !c.closing && idle_s > 0 && idle_s as u64 > timeout {
-                    c.closing = true;
-                    close.push(id);
-                }
+            let idle_s = now_ms.div_euclid(1000) - c.last_interaction_ms.div_euclid(1000);
+            if !c.closing && idle_s > 0 && idle_s as u64 > timeout {
+                c.closing = true;
+                close.push(id);
             }
         }
         self.cron.clients_cursor = cursor;

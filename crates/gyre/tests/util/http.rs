@@ -429,6 +429,28 @@ pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// One request on a fresh connection with `Connection: close`.
+/// The head's bytes as the server sent them for `input` (up to the blank
+/// line), one line each, the `Date` and `Server` lines dropped and
+/// `:PORT` in place of the server's port: for comparing raw heads.
+pub fn raw_head(port: u16, input: &[u8]) -> Vec<Vec<u8>> {
+    let mut r = Raw::connect(port);
+    r.send(input);
+    while find(&r.buf, b"\r\n\r\n").is_none() && !r.eof && r.fill().is_ok_and(|n| n > 0) {}
+    let end = find(&r.buf, b"\r\n\r\n").unwrap_or(r.buf.len());
+    let port_s = format!(":{port}");
+    r.buf[..end]
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.starts_with(b"Date:") && !l.starts_with(b"Server:"))
+        .map(|l| {
+            let mut l = l.to_vec();
+            if let Some(i) = find(&l, port_s.as_bytes()) {
+                l.splice(i..i + port_s.len(), *b":PORT");
+            }
+            l
+        })
+        .collect()
+}
+
 pub fn raw_request(port: u16, req: &str) -> Resp {
     let mut c = Raw::connect(port);
     c.send(req.as_bytes());
