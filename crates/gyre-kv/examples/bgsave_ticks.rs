@@ -123,7 +123,7 @@ fn main() {
     }
     let rounds: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(1);
     let t_save = Instant::now();
-    let (mut slices, mut turns) = (Vec::new(), Vec::new());
+    let (mut slices, mut turns, mut feeds) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         if let Err(e) = server.bgsave_start(T0) {
             eprintln!("{e}");
@@ -136,6 +136,7 @@ fn main() {
             let more = server.bgsave_slice(T0);
             let now = Instant::now();
             slices.push((now - s).as_secs_f64() * 1e6);
+            feeds.push((s - t).as_secs_f64() * 1e6);
             turns.push((now - t).as_secs_f64() * 1e6);
             if !more {
                 break;
@@ -151,6 +152,7 @@ fn main() {
     );
     line("turn before the save", &mut before);
     line("turn during the save", &mut turns);
+    line("clients' part of a turn during the save", &mut feeds);
     line("save slice", &mut slices);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -24,6 +24,7 @@
 //!     rdbchecksum yes;
 //!     stop-writes-on-bgsave-error yes;
 //!     rdb-del-sync-files no;
+//!     rdb-save-incremental-fsync yes;  # fdatasync every 4 MB of a dump
 //!     bgsave-slice-us 250;             # gyre's: sweep time per loop turn of a BGSAVE
 //! }
 //! ```
@@ -330,6 +331,11 @@ fn set_del_sync(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String
     Ok(())
 }
 
+fn set_incremental_fsync(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
+    c.persist.rdb_save_incremental_fsync = yes_no(d)?;
+    Ok(())
+}
+
 /// `bgsave-slice-us` (gyre's own, no Redis counterpart: Redis forks): the
 /// longest a background save's slice runs per loop turn, 10..1000000 µs.
 fn set_bgsave_slice(c: &mut KvConf, d: &Directive, _: &ConfCtx) -> Result<(), String> {
@@ -615,6 +621,12 @@ static KV_DIRECTIVES: &[DirectiveSpec<KvConf>] = &[
         set_stop_writes,
     ),
     DirectiveSpec::new("rdb-del-sync-files", KV, Args::TAKE1, set_del_sync),
+    DirectiveSpec::new(
+        "rdb-save-incremental-fsync",
+        KV,
+        Args::TAKE1,
+        set_incremental_fsync,
+    ),
     DirectiveSpec::new("bgsave-slice-us", KV, Args::TAKE1, set_bgsave_slice),
     DirectiveSpec::new("appendonly", KV, Args::TAKE1, set_aof),
     DirectiveSpec::new("appendfsync", KV, Args::TAKE1, set_aof),

@@ -280,6 +280,10 @@ const PARAMS: &[Param] = &[
         kind: Kind::Bool,
     },
     Param {
+        name: "rdb-save-incremental-fsync",
+        kind: Kind::Bool,
+    },
+    Param {
         name: "bgsave-slice-us",
         kind: Kind::Int {
             min: 10,
@@ -524,6 +528,7 @@ pub(crate) fn param_value_of(c: &crate::server::Config, name: &str) -> String {
         "rdbchecksum" => yn(c.persist.rdbchecksum),
         "stop-writes-on-bgsave-error" => yn(c.persist.stop_writes_on_bgsave_error),
         "rdb-del-sync-files" => yn(c.persist.rdb_del_sync_files),
+        "rdb-save-incremental-fsync" => yn(c.persist.rdb_save_incremental_fsync),
         "bgsave-slice-us" => c.persist.bgsave_slice_us.to_string(),
         "appendonly" => yn(c.persist.aof.appendonly),
         "appendfsync" => c.persist.aof.appendfsync.name().into(),
@@ -840,6 +845,9 @@ fn config_set(server: &mut Server, ctx: &mut Ctx<'_>) {
                 c.persist.stop_writes_on_bgsave_error = b
             }
             ("rdb-del-sync-files", NewValue::Bool(b)) => c.persist.rdb_del_sync_files = b,
+            ("rdb-save-incremental-fsync", NewValue::Bool(b)) => {
+                c.persist.rdb_save_incremental_fsync = b
+            }
             ("bgsave-slice-us", NewValue::Int(v)) => c.persist.bgsave_slice_us = v as u64,
             ("appendonly", NewValue::Bool(b)) => c.persist.aof.appendonly = b,
             ("no-appendfsync-on-rewrite", NewValue::Bool(b)) => {

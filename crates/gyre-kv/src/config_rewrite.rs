@@ -72,6 +72,7 @@ const OPTIONS: &[(&str, Form)] = &[
     ("rdbchecksum", Form::Bool),
     ("stop-writes-on-bgsave-error", Form::Bool),
     ("rdb-del-sync-files", Form::Bool),
+    ("rdb-save-incremental-fsync", Form::Bool),
     ("maxmemory-policy", Form::Plain),
     ("maxmemory-samples", Form::Int),
     ("maxmemory-eviction-tenacity", Form::Int),

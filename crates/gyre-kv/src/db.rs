@@ -58,8 +58,6 @@
 //! serverCron and before each wait), so no single step frees millions of
 //! allocations.
 
-use std::hash::{BuildHasherDefault, Hasher};
-
 use crate::glob::stringmatch;
 use crate::hash::KeyHasher;
 use crate::notify::Change;
@@ -93,34 +91,6 @@ pub const LAZYFREE_MIN: usize = 1024;
 pub const ENTRY_OVERHEAD: u64 = 54;
 const NONE: u32 = u32::MAX;
 const NO_EXPIRE: i64 = -1;
-
-/// Keys of the sweep's `done` set already are keyed hashes: used as
-/// they are.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-
-    /// A [`map_key`]: both halves of the set's hash from its bits
-    /// (hashbrown takes the bucket from the low bits, the control tag from
-    /// the top seven).
-    fn write_u32(&mut self, n: u32) {
-        self.0 = (u64::from(n) << 32) | u64::from(n);
-    }
-}
 
 /// Where a key is, found once for a read-modify-write (SET): its hash and
 /// its live node, if any. Valid until the database changes.
@@ -580,8 +550,8 @@ impl Db {
             return p;
         }
         let h = p.hash;
-        self.cow_hash(h);
         let idx = self.nodes.len() as u32;
+        self.cow_new(idx as usize);
         let next = self.link_new(h);
         let now_ms = self.access_mode.now_ms;
         let slot = Slot::new(key, value, self.access_mode.new_key(now_ms));

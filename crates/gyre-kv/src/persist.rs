@@ -14,7 +14,8 @@
 //! the file: writes, CRC64, fsync, rename and the directory fsync never
 //! block the loop. Extra memory is the channel (at most
 //! `WRITER_QUEUE` × `CHUNK` bytes), the records not yet handed over, and one
-//! `u32` per key written ahead of the sweep. (README: measurements.)
+//! bit per key (which keys a write saved ahead of the sweep). (README:
+//! measurements.)
 //!
 //! # What one loop turn pays
 //!
@@ -84,6 +85,9 @@ pub struct PersistConfig {
     pub stop_writes_on_bgsave_error: bool,
     /// `rdb-del-sync-files` (accepted: there is no replication to sync).
     pub rdb_del_sync_files: bool,
+    /// `rdb-save-incremental-fsync`: fdatasync a dump every
+    /// [`crate::rdb::file::AUTOSYNC_BYTES`] written (Redis's default).
+    pub rdb_save_incremental_fsync: bool,
     /// `bgsave-slice-us` (gyre's own): the longest a background save's
     /// slice runs on the loop per turn, in microseconds.
     pub bgsave_slice_us: u64,
@@ -106,6 +110,7 @@ impl Default for PersistConfig {
             rdbchecksum: true,
             stop_writes_on_bgsave_error: true,
             rdb_del_sync_files: false,
+            rdb_save_incremental_fsync: true,
             bgsave_slice_us: DEFAULT_BGSAVE_SLICE_US,
             aof: crate::aof::AofConfig::default(),
         }
@@ -200,7 +205,13 @@ impl BgWriter {
     /// The thread opens the temp file itself, so a directory that cannot
     /// be written fails the save in the background as Redis's child does
     /// (BGSAVE still answers "started"; INFO and MISCONF tell the rest).
-    fn spawn(path: PathBuf, tag: String, checksum: bool, raw: bool) -> io::Result<BgWriter> {
+    fn spawn(
+        path: PathBuf,
+        tag: String,
+        checksum: bool,
+        raw: bool,
+        autosync: bool,
+    ) -> io::Result<BgWriter> {
         let (tx, rx) = sync_channel::<Msg>(WRITER_QUEUE);
         let (spare_tx, spare) = sync_channel::<Vec<u8>>(WRITER_QUEUE + 2);
         let handle = std::thread::Builder::new()
@@ -208,6 +219,7 @@ impl BgWriter {
             .spawn(move || {
                 let file = DumpFile::create(&path, &tag, checksum)
                     .map(|f| if raw { f.raw() } else { f })
+                    .map(|f| f.incremental_fsync(autosync))
                     .inspect_err(|e| {
                     log::warn!(
                         "Failed opening the temp RDB file temp-{tag}.rdb (in server root dir {}) for saving: {e}",
@@ -423,7 +435,12 @@ impl Server {
             path,
             &std::process::id().to_string(),
             self.config.persist.rdbchecksum,
-        )?;
+        )?
+        .incremental_fsync(if aof_base {
+            self.config.persist.aof.rewrite_incremental_fsync
+        } else {
+            self.config.persist.rdb_save_incremental_fsync
+        });
         let mut aux = self.aux(now_ms);
         aux.aof_base = aof_base;
         let r = (|| {
@@ -482,7 +499,11 @@ impl Server {
             SaveKind::Rdb => (format!("bg-{}", std::process::id()), false),
             SaveKind::AofBase { rdb } => (format!("rewriteaof-bg-{}", std::process::id()), !rdb),
         };
-        let writer = BgWriter::spawn(path, tag, self.config.persist.rdbchecksum, raw)?;
+        let autosync = match kind {
+            SaveKind::Rdb => self.config.persist.rdb_save_incremental_fsync,
+            SaveKind::AofBase { .. } => self.config.persist.aof.rewrite_incremental_fsync,
+        };
+        let writer = BgWriter::spawn(path, tag, self.config.persist.rdbchecksum, raw, autosync)?;
         let compress = self.config.persist.rdbcompression;
         let mut chunk = Vec::with_capacity(CHUNK + 1024);
         if !raw {
@@ -988,6 +1009,20 @@ mod tests {
             "+OK\r\n"
         );
         assert!(!s.config.persist.rdbcompression);
+        // Redis's default: a dump is fdatasynced every 4 MB.
+        assert_eq!(
+            run(&mut s, &["CONFIG", "GET", "rdb-save-incremental-fsync"], 0),
+            "*2\r\n$26\r\nrdb-save-incremental-fsync\r\n$3\r\nyes\r\n"
+        );
+        assert_eq!(
+            run(
+                &mut s,
+                &["CONFIG", "SET", "rdb-save-incremental-fsync", "no"],
+                0
+            ),
+            "+OK\r\n"
+        );
+        assert!(!s.config.persist.rdb_save_incremental_fsync);
         assert_eq!(run(&mut s, &["CONFIG", "SET", "save", ""], 0), "+OK\r\n");
         assert!(s.config.persist.save.is_empty());
         // gyre's own slice budget, checked as Redis checks an integer.
