@@ -5,7 +5,7 @@
 //! each node into `out` (RDB key/value records). Writes keep the snapshot
 //! point-in-time with copy-before-write on *keys*, not pages: before a node
 //! changes or is removed, its old value is saved first if the sweep has
-//! not passed it, and its bit in `saved` (one bit per node index) is set.
+//! not passed it, and its bit in `saved_bits` (one per node index) is set.
 //! The invariant:
 //!
 //! * an old key at index `< cursor` has been saved;
