@@ -118,6 +118,17 @@ impl Default for PersistConfig {
 }
 
 impl PersistConfig {
+    /// Whether a dump is fdatasynced as it is written: Redis's
+    /// `rdb-save-incremental-fsync`, or `aof-rewrite-incremental-fsync`
+    /// for an AOF's base.
+    fn incremental_fsync(&self, aof_base: bool) -> bool {
+        if aof_base {
+            self.aof.rewrite_incremental_fsync
+        } else {
+            self.rdb_save_incremental_fsync
+        }
+    }
+
     pub fn path(&self) -> PathBuf {
         self.dir.join(&self.dbfilename)
     }
@@ -436,11 +447,7 @@ impl Server {
             &std::process::id().to_string(),
             self.config.persist.rdbchecksum,
         )?
-        .incremental_fsync(if aof_base {
-            self.config.persist.aof.rewrite_incremental_fsync
-        } else {
-            self.config.persist.rdb_save_incremental_fsync
-        });
+        .incremental_fsync(self.config.persist.incremental_fsync(aof_base));
         let mut aux = self.aux(now_ms);
         aux.aof_base = aof_base;
         let r = (|| {
@@ -499,10 +506,7 @@ impl Server {
             SaveKind::Rdb => (format!("bg-{}", std::process::id()), false),
             SaveKind::AofBase { rdb } => (format!("rewriteaof-bg-{}", std::process::id()), !rdb),
         };
-        let autosync = match kind {
-            SaveKind::Rdb => self.config.persist.rdb_save_incremental_fsync,
-            SaveKind::AofBase { .. } => self.config.persist.aof.rewrite_incremental_fsync,
-        };
+        let autosync = self.config.persist.incremental_fsync(kind != SaveKind::Rdb);
         let writer = BgWriter::spawn(path, tag, self.config.persist.rdbchecksum, raw, autosync)?;
         let compress = self.config.persist.rdbcompression;
         let mut chunk = Vec::with_capacity(CHUNK + 1024);
